@@ -1,0 +1,5 @@
+"""``python -m gen`` runs the command-line interface."""
+
+from gen.cli import main
+
+main()

@@ -1,0 +1,180 @@
+"""Errors and findings: gen's errors are data, formatted only at the CLI edge.
+
+The tree::
+
+    GenError                        exit 1; carries zero or more Findings
+    ├── ProfileError                profiles could not be read or are invalid
+    │   ├── ProfileSyntaxError      YAML syntax, encoding, size or alias limits
+    │   └── ProfileValidationError  pydantic errors, each mapped to file:line:col
+    ├── ReferenceError_             a name that refers to nothing (service → GPU class, ...)
+    ├── LintError                   lint rules with severity "error" fired
+    ├── TemplateError               Jinja syntax / undefined / bad output → template:line
+    ├── ManifestValidationError     a rendered manifest fails its schema
+    ├── StaleOutputError            ``render --check``: out/ differs from the render
+    ├── OutputError                 out/ cannot be written (read-only, disk full, ...)
+    ├── LookupError_                a GPU / model / MIG profile name the catalogs do not know
+    └── ToolError                   an external tool failed
+        └── ToolNotFoundError       ... or is not installed
+
+A :class:`Finding` is one located message with a rule id, used both for lint results and
+for every error that points into a file.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+
+class Severity(enum.StrEnum):
+    """How bad a finding is."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+@dataclass(frozen=True, order=True)
+class SourceLocation:
+    """A position in a source file; ``line`` and ``column`` are 1-based."""
+
+    path: str
+    line: int = 0
+    column: int = 0
+
+    def __str__(self) -> str:
+        if self.line and self.column:
+            return f"{self.path}:{self.line}:{self.column}"
+        if self.line:
+            return f"{self.path}:{self.line}"
+        return self.path
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One located message: a lint result, a schema error, a reference error."""
+
+    rule: str
+    message: str
+    location: SourceLocation | None = None
+    key_path: str = ""
+    severity: Severity = Severity.ERROR
+    hint: str = ""
+    related: tuple[SourceLocation, ...] = field(default=())
+
+    def sort_key(self) -> tuple[str, int, int, str, str]:
+        """Stable order: file, line, column, rule, message."""
+        loc = self.location or SourceLocation("")
+        return (loc.path, loc.line, loc.column, self.rule, self.message)
+
+    def format(self) -> str:
+        """``path:line:col: severity RULE: key.path: message`` plus an indented hint."""
+        parts = []
+        if self.location is not None:
+            parts.append(f"{self.location}: ")
+        parts.append(f"{self.severity.value} {self.rule}: ")
+        if self.key_path:
+            parts.append(f"{self.key_path}: ")
+        parts.append(self.message)
+        text = "".join(parts)
+        if self.hint:
+            text += f"\n    hint: {self.hint}"
+        return text
+
+    def to_json(self) -> dict[str, object]:
+        """The documented JSON form of a finding (``gen lint --format json``)."""
+        loc = self.location
+        return {
+            "rule": self.rule,
+            "severity": self.severity.value,
+            "message": self.message,
+            "path": loc.path if loc else None,
+            "line": loc.line if loc and loc.line else None,
+            "column": loc.column if loc and loc.column else None,
+            "key_path": self.key_path or None,
+            "hint": self.hint or None,
+        }
+
+
+def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
+    """Findings in a deterministic order, duplicates removed."""
+    return sorted(set(findings), key=Finding.sort_key)
+
+
+class GenError(Exception):
+    """Base of every error gen reports to a user."""
+
+    exit_code: ClassVar[int] = 1
+    default_rule: ClassVar[str] = "GEN000"
+
+    def __init__(self, message: str = "", *, findings: Sequence[Finding] = ()) -> None:
+        self.message = message
+        self.findings: tuple[Finding, ...] = tuple(sort_findings(findings))
+        super().__init__(message or (self.findings[0].message if self.findings else ""))
+
+    def format_message(self) -> str:
+        """All findings, one per line, then the summary message."""
+        lines = [f.format() for f in self.findings]
+        if self.message:
+            lines.append(self.message)
+        return "\n".join(lines)
+
+
+class ProfileError(GenError):
+    """The profiles could not be read or are invalid."""
+
+
+class ProfileSyntaxError(ProfileError):
+    """YAML that does not parse, is not UTF-8, or breaks the size and alias limits."""
+
+    default_rule = "GEN001"
+
+
+class ProfileValidationError(ProfileError):
+    """Profiles that parse but do not match the schema."""
+
+    default_rule = "GEN002"
+
+
+class ReferenceError_(GenError):  # noqa: N801  (trailing underscore: builtin name clash)
+    """A profile refers to something that does not exist."""
+
+    default_rule = "GEN003"
+
+
+class LintError(GenError):
+    """Lint rules of severity ``error`` fired."""
+
+
+class TemplateError(GenError):
+    """A template failed to render, or rendered something that is not a manifest."""
+
+    default_rule = "GEN010"
+
+
+class ManifestValidationError(GenError):
+    """A rendered manifest does not match the schema of its cluster's Kubernetes version."""
+
+    default_rule = "GEN020"
+
+
+class StaleOutputError(GenError):
+    """``gen render --check``: out/ is not the render of profiles/."""
+
+
+class OutputError(GenError):
+    """out/ could not be written."""
+
+
+class LookupError_(GenError):  # noqa: N801  (trailing underscore: builtin name clash)
+    """A GPU, model or MIG profile name that the catalogs do not know."""
+
+
+class ToolError(GenError):
+    """An external tool (kubeconform) failed."""
+
+
+class ToolNotFoundError(ToolError):
+    """An external tool is not installed."""
