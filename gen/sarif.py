@@ -1,0 +1,107 @@
+"""Findings as SARIF 2.1.0, for GitHub code scanning and other SARIF viewers.
+
+``gen lint --format sarif`` writes :func:`to_sarif`'s result as JSON. The log has one run whose
+tool driver is ``gen``; every rule that a finding uses (plus any in ``rules``) is listed with a
+short description, and every finding becomes one result with a level, a message and, when it
+has a location, a physical location (a relative, forward-slash URI plus line and column).
+The order is deterministic: rules by id, results in :func:`gen.errors.sort_findings` order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import PurePath, PurePosixPath, PureWindowsPath
+from typing import Any
+from urllib.parse import quote
+
+from gen.errors import Finding, Severity, SourceLocation, sort_findings
+
+__all__ = ["SARIF_SCHEMA", "SARIF_VERSION", "to_sarif"]
+
+SARIF_VERSION = "2.1.0"
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+_LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+
+
+def to_sarif(
+    findings: Sequence[Finding],
+    *,
+    tool_version: str,
+    rules: Mapping[str, str] | None = None,
+    root: str | PurePath | None = None,
+) -> dict[str, Any]:
+    """A SARIF 2.1.0 log (a JSON-ready dict) of ``findings``.
+
+    Args:
+        findings: what to report; duplicates are dropped, order does not matter.
+        tool_version: gen's version, for ``tool.driver.version``.
+        rules: rule id → one-line description, for ``tool.driver.rules``.
+        root: when given, absolute finding paths under it are made relative to it
+            (SARIF viewers resolve URIs against the repository root).
+    """
+    descriptions = dict(rules or {})
+    ordered = sort_findings(findings)
+    rule_ids = sorted({f.rule for f in ordered} | set(descriptions))
+    index = {rule: i for i, rule in enumerate(rule_ids)}
+    driver: dict[str, Any] = {
+        "name": "gen",
+        "version": tool_version,
+        "rules": [
+            {"id": rule, "shortDescription": {"text": descriptions.get(rule) or rule}}
+            for rule in rule_ids
+        ],
+    }
+    results = [_result(f, index[f.rule], root) for f in ordered]
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": SARIF_VERSION,
+        "runs": [
+            {"tool": {"driver": driver}, "columnKind": "unicodeCodePoints", "results": results}
+        ],
+    }
+
+
+def _result(finding: Finding, rule_index: int, root: str | PurePath | None) -> dict[str, Any]:
+    text = f"{finding.key_path}: {finding.message}" if finding.key_path else finding.message
+    if finding.hint:
+        text += f"\nhint: {finding.hint}"
+    result: dict[str, Any] = {
+        "ruleId": finding.rule,
+        "ruleIndex": rule_index,
+        "level": _LEVELS[finding.severity],
+        "message": {"text": text},
+    }
+    if finding.location is not None and finding.location.path:
+        result["locations"] = [{"physicalLocation": _physical(finding.location, root)}]
+    related = [loc for loc in finding.related if loc.path]
+    if related:
+        result["relatedLocations"] = [
+            {"id": i, "physicalLocation": _physical(loc, root)} for i, loc in enumerate(related)
+        ]
+    return result
+
+
+def _physical(location: SourceLocation, root: str | PurePath | None) -> dict[str, Any]:
+    physical: dict[str, Any] = {"artifactLocation": {"uri": _uri(location.path, root)}}
+    if location.line > 0:
+        region = {"startLine": location.line}
+        if location.column > 0:
+            region["startColumn"] = location.column
+        physical["region"] = region
+    return physical
+
+
+def _uri(path: str, root: str | PurePath | None) -> str:
+    """A relative URI reference with forward slashes; absolute paths become ``file://`` URIs."""
+    pure: PurePath = PureWindowsPath(path) if "\\" in path else PurePosixPath(path)
+    if root is not None and pure.is_absolute():
+        base = type(pure)(root)
+        if pure.is_relative_to(base):
+            pure = pure.relative_to(base)
+    posix = pure.as_posix()
+    if pure.is_absolute():
+        return "file://" + quote(posix if posix.startswith("/") else "/" + posix, safe="/:")
+    while posix.startswith("./"):
+        posix = posix[2:]
+    return quote(posix, safe="/")
