@@ -1,0 +1,353 @@
+"""Tests for gen.fit: the per-GPU memory budget of a vLLM worker."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gen.errors import LookupError_
+from gen.fit import (
+    GIB,
+    KV_BLOCK_TOKENS,
+    FitDevice,
+    FitRequest,
+    batch_defaults,
+    check_fit,
+    kv_cache_bytes,
+    resolve_device,
+)
+from gen.model_catalog import LLMSpec, model_catalog
+
+H100 = FitDevice(name="NVIDIA H100 80GB HBM3", memory_mib=81559)
+MIG_1G_10GB = FitDevice(name="NVIDIA H100 80GB HBM3 MIG 1g.10gb", memory_mib=9984, is_mig=True)
+MIG_3G_40GB = FitDevice(name="NVIDIA H100 80GB HBM3 MIG 3g.40gb", memory_mib=40320, is_mig=True)
+
+MODELS = model_catalog().all()
+
+
+def _model(name: str) -> LLMSpec:
+    return model_catalog().lookup(name)
+
+
+def _request(**changes: object) -> FitRequest:
+    base = FitRequest(model=_model("meta-llama/Llama-3.1-8B-Instruct"), device=H100)
+    return replace(base, **changes)  # type: ignore[arg-type]
+
+
+# ---- sanity anchors from the reference's worked examples (§2.4) ----
+
+
+def test_llama_70b_bf16_does_not_fit_one_h100() -> None:
+    """Llama 3.1 70B in bf16 (131 GiB of weights) does not fit one 80 GB H100."""
+    report = check_fit(_request(model=_model("meta-llama/Llama-3.1-70B-Instruct")))
+    assert not report.fits
+    assert report.weights > report.budget
+    assert "weights" in report.errors[0]
+
+
+def test_llama_70b_fits_four_h100_with_tp4() -> None:
+    """Llama 3.1 70B fits 4 × H100 with TP 4, with room for several 128K sequences."""
+    report = check_fit(_request(model=_model("meta-llama/Llama-3.1-70B-Instruct"), gpus=4))
+    assert report.fits, report.errors
+    assert report.tensor_parallel == 4
+    assert 30 * GIB < report.weights < 35 * GIB
+    assert report.max_concurrent_sequences >= 3
+    assert report.kv_bytes_per_token == 2 * 80 * 2 * 128 * 2  # 2 KV heads per GPU
+
+
+def test_llama_70b_tp2_fails_the_full_context_check() -> None:
+    """Llama 3.1 70B on 2 × H100 loads but cannot hold one 128K sequence (reference: ~20k)."""
+    report = check_fit(_request(model=_model("meta-llama/Llama-3.1-70B-Instruct"), gpus=2))
+    assert not report.fits
+    assert "To serve at least one request" in report.errors[0]
+    assert 8_000 < report.max_model_len_fit < 32_000
+
+
+def test_8b_does_not_fit_a_1g_10gb_slice() -> None:
+    """An 8B bf16 model (15 GiB of weights) does not fit a 1g.10gb MIG slice."""
+    report = check_fit(_request(device=MIG_1G_10GB))
+    assert not report.fits
+    assert "larger MIG profile" in report.errors[0]
+
+
+def test_8b_fits_a_3g_40gb_slice() -> None:
+    """An 8B bf16 model with its full 128K context fits a 3g.40gb-class slice."""
+    report = check_fit(_request(device=MIG_3G_40GB))
+    assert report.fits, report.errors
+    assert report.max_num_seqs == 256  # MIG gets vLLM's small batch defaults
+
+
+def test_llama_1b_fits_a_1g_10gb_slice() -> None:
+    """Llama 3.2 1B fits a 1g.10gb slice even at its full 128K context."""
+    report = check_fit(_request(model=_model("meta-llama/Llama-3.2-1B-Instruct"),
+                                device=MIG_1G_10GB))
+    assert report.fits, report.errors
+
+
+def test_gpt_oss_120b_fits_one_80gb_gpu() -> None:
+    """gpt-oss-120b (MXFP4) fits a single 80 GB GPU, as its model card says."""
+    report = check_fit(_request(model=_model("openai/gpt-oss-120b")))
+    assert report.fits, report.errors
+
+
+def test_405b_fp8_fits_eight_h100() -> None:
+    """Llama 3.1 405B FP8 fits one 8 × H100 node; the bf16 checkpoint does not."""
+    fp8 = check_fit(_request(model=_model("meta-llama/Llama-3.1-405B-Instruct-FP8"), gpus=8,
+                             max_model_len=32768))
+    bf16 = check_fit(_request(model=_model("meta-llama/Llama-3.1-405B-Instruct"), gpus=8,
+                              max_model_len=32768))
+    assert fp8.fits, fp8.errors
+    assert not bf16.fits
+
+
+# ---- KV-cache arithmetic ----
+
+
+def test_kv_formula_per_token() -> None:
+    """KV per token per GPU is 2 · layers/PP · kv_heads/TP · head_dim · bytes."""
+    llama = _model("meta-llama/Llama-3.1-8B-Instruct")
+    assert kv_cache_bytes(llama, 16) == 16 * 2 * 32 * 8 * 128 * 2
+    assert kv_cache_bytes(llama, 16, tensor_parallel=2) == 16 * 2 * 32 * 4 * 128 * 2
+    assert kv_cache_bytes(llama, 16, pipeline_parallel=2) == 16 * 2 * 16 * 8 * 128 * 2
+    assert kv_cache_bytes(llama, 16, kv_cache_dtype="fp8") == 16 * 2 * 32 * 8 * 128
+
+
+def test_kv_heads_are_replicated_beyond_tp() -> None:
+    """With TP above the KV-head count each GPU still holds one KV head."""
+    qwen = _model("Qwen/Qwen2.5-7B-Instruct")  # 4 KV heads
+    assert kv_cache_bytes(qwen, 16, tensor_parallel=4) == kv_cache_bytes(
+        qwen, 16, tensor_parallel=8
+    )
+
+
+def test_kv_is_allocated_in_blocks() -> None:
+    """One token costs a whole 16-token block."""
+    llama = _model("meta-llama/Llama-3.1-8B-Instruct")
+    assert kv_cache_bytes(llama, 1) == kv_cache_bytes(llama, KV_BLOCK_TOKENS)
+    assert kv_cache_bytes(llama, KV_BLOCK_TOKENS + 1) == kv_cache_bytes(llama, 2 * KV_BLOCK_TOKENS)
+
+
+def test_sliding_window_layers_stop_growing() -> None:
+    """gpt-oss's sliding layers keep only window + chunk tokens, so long contexts cost less."""
+    oss = _model("openai/gpt-oss-20b")
+    full_only = replace(oss, sliding_window=None, sliding_window_layers=0)
+    assert kv_cache_bytes(oss, 131072) < kv_cache_bytes(full_only, 131072)
+    assert kv_cache_bytes(oss, 64) == kv_cache_bytes(full_only, 64)
+
+
+# ---- parallelism rules ----
+
+
+def test_tp_must_divide_attention_heads() -> None:
+    """TP 3 does not divide Llama's 32 heads: an error quoting vLLM's message."""
+    report = check_fit(_request(gpus=3))
+    assert not report.fits
+    assert any("must be divisible by tensor parallel size (3)" in e for e in report.errors)
+
+
+def test_tp_must_be_compatible_with_kv_heads() -> None:
+    """Phi-4's 10 KV heads allow TP 1 and 2 but not 4."""
+    phi = _model("microsoft/phi-4")
+    assert check_fit(_request(model=phi, gpus=2)).fits
+    report = check_fit(_request(model=phi, gpus=4, max_model_len=4096))
+    assert any("KV heads cannot be split" in e for e in report.errors)
+
+
+def test_awq_shards_must_hold_whole_groups() -> None:
+    """An AWQ MLP shard must hold whole 128-wide groups: Qwen 72B AWQ pads to 29696 for TP 2."""
+    awq = _model("Qwen/Qwen2.5-72B-Instruct-AWQ")
+    assert check_fit(_request(model=awq, gpus=2)).fits
+    unpadded = replace(awq, intermediate_size=29568)
+    report = check_fit(_request(model=unpadded, gpus=2))
+    assert any("whole awq groups" in e for e in report.errors)
+
+
+def test_tp_times_pp_must_fit_the_claim() -> None:
+    """TP·PP above the GPUs in the claim is an error."""
+    report = check_fit(_request(gpus=2, tensor_parallel=2, pipeline_parallel=2))
+    assert any("needs more GPUs" in e for e in report.errors)
+
+
+def test_pipeline_parallel_splits_layers() -> None:
+    """PP 2 halves the weights and the KV per GPU of a 70B model."""
+    one = check_fit(_request(model=_model("meta-llama/Llama-3.1-70B-Instruct"), gpus=4))
+    two = check_fit(_request(model=_model("meta-llama/Llama-3.1-70B-Instruct"), gpus=4,
+                             tensor_parallel=2, pipeline_parallel=2))
+    assert two.fits, two.errors
+    assert two.kv_bytes_per_token == one.kv_bytes_per_token  # TP2·PP2 vs TP4: same share
+    assert any("pipeline parallelism" in w for w in two.warnings)
+
+
+def test_default_tp_is_gpus_over_pp() -> None:
+    """Without --tp, TP is the GPUs divided by PP."""
+    assert _request(gpus=8).tp == 8
+    assert _request(gpus=8, pipeline_parallel=2).tp == 4
+
+
+def test_unused_gpus_warn() -> None:
+    """A claim with more GPUs than TP·PP uses warns about the idle ones."""
+    report = check_fit(_request(gpus=4, tensor_parallel=2))
+    assert report.fits
+    assert any("uses only 2 of the 4 GPUs" in w for w in report.warnings)
+
+
+@pytest.mark.parametrize(("gpus", "tp", "pp"), [(2, 1, 1), (2, 2, 1), (1, 1, 1)])
+def test_mig_allows_only_tp1_pp1_one_device(gpus: int, tp: int, pp: int) -> None:
+    """On a MIG slice only one device with TP = PP = 1 is allowed."""
+    model = _model("meta-llama/Llama-3.2-1B-Instruct")
+    report = check_fit(_request(model=model, device=MIG_3G_40GB, gpus=gpus, tensor_parallel=tp,
+                                pipeline_parallel=pp))
+    mig_errors = [e for e in report.errors if "MIG slice" in e]
+    assert bool(mig_errors) == ((gpus, tp, pp) != (1, 1, 1))
+
+
+def test_settings_are_validated() -> None:
+    """Out-of-range utilization, lengths above the model maximum and bad sizes are errors."""
+    assert any("gpu_memory_utilization" in e
+               for e in check_fit(_request(gpu_memory_utilization=1.5)).errors)
+    assert any("max_position_embeddings" in e
+               for e in check_fit(_request(max_model_len=200_000)).errors)
+    assert any("at least 1" in e for e in check_fit(_request(tensor_parallel=0)).errors)
+    assert any("gpus must be" in e for e in check_fit(_request(gpus=0)).errors)
+
+
+def test_batch_defaults_follow_vllm() -> None:
+    """≥ 70 GiB non-A100 devices get 1024/8192; A100s, small devices and MIG get 256/2048."""
+    assert batch_defaults(H100) == (1024, 8192)
+    assert batch_defaults(replace(H100, name="NVIDIA A100-SXM4-80GB")) == (256, 2048)
+    assert batch_defaults(replace(H100, memory_mib=46068)) == (256, 2048)
+    assert batch_defaults(MIG_3G_40GB) == (256, 2048)
+
+
+def test_tight_utilization_warns_about_cuda_graphs() -> None:
+    """A utilization leaving too little outside the budget warns about CUDA graphs."""
+    model = _model("meta-llama/Llama-3.2-1B-Instruct")
+    report = check_fit(_request(device=MIG_1G_10GB, model=model, gpu_memory_utilization=0.99))
+    assert any("CUDA graphs" in w for w in report.warnings)
+
+
+def test_unified_memory_warns() -> None:
+    """A device that shares memory with the CPU gets a warning."""
+    report = check_fit(_request(device=replace(H100, unified_memory=True)))
+    assert any("shares its memory" in w for w in report.warnings)
+
+
+def test_report_json_has_documented_keys() -> None:
+    """to_json() has the documented, versioned keys."""
+    data = check_fit(_request()).to_json()
+    assert data["schema_version"] == 1
+    assert data["fits"] is True
+    assert data["errors"] == []
+    assert set(data["per_gpu_bytes"]) == {
+        "budget", "weights", "non_torch", "activation", "overhead", "kv_cache_min",
+        "kv_cache_available", "headroom",
+    }
+    assert data["max_model_len_fit"] == 131072
+
+
+def test_resolve_device_whole_gpu_and_mig() -> None:
+    """resolve_device() reads the GPU catalog, and the slice's memory for a MIG profile."""
+    gpu = resolve_device("h100-sxm5-80gb")
+    slice_ = resolve_device("h100-sxm5-80gb", "3g.40gb")
+    assert not gpu.is_mig and slice_.is_mig
+    assert slice_.memory_mib < gpu.memory_mib
+
+
+def test_resolve_device_unknown_mig_profile() -> None:
+    """An unknown MIG profile or a GPU without MIG raises LookupError_."""
+    with pytest.raises(LookupError_, match=r"no MIG profile '9g\.99gb'"):
+        resolve_device("h100-sxm5-80gb", "9g.99gb")
+    with pytest.raises(LookupError_, match="does not support MIG"):
+        resolve_device("l4", "1g.6gb")
+
+
+# ---- properties ----
+
+_valid_models = st.sampled_from(MODELS)
+_memory = st.integers(min_value=1024, max_value=300 * 1024)
+_utilization = st.sampled_from([0.5, 0.8, 0.9, 0.92, 0.95])
+
+
+def _legal_tp(model: LLMSpec) -> list[int]:
+    return [tp for tp in (1, 2, 4, 8) if model.attention_heads % tp == 0
+            and (model.kv_heads % tp == 0 or tp % model.kv_heads == 0)
+            and (model.intermediate_size or 0) % tp == 0]
+
+
+@settings(max_examples=150, deadline=None)
+@given(model=_valid_models, small=_memory, extra=_memory, util=_utilization, data=st.data())
+def test_more_memory_never_breaks_a_fit(
+    model: LLMSpec, small: int, extra: int, util: float, data: st.DataObject
+) -> None:
+    """With the batch sizes fixed, a device with more memory never turns fits into not-fits."""
+    tp = data.draw(st.sampled_from(_legal_tp(model)))
+    length = data.draw(st.integers(min_value=1, max_value=model.max_context))
+    before = FitRequest(model=model, device=FitDevice("gpu", small), gpus=tp,
+                        max_model_len=length, gpu_memory_utilization=util,
+                        max_num_seqs=256, max_num_batched_tokens=2048)
+    after = replace(before, device=FitDevice("gpu", small + extra))
+    if check_fit(before).fits:
+        assert check_fit(after).fits
+
+
+@settings(max_examples=150, deadline=None)
+@given(model=_valid_models, memory=_memory, util=_utilization, data=st.data())
+def test_longer_context_never_makes_it_fit(
+    model: LLMSpec, memory: int, util: float, data: st.DataObject
+) -> None:
+    """A longer max_model_len never turns not-fits into fits."""
+    short = data.draw(st.integers(min_value=1, max_value=model.max_context))
+    long = data.draw(st.integers(min_value=short, max_value=model.max_context))
+    before = FitRequest(model=model, device=FitDevice("gpu", memory), max_model_len=short,
+                        gpu_memory_utilization=util)
+    if not check_fit(before).fits:
+        assert not check_fit(replace(before, max_model_len=long)).fits
+
+
+@settings(max_examples=150, deadline=None)
+@given(model=_valid_models, memory=_memory, data=st.data())
+def test_fp8_kv_never_needs_more(model: LLMSpec, memory: int, data: st.DataObject) -> None:
+    """An fp8 KV cache never needs more memory than auto, so it fits whenever auto fits."""
+    length = data.draw(st.integers(min_value=1, max_value=model.max_context))
+    auto = FitRequest(model=model, device=FitDevice("gpu", memory), max_model_len=length)
+    fp8 = replace(auto, kv_cache_dtype="fp8")
+    auto_report, fp8_report = check_fit(auto), check_fit(fp8)
+    assert fp8_report.kv_cache_min <= auto_report.kv_cache_min
+    assert fp8_report.max_model_len_fit >= auto_report.max_model_len_fit
+    if auto_report.fits:
+        assert fp8_report.fits
+
+
+@settings(max_examples=150, deadline=None)
+@given(model=_valid_models, memory=_memory, util=_utilization, fp8=st.booleans())
+def test_reported_max_model_len_is_the_largest_that_fits(
+    model: LLMSpec, memory: int, util: float, fp8: bool
+) -> None:
+    """max_model_len_fit fits, and one more token does not (unless capped at max_context)."""
+    request = FitRequest(model=model, device=FitDevice("gpu", memory),
+                         gpu_memory_utilization=util, kv_cache_dtype="fp8" if fp8 else "auto")
+    best = check_fit(request).max_model_len_fit
+    if best == 0:
+        assert not check_fit(replace(request, max_model_len=1)).fits
+        return
+    assert check_fit(replace(request, max_model_len=best)).fits
+    if best < model.max_context:
+        assert not check_fit(replace(request, max_model_len=best + 1)).fits
+
+
+@settings(max_examples=100, deadline=None)
+@given(model=_valid_models, memory=_memory, data=st.data())
+def test_concurrency_is_what_the_kv_budget_holds(
+    model: LLMSpec, memory: int, data: st.DataObject
+) -> None:
+    """max_concurrent_sequences full sequences fit the KV budget and one more does not."""
+    length = data.draw(st.integers(min_value=1, max_value=model.max_context))
+    report = check_fit(FitRequest(model=model, device=FitDevice("gpu", memory),
+                                  max_model_len=length))
+    n = report.max_concurrent_sequences
+    assert n * report.kv_cache_min <= max(0, report.kv_cache_available)
+    assert (n + 1) * report.kv_cache_min > report.kv_cache_available
+    assert report.fits == (n >= 1 and not report.errors)
