@@ -1,0 +1,35 @@
+"""Names and labels every builder shares."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gen.errors import SourceLocation
+from gen.plan import ManifestSpec
+
+MANAGED_BY = {"app.kubernetes.io/managed-by": "gen"}
+
+
+def labels(name: str, component: str, **extra: str) -> dict[str, str]:
+    """Standard labels of an object gen renders."""
+    return {
+        "app.kubernetes.io/name": name,
+        "app.kubernetes.io/component": component,
+        **MANAGED_BY,
+        **extra,
+    }
+
+
+def manifest(
+    template: str,
+    origin: SourceLocation,
+    note: str = "",
+    folder: str = "",
+    stage: str = "workloads",
+    **context: Any,
+) -> ManifestSpec:
+    """A ManifestSpec with its context as keyword arguments."""
+    return ManifestSpec(
+        template=template, context=context, origin=origin, note=note, folder=folder,
+        stage=stage,
+    )

@@ -1,0 +1,53 @@
+"""Lint rules: each module checks one concern of the Plan and returns Findings.
+
+Rule ids are stable (``GEN1xx`` MIG, ``GEN2xx`` DRA, ``GEN3xx`` serving / fit,
+``GEN4xx`` delivery, ``GEN5xx`` security, ``GEN6xx`` Apple Silicon). Every finding is
+located at the profile line that causes it and carries a hint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gen.errors import Finding
+from gen.plan import Plan
+
+__all__ = ["RULES", "run_checks"]
+
+Rule = Callable[[Plan], list[Finding]]
+
+
+def _rules() -> list[Rule]:
+    from gen.checks import dra, mig, security, serving
+
+    return [mig.check, dra.check, serving.check, security.check]
+
+
+RULES: dict[str, str] = {
+    "GEN101": "MIG layout cannot exist on the GPU (profile, count or placement)",
+    "GEN102": "MIG layout needs a newer driver than the node pool has",
+    "GEN103": "MIG layout change on a pool: follow the runbook",
+    "GEN104": "MIG layout used on a GPU without MIG",
+    "GEN201": "DRA API version not served by the cluster as configured",
+    "GEN202": "field behind a feature gate the cluster does not enable (silently dropped)",
+    "GEN203": "CEL selector does not compile",
+    "GEN204": "claim cannot be satisfied by any device of the cluster",
+    "GEN205": "fleet cannot hold all replicas at once",
+    "GEN206": "CEL selector errors at run time on a device",
+    "GEN207": "DRA sharing needs a driver feature gate",
+    "GEN208": "allocation mode or alternatives not supported by the cluster",
+    "GEN301": "model does not fit the device memory",
+    "GEN302": "parallelism does not match the model or the claim",
+    "GEN303": "container CUDA runtime newer than the node driver supports",
+    "GEN304": "service has no node pool it can run on",
+    "GEN501": "literal secret in a profile",
+    "GEN502": "workload opts out of Pod Security 'restricted'",
+}
+
+
+def run_checks(plan: Plan) -> list[Finding]:
+    """All findings of all rules."""
+    findings: list[Finding] = list(plan.findings)
+    for rule in _rules():
+        findings.extend(rule(plan))
+    return findings

@@ -1,0 +1,91 @@
+"""Serving rules: a pool to run on, parallelism, memory fit, CUDA driver compatibility."""
+
+from __future__ import annotations
+
+from gen.errors import Finding, Severity
+from gen.plan import ClusterPlan, Plan, ServicePlan
+
+
+def _fit(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
+    from gen.sizing import candidates, fit_reports
+
+    service = svc.service
+    findings: list[Finding] = []
+    if not candidates(svc):
+        if svc.gpu_class is not None and svc.gpu_class.device_type == "mig":
+            what = f"MIG {svc.gpu_class.match.mig_profile} devices"
+        else:
+            what = "full (non-MIG) GPUs"
+        findings.append(Finding(
+            "GEN304",
+            f"no node pool of cluster {cluster.name!r} offers {what} for this service",
+            svc.located.at("gpu", "gpu_class"), "gpu.gpu_class",
+            hint="add a pool (or a MIG layout with that profile), or change the GPU class",
+        ))
+        return findings
+    length = service.serving.max_model_len
+    where_len = (svc.located.at("serving", "max_model_len") if length
+                 else svc.located.at("model"))
+    for cand, report in fit_reports(svc, length):
+        if getattr(report, "fits", True):
+            continue
+        errors = "; ".join(getattr(report, "errors", ()))
+        best = getattr(report, "max_model_len_fit", 0)
+        hint = (f"the largest max_model_len that fits is {best}" if best
+                else "use more or larger devices, a quantized model, or kv_cache_dtype: fp8")
+        findings.append(Finding(
+            "GEN301",
+            f"{service.model} does not fit {cand.name} (pool {cand.pool.name!r}, cluster "
+            f"{cluster.name!r}): {errors}",
+            where_len, "serving.max_model_len" if length else "model", hint=hint,
+        ))
+    return findings
+
+
+def _cuda(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
+    from gen.engines import default_image, driver_satisfies, image_info
+
+    image = svc.service.serving.image or default_image("vllm").image
+    info = image_info(image)
+    where = (svc.located.at("serving", "image") if svc.service.serving.image
+             else svc.located.at("engine"))
+    if info is None:
+        return [Finding(
+            "GEN303", f"cannot tell which CUDA runtime {image} ships; driver compatibility "
+            "is unchecked", where, "serving.image", severity=Severity.WARNING,
+            hint="use a vllm/vllm-openai release tag gen knows",
+        )]
+    findings = []
+    for pool in svc.pools:
+        driver = pool.pool.driver_version
+        if driver is None or driver_satisfies(driver, info.min_driver):
+            continue
+        findings.append(Finding(
+            "GEN303",
+            f"{image} ships CUDA {info.cuda_version}, which needs NVIDIA driver "
+            f"≥ {info.min_driver}; pool {pool.name!r} of cluster {cluster.name!r} has "
+            f"{driver}: 'CUDA driver version is insufficient for CUDA runtime version'",
+            where, "serving.image",
+            hint=f"upgrade the pool's driver to ≥ {info.min_driver}, or pin an image "
+            "built for an older CUDA (e.g. a -cu12x tag)",
+        ))
+    return findings
+
+
+def check(plan: Plan) -> list[Finding]:
+    """GEN301–GEN304."""
+    findings: list[Finding] = []
+    for cluster in plan.clusters:
+        for svc in cluster.services:
+            service = svc.service
+            if service.gpu is None or service.engine != "vllm":
+                continue
+            if not svc.pools:
+                findings.append(Finding(
+                    "GEN304", f"cluster {cluster.name!r} has no NVIDIA node pool",
+                    svc.located.at("clusters"), "clusters",
+                ))
+                continue
+            findings += _fit(cluster, svc)
+            findings += _cuda(cluster, svc)
+    return findings

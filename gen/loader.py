@@ -1,0 +1,242 @@
+"""Load profile YAML with the source position of every key path, then validate it.
+
+Safe loading only. Every ``*.yaml`` / ``*.yml`` under the profiles folder is read
+(recursively, multi-document). Each document keeps a map from key path (the same tuple
+pydantic reports as ``loc``) to its :class:`SourceLocation`, so a validation error reads
+``profiles/x.yaml:12:5: services[0].gpu.count: <message>``. All errors of all files are
+collected before anything is raised.
+
+Limits keep hostile input cheap: file size, nesting depth and alias expansion (the
+"billion laughs" bomb) are bounded, duplicate keys are errors, and bytes that are not
+UTF-8 are reported with their offset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gen.errors import Finding, ProfileSyntaxError, SourceLocation
+
+__all__ = [
+    "MAX_FILE_BYTES",
+    "MAX_NODES",
+    "Document",
+    "KeyPath",
+    "format_key_path",
+    "load_documents",
+    "parse_text",
+]
+
+KeyPath = tuple[str | int, ...]
+
+MAX_FILE_BYTES = 8 * 1024 * 1024
+"""Largest profile file read (8 MiB): fleets are big, but not that big."""
+MAX_NODES = 200_000
+"""Most YAML nodes one document may expand to, aliases counted at every use."""
+MAX_DEPTH = 64
+"""Deepest nesting of mappings and sequences."""
+
+_Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@dataclass(frozen=True)
+class Document:
+    """One YAML document of a profile file, with positions."""
+
+    path: str
+    index: int
+    data: Any
+    positions: Mapping[KeyPath, SourceLocation]
+
+    @property
+    def location(self) -> SourceLocation:
+        """Where the document starts."""
+        return self.positions.get((), SourceLocation(self.path, 1, 1))
+
+    def locate(self, loc: Sequence[str | int]) -> tuple[SourceLocation, KeyPath]:
+        """The best position for a pydantic ``loc``; segments absent from the YAML are skipped.
+
+        Discriminated unions put the tag value (``"Cluster"``) into ``loc``; such segments
+        do not exist in the document and are dropped, so the returned key path is the one
+        the user wrote.
+        """
+        path: KeyPath = ()
+        best = self.location
+        for segment in loc:
+            candidate = (*path, segment)
+            if candidate in self.positions:
+                path = candidate
+                best = self.positions[candidate]
+        return best, path
+
+
+def format_key_path(path: Sequence[str | int]) -> str:
+    """``("services", 0, "gpu")`` → ``services[0].gpu``."""
+    out = ""
+    for segment in path:
+        if isinstance(segment, int):
+            out += f"[{segment}]"
+        else:
+            out += f".{segment}" if out else str(segment)
+    return out
+
+
+def _mark(path: str, mark: Any) -> SourceLocation:
+    return SourceLocation(path, mark.line + 1, mark.column + 1)
+
+
+def _walk(
+    node: yaml.Node, path: KeyPath, file: str, out: dict[KeyPath, SourceLocation],
+    budget: list[int], depth: int, findings: list[Finding],
+) -> None:
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _TooBig
+    if depth > MAX_DEPTH:
+        raise _TooDeep(_mark(file, node.start_mark))
+    out.setdefault(path, _mark(file, node.start_mark))
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[str, SourceLocation] = {}
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.value)
+            here = _mark(file, key_node.start_mark)
+            if key in seen and key != "<<":
+                findings.append(Finding(
+                    "GEN001", f"duplicate key {key!r} (first at line {seen[key].line})",
+                    here, format_key_path((*path, key)),
+                    hint="YAML keeps only the last value; remove one of them",
+                ))
+            seen[key] = here
+            child = (*path, key)
+            out.setdefault(child, here)
+            _walk(value_node, child, file, out, budget, depth + 1, findings)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            child = (*path, i)
+            _walk(item, child, file, out, budget, depth + 1, findings)
+
+
+class _TooBig(Exception):
+    pass
+
+
+class _TooDeep(Exception):
+    def __init__(self, where: SourceLocation) -> None:
+        self.where = where
+
+
+def parse_text(text: str, path: str) -> tuple[list[Document], list[Finding]]:
+    """Parse one file's text into documents; syntax problems come back as findings."""
+    documents: list[Document] = []
+    findings: list[Finding] = []
+    loader = _Loader(text)
+    try:
+        index = 0
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:  # pragma: no cover - check_node said there is one
+                break
+            positions: dict[KeyPath, SourceLocation] = {}
+            where = _mark(path, node.start_mark)
+            try:
+                _walk(node, (), path, positions, [MAX_NODES], 0, findings)
+            except _TooBig:
+                findings.append(Finding(
+                    "GEN001", f"document expands to more than {MAX_NODES} nodes",
+                    where, hint="YAML aliases that expand exponentially are refused",
+                ))
+                index += 1
+                continue
+            except _TooDeep as deep:
+                findings.append(Finding(
+                    "GEN001", f"nesting deeper than {MAX_DEPTH} levels", deep.where,
+                ))
+                index += 1
+                continue
+            data = loader.construct_document(node)
+            if data is not None:
+                documents.append(Document(path, index, data, positions))
+            index += 1
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        loc = _mark(path, mark) if mark is not None else SourceLocation(path)
+        problem = err.problem or "invalid YAML"
+        if err.context:
+            problem = f"{problem} ({err.context})"
+        findings.append(Finding("GEN001", f"YAML syntax error: {problem}", loc))
+    except (yaml.YAMLError, RecursionError) as err:
+        findings.append(Finding("GEN001", f"YAML error: {err}", SourceLocation(path)))
+    finally:
+        loader.dispose()
+    return documents, findings
+
+
+def _decode(raw: bytes, path: str) -> tuple[str | None, Finding | None]:
+    if len(raw) > MAX_FILE_BYTES:
+        return None, Finding(
+            "GEN001", f"file is {len(raw)} bytes; the limit is {MAX_FILE_BYTES}",
+            SourceLocation(path),
+        )
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        column = err.start - (raw.rfind(b"\n", 0, err.start) + 1) + 1
+        return None, Finding(
+            "GEN001", f"not UTF-8: byte 0x{raw[err.start]:02x} at offset {err.start}",
+            SourceLocation(path, line, column),
+        )
+    if "\x00" in text:
+        return None, Finding("GEN001", "file contains NUL bytes", SourceLocation(path))
+    return text, None
+
+
+def profile_files(root: Path) -> list[Path]:
+    """Every YAML file under ``root``, in a stable order; hidden folders are skipped."""
+    files = [
+        p for p in root.rglob("*")
+        if p.suffix in (".yaml", ".yml") and p.is_file()
+        and not any(part.startswith(".") for part in p.relative_to(root).parts)
+    ]
+    return sorted(files, key=lambda p: p.relative_to(root).as_posix())
+
+
+def display_path(path: Path, base: Path | None) -> str:
+    """A path as users see it in messages: relative to ``base`` when inside it."""
+    if base is not None:
+        try:
+            return path.resolve().relative_to(base.resolve()).as_posix()
+        except ValueError:
+            pass
+    return path.as_posix()
+
+
+def load_documents(root: Path, *, base: Path | None = None) -> list[Document]:
+    """Parse every profile file under ``root``; raise one error listing all syntax problems."""
+    if not root.is_dir():
+        raise ProfileSyntaxError(f"profiles folder {root.as_posix()!r} does not exist")
+    documents: list[Document] = []
+    findings: list[Finding] = []
+    for file in profile_files(root):
+        shown = display_path(file, base if base is not None else Path.cwd())
+        try:
+            raw = file.read_bytes()
+        except OSError as err:
+            findings.append(Finding("GEN001", f"cannot read: {err.strerror}", SourceLocation(shown)))
+            continue
+        text, problem = _decode(raw, shown)
+        if problem is not None:
+            findings.append(problem)
+            continue
+        assert text is not None
+        docs, problems = parse_text(text, shown)
+        documents.extend(docs)
+        findings.extend(problems)
+    if findings:
+        raise ProfileSyntaxError(f"{len(findings)} problem(s) reading profiles", findings=findings)
+    return documents

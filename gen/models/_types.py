@@ -1,0 +1,74 @@
+"""Constrained scalar types shared by the profile kinds."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator, Field, StringConstraints
+
+_DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+_DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+
+DNSLabel = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=63, pattern=_DNS_LABEL),
+    Field(description="A DNS-1123 label: lower-case letters, digits and '-', at most 63."),
+]
+DNSSubdomain = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=253, pattern=_DNS_SUBDOMAIN),
+    Field(description="A DNS-1123 subdomain: DNS labels joined by '.', at most 253."),
+]
+KubernetesVersion = Annotated[
+    str,
+    StringConstraints(pattern=r"^v?1\.(2[5-9]|3[0-9])(\.\d{1,3})?$"),
+    Field(description="Kubernetes version of the cluster, e.g. '1.34' or '1.34.2' (1.25–1.39)."),
+]
+DriverVersion = Annotated[
+    str,
+    StringConstraints(pattern=r"^\d{3}(\.\d{1,3}){1,2}$"),
+    Field(description="NVIDIA driver version, e.g. '570.124.06'."),
+]
+Quantity = Annotated[
+    str,
+    StringConstraints(
+        pattern=r"^[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+|Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$",
+    ),
+    Field(description="A Kubernetes quantity, e.g. '80Gi', '500m', '2'."),
+]
+_QUALIFIED = re.compile(
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+)
+
+
+def _check_label_key(value: str) -> str:
+    if not _QUALIFIED.match(value) or len(value) > 316:
+        raise ValueError(f"{value!r} is not a valid Kubernetes label or attribute name")
+    return value
+
+
+LabelKey = Annotated[str, AfterValidator(_check_label_key)]
+LabelValue = Annotated[
+    str, StringConstraints(max_length=63, pattern=r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+]
+
+_PINNED = re.compile(r"^[a-z0-9.\-/:_]+(:[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127})?(@sha256:[a-f0-9]{64})?$")
+
+
+def _check_image(value: str) -> str:
+    if not _PINNED.match(value):
+        raise ValueError(f"{value!r} is not a container image reference")
+    name_part = value.split("@", 1)[0]
+    tag = name_part.rsplit(":", 1)[1] if ":" in name_part.rsplit("/", 1)[-1] else ""
+    if "@sha256:" not in value and (not tag or tag == "latest"):
+        raise ValueError(f"image {value!r} is not pinned: give a version tag or a digest")
+    return value
+
+
+ImageRef = Annotated[
+    str,
+    AfterValidator(_check_image),
+    Field(description="A pinned container image: 'repo/name:tag' (not 'latest') or '@sha256:…'."),
+]

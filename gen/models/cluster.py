@@ -1,0 +1,195 @@
+"""``kind: Cluster`` — one Kubernetes cluster, its node pools and how it is delivered."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from gen.models._base import Spec
+from gen.models._types import (
+    DNSLabel,
+    DNSSubdomain,
+    DriverVersion,
+    KubernetesVersion,
+    LabelKey,
+    LabelValue,
+)
+
+
+class Taint(Spec):
+    """A node taint that GPU workloads of the pool must tolerate."""
+
+    key: LabelKey = Field(description="Taint key, e.g. 'nvidia.com/gpu'.")
+    value: LabelValue = Field("", description="Taint value (may be empty).")
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(
+        "NoSchedule", description="Taint effect."
+    )
+
+
+class AppleVM(Spec):
+    """Sizing of a Linux VM node on a Mac (krunkit/libkrun with a Venus paravirtual GPU)."""
+
+    chip: str = Field(description="Apple chip of the host Mac, e.g. 'm2-ultra'.")
+    host_memory_gb: int = Field(ge=8, le=1024, description="Unified memory of the host Mac in GB.")
+    vm_memory_gb: int = Field(ge=2, le=1024, description="Memory given to the VM in GB.")
+    resource_name: str = Field(
+        "squat.ai/dri", description="Extended resource the generic device plugin advertises."
+    )
+    sharing: int = Field(1, ge=1, le=64, description="Pods that may share one /dev/dri device.")
+
+
+class NodePool(Spec):
+    """A group of identical GPU nodes."""
+
+    name: DNSLabel = Field(description="Pool name, unique in the cluster.")
+    platform: Literal["nvidia", "apple-vm"] = Field(
+        "nvidia",
+        description="'nvidia': NVIDIA GPUs (full or MIG). 'apple-vm': Linux VMs on Macs "
+        "with a Vulkan paravirtual GPU (krunkit).",
+    )
+    gpu: str = Field(
+        "",
+        description="GPU model: catalog id, PCI device id or DRA product name "
+        "(see 'gen catalog gpus'). Required for platform 'nvidia'.",
+    )
+    gpus_per_node: int = Field(1, ge=1, le=16, description="GPUs in each node.")
+    nodes: int = Field(ge=0, le=100_000, description="Number of nodes in the pool.")
+    driver_version: DriverVersion | None = Field(
+        None, description="NVIDIA driver version installed on the nodes (platform 'nvidia')."
+    )
+    mig_layout: DNSLabel | None = Field(
+        None, description="Name of a MIGLayout applied to every GPU of the pool."
+    )
+    previous_mig_layout: DNSLabel | None = Field(
+        None,
+        description="The layout the pool had before this change; set while a re-partition "
+        "rolls out so lint points at the runbook.",
+    )
+    virtualized: bool = Field(
+        False, description="Cloud or VM nodes: MIG changes need a reboot (WITH_REBOOT)."
+    )
+    labels: dict[LabelKey, LabelValue] = Field(
+        default_factory=dict, description="Labels the nodes carry (used for node selection)."
+    )
+    taints: tuple[Taint, ...] = Field((), description="Taints the nodes carry.")
+    apple_vm: AppleVM | None = Field(None, description="VM sizing for platform 'apple-vm'.")
+
+    @model_validator(mode="after")
+    def _platform_fields(self) -> NodePool:
+        if self.platform == "nvidia":
+            if not self.gpu:
+                raise ValueError("'gpu' is required for platform 'nvidia'")
+            if self.driver_version is None:
+                raise ValueError("'driver_version' is required for platform 'nvidia'")
+            if self.apple_vm is not None:
+                raise ValueError("'apple_vm' is only for platform 'apple-vm'")
+        else:
+            if self.apple_vm is None:
+                raise ValueError("'apple_vm' is required for platform 'apple-vm'")
+            if self.mig_layout is not None:
+                raise ValueError("MIG layouts are NVIDIA-only; remove 'mig_layout'")
+        return self
+
+
+class GitOps(Spec):
+    """How the cluster receives ``out/<cluster>/``."""
+
+    engine: Literal["argocd", "flux"] = Field(description="GitOps engine that applies out/.")
+    repo_url: str = Field(
+        pattern=r"^(https://|ssh://|git@)[^\s]+$", description="Git URL of this fleet repository."
+    )
+    revision: str = Field("main", min_length=1, description="Branch, tag or commit to sync.")
+    path_prefix: str = Field(
+        "out", pattern=r"^[A-Za-z0-9_.\-/]+$", description="Folder of out/ inside the repository."
+    )
+    namespace: DNSLabel | None = Field(
+        None, description="Namespace of the GitOps controller (default argocd / flux-system)."
+    )
+    project: DNSLabel = Field("default", description="Argo CD project.")
+    destination_server: str = Field(
+        "https://kubernetes.default.svc", description="Argo CD destination API server URL."
+    )
+
+
+class GPUOperator(Spec):
+    """NVIDIA GPU Operator installation (Helm chart)."""
+
+    version: str = Field(
+        "v25.10.1", pattern=r"^v\d+\.\d+\.\d+$", description="Pinned chart version."
+    )
+    namespace: DNSLabel = Field("gpu-operator", description="Namespace of the operator.")
+
+
+class DRADriver(Spec):
+    """NVIDIA DRA driver installation (Helm chart), for clusters with allocation 'dra'."""
+
+    version: str = Field(
+        "25.12.0", pattern=r"^v?\d+\.\d+\.\d+$", description="Pinned chart version."
+    )
+    namespace: DNSLabel = Field("nvidia-dra-driver-gpu", description="Namespace of the driver.")
+    feature_gates: dict[str, bool] = Field(
+        default_factory=dict,
+        description="Driver feature gates, e.g. TimeSlicingSettings, MPSSupport, DynamicMIG.",
+    )
+
+
+class GPUQuota(Spec):
+    """A DRA ResourceQuota: how many devices of a class a namespace may claim."""
+
+    namespace: DNSLabel = Field(description="Namespace the quota applies to.")
+    gpu_class: DNSSubdomain = Field(description="GPUClass (DeviceClass) the quota counts.")
+    devices: int = Field(ge=0, le=1_000_000, description="Most devices of that class.")
+
+
+class Monitoring(Spec):
+    """Where metrics go: Prometheus Operator and the Prometheus KEDA queries."""
+
+    service_monitors: bool = Field(
+        True, description="Render a ServiceMonitor per service (Prometheus Operator)."
+    )
+    prometheus_url: str = Field(
+        "http://prometheus-operated.monitoring.svc:9090",
+        pattern=r"^https?://[^\s]+$",
+        description="Prometheus the autoscaler queries for vllm:num_requests_waiting.",
+    )
+    namespace: DNSLabel = Field(
+        "monitoring", description="Namespace Prometheus scrapes from (allowed by NetworkPolicy)."
+    )
+
+
+class Cluster(Spec):
+    """A Kubernetes cluster of the fleet."""
+
+    kind: Literal["Cluster"] = Field(description="Document kind.")
+    name: DNSLabel = Field(description="Cluster name; also the folder out/<name>/.")
+    kubernetes_version: KubernetesVersion
+    allocation: Literal["dra", "device-plugin"] = Field(
+        description="How pods get GPUs: DRA ResourceClaims, or device-plugin extended resources."
+    )
+    feature_gates: dict[str, bool] = Field(
+        default_factory=dict,
+        description="Kubernetes feature gates the admins set (e.g. DRAPrioritizedList: true).",
+    )
+    runtime_config: tuple[str, ...] = Field(
+        (),
+        description="API versions enabled with --runtime-config, e.g. 'resource.k8s.io/v1beta1'.",
+    )
+    gitops: GitOps | None = Field(None, description="GitOps delivery settings.")
+    gpu_operator: GPUOperator = Field(
+        default_factory=GPUOperator, description="NVIDIA GPU Operator settings."
+    )
+    dra_driver: DRADriver = Field(
+        default_factory=DRADriver, description="NVIDIA DRA driver settings (allocation 'dra')."
+    )
+    node_pools: tuple[NodePool, ...] = Field(min_length=1, description="GPU node pools.")
+    quotas: tuple[GPUQuota, ...] = Field((), description="DRA device quotas per namespace.")
+    monitoring: Monitoring = Field(default_factory=Monitoring, description="Metrics settings.")
+
+    @model_validator(mode="after")
+    def _unique_pools(self) -> Cluster:
+        names = [p.name for p in self.node_pools]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"node pool names must be unique: {', '.join(dupes)}")
+        return self

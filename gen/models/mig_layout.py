@@ -1,0 +1,60 @@
+"""``kind: MIGLayout`` — how the GPUs of a node are partitioned into MIG instances."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from gen.models._base import Spec
+from gen.models._types import DNSLabel
+
+MIGProfileCounts = dict[str, int]
+
+
+class PerGPULayout(Spec):
+    """MIG instances for some GPU indices of the node."""
+
+    gpus: tuple[int, ...] = Field(min_length=1, description="GPU indices (0-based) on the node.")
+    profiles: MIGProfileCounts = Field(
+        description="MIG profile → instances per GPU, e.g. {'3g.40gb': 2}. Empty: MIG disabled."
+    )
+
+
+class MIGLayout(Spec):
+    """A named MIG partitioning, referenced by node pools."""
+
+    kind: Literal["MIGLayout"] = Field(description="Document kind.")
+    name: DNSLabel = Field(
+        description="Layout name; nodes are labelled nvidia.com/mig.config=<name>."
+    )
+    gpu: str = Field(description="GPU model the layout is for (catalog id, PCI id, product name).")
+    profiles: MIGProfileCounts | None = Field(
+        None, description="MIG profile → instances, applied to every GPU of the node."
+    )
+    per_gpu: tuple[PerGPULayout, ...] | None = Field(
+        None, description="Different layouts per GPU index (mixed nodes)."
+    )
+
+    @model_validator(mode="after")
+    def _one_form(self) -> MIGLayout:
+        if (self.profiles is None) == (self.per_gpu is None):
+            raise ValueError("give exactly one of 'profiles' (all GPUs) or 'per_gpu'")
+        for counts in self.all_counts():
+            for profile, count in counts.items():
+                if count < 0 or count > 12:
+                    raise ValueError(f"count for {profile!r} must be between 0 and 12")
+        if self.per_gpu is not None:
+            seen: set[int] = set()
+            for entry in self.per_gpu:
+                clash = seen.intersection(entry.gpus)
+                if clash:
+                    raise ValueError(f"GPU index {min(clash)} appears in more than one entry")
+                seen.update(entry.gpus)
+        return self
+
+    def all_counts(self) -> list[MIGProfileCounts]:
+        """Every profile→count map of the layout."""
+        if self.profiles is not None:
+            return [self.profiles]
+        return [entry.profiles for entry in self.per_gpu or ()]

@@ -1,0 +1,213 @@
+"""``kind: InferenceService`` — a model served in one or more clusters."""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from gen.models._base import Spec
+from gen.models._types import DNSLabel, DNSSubdomain, ImageRef, LabelKey, Quantity
+
+Engine = Literal["vllm", "llama-server", "vllm-metal", "vllm-mlx"]
+MAC_ENGINES = ("vllm-metal", "vllm-mlx", "llama-server")
+
+
+class SecretRef(Spec):
+    """A key of a Kubernetes Secret; the value never appears in profiles or out/."""
+
+    name: DNSSubdomain = Field(description="Secret name (in the service's namespace).")
+    key: str = Field(pattern=r"^[-._a-zA-Z0-9]+$", description="Key inside the Secret.")
+
+
+class GPUAlternative(Spec):
+    """A fallback device choice (DRA firstAvailable), tried in order."""
+
+    gpu_class: DNSSubdomain = Field(description="GPUClass of this alternative.")
+    count: int = Field(1, ge=1, le=64, description="Devices of that class.")
+
+
+class GPURequest(Spec):
+    """The accelerators each replica needs."""
+
+    gpu_class: DNSSubdomain = Field(description="GPUClass (DeviceClass) to request.")
+    count: int = Field(1, ge=1, le=64, description="Devices per replica.")
+    allocation_mode: Literal["ExactCount", "All"] = Field(
+        "ExactCount", description="'All' takes every matching device on the node."
+    )
+    selectors: tuple[str, ...] = Field((), description="Extra CEL selectors for this request.")
+    same: tuple[LabelKey, ...] = Field(
+        (),
+        description="Attributes all devices must share (matchAttribute), e.g. "
+        "'resource.kubernetes.io/pcieRoot' or 'gpu.nvidia.com/parentUUID'.",
+    )
+    alternatives: tuple[GPUAlternative, ...] = Field(
+        (), max_length=7, description="Fallbacks if the first choice is unavailable."
+    )
+
+
+class Parallelism(Spec):
+    """How the model is split across devices."""
+
+    tensor: int = Field(1, ge=1, le=64, description="Tensor-parallel size.")
+    pipeline: int = Field(1, ge=1, le=64, description="Pipeline-parallel size.")
+
+
+class Autoscaling(Spec):
+    """Scale on queued requests (vllm:num_requests_waiting)."""
+
+    min_replicas: int = Field(1, ge=1, le=1000, description="Fewest replicas.")
+    max_replicas: int = Field(ge=1, le=1000, description="Most replicas.")
+    waiting_requests_per_replica: int = Field(
+        5, ge=1, le=10_000, description="Scale out above this many waiting requests per replica."
+    )
+
+    @model_validator(mode="after")
+    def _order(self) -> Autoscaling:
+        if self.max_replicas < self.min_replicas:
+            raise ValueError("max_replicas is less than min_replicas")
+        return self
+
+
+class Serving(Spec):
+    """Engine settings."""
+
+    max_model_len: int | None = Field(
+        None, ge=128, le=10_000_000, description="Context length; default: the largest that fits."
+    )
+    gpu_memory_utilization: float = Field(
+        0.90, gt=0.1, le=0.98, description="Share of device memory vLLM may use."
+    )
+    max_num_seqs: int = Field(64, ge=1, le=4096, description="Concurrent sequences.")
+    max_num_batched_tokens: int | None = Field(
+        None, ge=256, le=1_000_000, description="Tokens per scheduler step."
+    )
+    kv_cache_dtype: Literal["auto", "fp8"] = Field("auto", description="KV-cache precision.")
+    image: ImageRef | None = Field(None, description="Engine image; default: gen's pinned one.")
+    served_model_name: str | None = Field(
+        None, max_length=200, description="Name clients use; default: the service name."
+    )
+    extra_args: tuple[str, ...] = Field((), description="Extra engine arguments.")
+    shutdown_timeout_seconds: int = Field(
+        30, ge=0, le=3600, description="Time to drain requests on shutdown."
+    )
+
+    @field_validator("extra_args")
+    @classmethod
+    def _no_secrets_in_args(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for arg in value:
+            if arg.split("=", 1)[0] in ("--api-key", "--hf-token"):
+                raise ValueError(f"{arg.split('=', 1)[0]} takes a secret: use 'auth' instead")
+        return value
+
+
+class Exposure(Spec):
+    """How clients reach the service."""
+
+    port: int = Field(8000, ge=1, le=65535, description="Service port.")
+    allow_from_namespaces: tuple[DNSLabel, ...] = Field(
+        (), description="Namespaces allowed to call it (NetworkPolicy); empty: same namespace."
+    )
+
+
+class Auth(Spec):
+    """Secrets, by reference only."""
+
+    hf_token: SecretRef | None = Field(None, description="Hugging Face token for gated models.")
+    api_key: SecretRef | None = Field(None, description="API key clients must send.")
+
+
+class Storage(Spec):
+    """Model cache volume."""
+
+    cache_size: Quantity = Field("200Gi", description="Size of the model cache PVC.")
+    storage_class: DNSSubdomain | None = Field(None, description="StorageClass of the PVC.")
+
+
+class Resources(Spec):
+    """CPU and memory of each replica."""
+
+    cpu: Quantity = Field("8", description="CPU request.")
+    memory: Quantity = Field("64Gi", description="Memory request and limit.")
+
+
+class MacHost(Spec):
+    """A macOS host serving the model natively (outside the cluster)."""
+
+    name: DNSLabel = Field(description="Host name, unique within the service.")
+    address: str = Field(description="IP address in-cluster clients connect to.")
+    chip: str = Field(description="Apple chip, e.g. 'm3-ultra' (see 'gen catalog gpus').")
+    memory_gb: int = Field(ge=8, le=1024, description="Unified memory in GB.")
+
+    @field_validator("address")
+    @classmethod
+    def _ip(cls, value: str) -> str:
+        ipaddress.ip_address(value)
+        return value
+
+
+class PodSecurity(Spec):
+    """Opt out of Pod Security 'restricted', with a reason."""
+
+    privileged_reason: str | None = Field(
+        None, min_length=10, description="Why this workload cannot run 'restricted'."
+    )
+
+
+class InferenceService(Spec):
+    """A model served with an inference engine."""
+
+    kind: Literal["InferenceService"] = Field(description="Document kind.")
+    name: DNSLabel = Field(description="Service name (not 'vllm': it collides with VLLM_PORT).")
+    namespace: DNSLabel = Field("inference", description="Namespace of the workload.")
+    model: str = Field(
+        min_length=1, max_length=200, description="Hugging Face repo id or a Model profile name."
+    )
+    engine: Engine = Field("vllm", description="Inference engine.")
+    clusters: tuple[DNSLabel, ...] = Field(min_length=1, description="Clusters it runs in.")
+    node_pool: DNSLabel | None = Field(None, description="Pin to one node pool by name.")
+    gpu: GPURequest | None = Field(None, description="Accelerators per replica (in-cluster).")
+    parallelism: Parallelism = Field(default_factory=Parallelism, description="TP/PP sizes.")
+    replicas: int = Field(1, ge=0, le=1000, description="Replicas when not autoscaled.")
+    autoscaling: Autoscaling | None = Field(None, description="Scale on queue depth.")
+    serving: Serving = Field(default_factory=Serving, description="Engine settings.")
+    exposure: Exposure = Field(default_factory=Exposure, description="Service settings.")
+    auth: Auth = Field(default_factory=Auth, description="Secret references.")
+    storage: Storage = Field(default_factory=Storage, description="Model cache.")
+    resources: Resources = Field(default_factory=Resources, description="CPU / memory.")
+    pod_security: PodSecurity = Field(default_factory=PodSecurity, description="Exceptions.")
+    mac_hosts: tuple[MacHost, ...] = Field(
+        (), description="Native macOS hosts serving the model (engines vllm-metal, vllm-mlx, "
+        "llama-server); in-cluster clients reach them through a selectorless Service."
+    )
+
+    @model_validator(mode="after")
+    def _shape(self) -> InferenceService:
+        if self.name == "vllm":
+            raise ValueError(
+                "a Service named 'vllm' makes Kubernetes inject VLLM_PORT, which vLLM "
+                "misreads; choose another name"
+            )
+        if self.mac_hosts:
+            if self.engine not in MAC_ENGINES:
+                raise ValueError(f"mac_hosts need engine one of {', '.join(MAC_ENGINES)}")
+            if self.gpu is not None:
+                raise ValueError("a service on mac_hosts has no in-cluster 'gpu' request")
+            if self.auth.api_key is None:
+                raise ValueError(
+                    "traffic to mac_hosts leaves the pod network: 'auth.api_key' is required"
+                )
+            names = [h.name for h in self.mac_hosts]
+            if len(set(names)) != len(names):
+                raise ValueError("mac_hosts names must be unique")
+        elif self.gpu is None:
+            raise ValueError("'gpu' is required (or 'mac_hosts' for native macOS serving)")
+        elif self.engine in ("vllm-metal", "vllm-mlx"):
+            raise ValueError(f"engine {self.engine!r} runs only on mac_hosts")
+        return self
+
+    @property
+    def max_replicas(self) -> int:
+        """Replicas at the autoscaling maximum."""
+        return self.autoscaling.max_replicas if self.autoscaling else self.replicas

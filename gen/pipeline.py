@@ -1,0 +1,221 @@
+"""The façade that wires the stages: load → resolve → build → check → render → validate → write.
+
+Library users call :func:`lint` or :func:`render`; the CLI is a thin layer over these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Literal
+
+from gen.errors import (
+    Finding,
+    LintError,
+    ManifestValidationError,
+    Severity,
+    SourceLocation,
+    StaleOutputError,
+    sort_findings,
+)
+from gen.output import Changes, compute_changes, unified_diff, write_tree
+from gen.plan import Plan
+
+__all__ = ["RenderResult", "Validator", "lint", "load_plan", "render", "render_outputs"]
+
+Validator = Literal["auto", "embedded", "kubeconform", "none"]
+
+
+def load_plan(profiles_dir: Path, *, base: Path | None = None) -> Plan:
+    """Load, validate and resolve the profiles; build every cluster's manifest list."""
+    from gen.build import build_manifests
+    from gen.profiles import load_profiles
+    from gen.resolve import build_plan
+
+    profiles = load_profiles(profiles_dir, base=base)
+    return build_manifests(build_plan(profiles))
+
+
+def lint(profiles_dir: Path, *, base: Path | None = None) -> list[Finding]:
+    """Every check on the profiles, nothing written. Raises on unreadable or invalid input."""
+    from gen.checks import run_checks
+
+    plan = load_plan(profiles_dir, base=base)
+    return sort_findings(run_checks(plan))
+
+
+@dataclass(frozen=True)
+class RenderResult:
+    """What a render produced and what it changed."""
+
+    outputs: dict[PurePosixPath, bytes]
+    changes: Changes
+    findings: tuple[Finding, ...]
+    objects: int
+    diff: str = ""
+
+
+def _select(plan: Plan, clusters: Sequence[str]) -> Plan:
+    if not clusters:
+        return plan
+    import dataclasses
+
+    from gen.errors import ReferenceError_
+
+    known = {c.name for c in plan.clusters}
+    missing = [c for c in clusters if c not in known]
+    if missing:
+        raise ReferenceError_(
+            f"unknown cluster(s): {', '.join(missing)}; known: {', '.join(sorted(known))}"
+        )
+    return dataclasses.replace(
+        plan, clusters=tuple(c for c in plan.clusters if c.name in clusters)
+    )
+
+
+def render_outputs(
+    plan: Plan,
+    *,
+    templates_dir: Path | None,
+    out_label: str,
+    validator: Validator = "embedded",
+) -> tuple[dict[PurePosixPath, bytes], list[Finding], int]:
+    """Render and validate every cluster of the plan; return the files and findings."""
+    from gen.render import kustomizations, make_environment, render_cluster
+    from gen.validate import SchemaValidator
+
+    env = make_environment(templates_dir)
+    schema = SchemaValidator() if validator in ("auto", "embedded", "kubeconform") else None
+    outputs: dict[PurePosixPath, bytes] = {}
+    findings: list[Finding] = []
+    count = 0
+    for cluster in plan.clusters:
+        objects, files = render_cluster(env, cluster)
+        count += len(objects)
+        for obj in objects:
+            outputs[obj.path] = obj.text.encode("utf-8")
+            if schema is not None:
+                where = SourceLocation(f"{out_label}/{obj.path}")
+                findings.extend(schema.validate(obj.data, cluster.minor, where, obj.origin))
+        for path, text in kustomizations(cluster.name, objects).items():
+            outputs[path] = text.encode("utf-8")
+        for file in files:
+            outputs[file.path] = file.content
+    return dict(sorted(outputs.items(), key=lambda kv: str(kv[0]))), findings, count
+
+
+def _kubeconform(
+    plan: Plan, outputs: dict[PurePosixPath, bytes], required: bool
+) -> list[Finding]:
+    """Run kubeconform on a scratch copy of the synced folders (never on out/ itself)."""
+    import tempfile
+
+    from gen.kubeconform import find_kubeconform, run_kubeconform
+
+    binary = find_kubeconform()
+    if binary is None and not required:
+        return []
+    findings: list[Finding] = []
+    with tempfile.TemporaryDirectory(prefix="gen-kubeconform-") as scratch:
+        root = Path(scratch)
+        for cluster in plan.clusters:
+            files = []
+            origin: dict[str, SourceLocation] = {}
+            for path, data in outputs.items():
+                if path.parts[0] != cluster.name or path.name == "kustomization.yaml":
+                    continue
+                target = root / path
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+                files.append(target)
+                origin[str(target)] = SourceLocation(str(path))
+            if files:
+                findings.extend(run_kubeconform(
+                    files, cluster.kubernetes_version, binary=binary, origin=origin,
+                ))
+    return findings
+
+
+def render(
+    profiles_dir: Path,
+    out_dir: Path,
+    *,
+    templates_dir: Path | None = None,
+    clusters: Sequence[str] = (),
+    validator: Validator = "auto",
+    check: bool = False,
+    diff: bool = False,
+    base: Path | None = None,
+) -> RenderResult:
+    """Render the fleet into ``out_dir`` (or, with ``check``, compare and write nothing).
+
+    Lint errors, template errors and schema errors stop the render before anything is
+    written. With ``check``, a stale out/ raises :class:`StaleOutputError`.
+    """
+    from gen.checks import run_checks
+
+    plan = load_plan(profiles_dir, base=base)
+    lint_findings = run_checks(plan)
+    errors = [f for f in lint_findings if f.severity is Severity.ERROR]
+    if errors:
+        raise LintError(f"{len(errors)} lint error(s); nothing was written", findings=errors)
+    plan = _select(plan, clusters)
+    out_label = _label(out_dir, base)
+    outputs, findings, count = render_outputs(
+        plan, templates_dir=templates_dir, out_label=out_label, validator=validator
+    )
+    if validator in ("auto", "kubeconform"):
+        findings.extend(_kubeconform(plan, outputs, required=validator == "kubeconform"))
+    bad = [f for f in findings if f.severity is Severity.ERROR]
+    if bad:
+        raise ManifestValidationError(
+            f"{len(bad)} schema error(s) in rendered manifests; nothing was written",
+            findings=bad,
+        )
+    if clusters:
+        outputs = _merge_unselected(outputs, out_dir, plan, clusters)
+    warnings = tuple(sort_findings(f for f in lint_findings if f.severity is not Severity.ERROR))
+    if check:
+        changes = compute_changes(outputs, out_dir)
+        text = unified_diff(outputs, out_dir, changes) if diff and not changes.empty else ""
+        if not changes.empty:
+            raise StaleOutputError(
+                f"{out_label}/ is stale: {len(changes.added)} added, {len(changes.changed)} "
+                f"changed, {len(changes.removed)} removed; run 'gen render'\n"
+                + changes.summary() + ("\n" + text if text else ""),
+            )
+        return RenderResult(outputs, changes, warnings, count, text)
+    changes = write_tree(outputs, out_dir)
+    return RenderResult(outputs, changes, warnings, count)
+
+
+def _merge_unselected(
+    outputs: dict[PurePosixPath, bytes], out_dir: Path, plan: Plan, clusters: Iterable[str]
+) -> dict[PurePosixPath, bytes]:
+    """With --cluster, keep the files of the other clusters exactly as they are."""
+    from gen.output import INDEX_NAME
+
+    selected = set(clusters)
+    merged = dict(outputs)
+    index = out_dir / INDEX_NAME
+    if not index.is_file():
+        return merged
+    for line in index.read_text(encoding="utf-8").splitlines():
+        if not line or line.startswith("#"):
+            continue
+        path = PurePosixPath(line)
+        owner = path.parts[1] if path.parts[0].startswith("_") and len(path.parts) > 1 else path.parts[0]
+        if owner in selected or path in merged:
+            continue
+        file = out_dir / path
+        if file.is_file():
+            merged[path] = file.read_bytes()
+    _ = plan
+    return dict(sorted(merged.items(), key=lambda kv: str(kv[0])))
+
+
+def _label(out_dir: Path, base: Path | None) -> str:
+    from gen.loader import display_path
+
+    return display_path(out_dir, base if base is not None else Path.cwd())

@@ -1,0 +1,107 @@
+"""What devices a service can land on, and the memory-fit verdict on each.
+
+Shared by the vLLM builder (the default ``--max-model-len`` is the largest that fits
+every device the service can get) and the fit lint rule.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from gen.plan import PoolPlan, ServicePlan
+
+__all__ = ["Candidate", "candidates", "default_max_model_len", "fit_reports"]
+
+_FALLBACK_LEN = 8192
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One kind of device a service's replica can get, on one pool."""
+
+    pool: PoolPlan
+    name: str
+    memory_mib: int
+    is_mig: bool
+    unified_memory: bool = False
+
+
+def candidates(svc: ServicePlan) -> list[Candidate]:
+    """Devices of the eligible pools that the first-choice class can take."""
+    gpu_class = svc.gpu_class
+    out = []
+    for pool in svc.pools:
+        gpu = pool.gpu
+        if gpu is None:
+            continue
+        if gpu_class is not None and gpu_class.device_type == "mig":
+            profile_name = gpu_class.match.mig_profile
+            if profile_name is None or pool.mig_layout is None:
+                continue
+            present = any(
+                p.profile == profile_name for _, check in pool.mig_checks
+                for p in check.placements
+            )
+            profile = gpu.mig_profile(profile_name)
+            if present and profile is not None:
+                out.append(Candidate(pool, f"{gpu.name} MIG {profile.name}",
+                                     profile.memory_mib, True))
+        elif pool.mig_layout is None:
+            out.append(Candidate(pool, gpu.product_name, gpu.memory_mib, False,
+                                 gpu.unified_memory))
+    return out
+
+
+def _request(svc: ServicePlan, cand: Candidate, max_model_len: int | None):  # type: ignore[no-untyped-def]
+    from gen.fit import FitDevice, FitRequest
+
+    service = svc.service
+    assert svc.model is not None
+    gpus = service.gpu.count if service.gpu is not None else 1
+    return FitRequest(
+        model=svc.model,
+        device=FitDevice(cand.name, cand.memory_mib, cand.is_mig, cand.unified_memory),
+        gpus=gpus,
+        tensor_parallel=service.parallelism.tensor,
+        pipeline_parallel=service.parallelism.pipeline,
+        max_model_len=max_model_len,
+        gpu_memory_utilization=service.serving.gpu_memory_utilization,
+        kv_cache_dtype=service.serving.kv_cache_dtype,
+        max_num_seqs=service.serving.max_num_seqs,
+        max_num_batched_tokens=service.serving.max_num_batched_tokens,
+    )
+
+
+def fit_reports(svc: ServicePlan, max_model_len: int | None = None) -> list[tuple[Candidate, object]]:
+    """(candidate, FitReport) for every distinct device the service can get."""
+    from gen.fit import check_fit
+
+    if svc.model is None:
+        return []
+    seen: dict[tuple[str, int, bool], object] = {}
+    out = []
+    for cand in candidates(svc):
+        key = (cand.name, cand.memory_mib, cand.is_mig)
+        if key not in seen:
+            seen[key] = check_fit(_request(svc, cand, max_model_len))
+        out.append((cand, seen[key]))
+    return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _default_len(svc: ServicePlan) -> int:
+    if svc.model is None:
+        return _FALLBACK_LEN
+    fits = [getattr(r, "max_model_len_fit", 0) for _, r in fit_reports(svc)]
+    fits = [f for f in fits if f > 0]
+    if not fits:
+        return min(svc.model.max_context, _FALLBACK_LEN)
+    return min(min(fits), svc.model.max_context)
+
+
+def default_max_model_len(svc: ServicePlan) -> int:
+    """The profile's max_model_len, else the largest that fits every candidate device."""
+    if svc.service.serving.max_model_len is not None:
+        return svc.service.serving.max_model_len
+    return _default_len(svc)
