@@ -1,0 +1,254 @@
+"""The built-in GPU catalog: whole GPUs, their PCI ids and product names, and MIG tables.
+
+The facts live in ``gen/data/gpus.yaml`` (sources are cited there); this module turns them
+into frozen dataclasses and answers look-ups. The file is parsed once, on first use.
+
+A GPU is looked up by its catalog id (``h100-sxm5-80gb``), a PCI device id in any of the
+forms NVIDIA writes it (``0x2330``, ``0x233010DE``, ``233010de``, ``10de:2330``), its
+product name as the NVIDIA DRA driver reports it (``NVIDIA H100 80GB HBM3``) or its
+marketing name, all case-insensitive.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import importlib.resources
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import yaml
+
+from gen.errors import LookupError_
+
+__all__ = ["GPU", "GPUCatalog", "MIGProfile", "gpu_catalog", "normalize_pci_id"]
+
+NVIDIA_VENDOR_ID = "10de"
+
+MediaFlag = Literal["", "me", "me.all"]
+
+_PCI_RE = re.compile(r"^(?:0x)?([0-9a-f]{4})(?:(?:0x)?10de)?$")
+_PCI_VENDOR_FIRST_RE = re.compile(r"^(?:0x)?10de:(?:0x)?([0-9a-f]{4})$")
+_NAME_GB_RE = re.compile(r"\.(\d+)gb")
+
+
+@dataclass(frozen=True)
+class MIGProfile:
+    """One GPU-instance profile of one GPU model, with its placement rule.
+
+    ``size`` and ``starts`` are in placement units of the GPU's grid (``GPU.mig_units``).
+    Engine counts are ``None`` where no source gives them. ``memory_mib`` is measured when
+    ``memory_measured`` is true, otherwise a conservative estimate from the name.
+    """
+
+    name: str
+    size: int
+    starts: tuple[int, ...]
+    max_count: int
+    compute_slices: int
+    memory_mib: int
+    sms: int | None = None
+    copy_engines: int | None = None
+    decoders: int | None = None
+    encoders: int | None = None
+    jpegs: int | None = None
+    ofas: int | None = None
+    media: MediaFlag = ""
+    gi_profile_id: int | None = None
+    min_driver: str | None = None
+    memory_measured: bool = False
+
+    @property
+    def has_media_extension(self) -> bool:
+        """True for ``+me`` and ``+me.all`` profiles (they claim the GPU's media engines)."""
+        return self.media != ""
+
+
+@dataclass(frozen=True)
+class GPU:
+    """One GPU model: identity, memory, architecture and (if MIG-capable) its MIG table."""
+
+    id: str
+    name: str
+    vendor: str
+    pci_device_ids: tuple[str, ...]
+    product_name: str
+    memory_mib: int
+    architecture: str
+    compute_capability: str
+    mig_units: int = 0
+    mig_profiles: tuple[MIGProfile, ...] = field(default=(), repr=False)
+    unified_memory: bool = False
+    mig_compute_slices: int = 0
+    other_product_names: tuple[str, ...] = ()
+    unverified: tuple[str, ...] = field(default=())
+
+    def __hash__(self) -> int:
+        # Cheap and consistent with the generated __eq__ (equal GPUs share these fields).
+        return hash((self.id, self.pci_device_ids, self.mig_units))
+
+    def mig_profile(self, name: str) -> MIGProfile | None:
+        """The MIG profile called ``name`` on this GPU, or None (names are per GPU)."""
+        return _profile_index(self).get(name)
+
+    @property
+    def mig_capable(self) -> bool:
+        """True when the GPU can be partitioned with MIG."""
+        return self.mig_units > 0 and bool(self.mig_profiles)
+
+    @property
+    def mig_profile_names(self) -> tuple[str, ...]:
+        """The profile names in table order."""
+        return tuple(p.name for p in self.mig_profiles)
+
+
+@functools.lru_cache(maxsize=256)
+def _profile_index(gpu: GPU) -> dict[str, MIGProfile]:
+    return {p.name: p for p in gpu.mig_profiles}
+
+
+def normalize_pci_id(text: str) -> str | None:
+    """``0x2330``, ``0x233010DE``, ``233010de`` or ``10de:2330`` → ``0x2330``; else None."""
+    key = text.strip().lower()
+    match = _PCI_RE.match(key) or _PCI_VENDOR_FIRST_RE.match(key)
+    return f"0x{match.group(1)}" if match else None
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+class GPUCatalog:
+    """An ordered, immutable set of GPUs with look-up by id, PCI id or name."""
+
+    def __init__(self, gpus: Iterable[GPU]) -> None:
+        self._gpus: tuple[GPU, ...] = tuple(gpus)
+        self._by_key: dict[str, GPU] = {}
+        self._by_pci: dict[str, GPU] = {}
+        for gpu in self._gpus:
+            keys = [gpu.id, gpu.product_name, gpu.name, *gpu.other_product_names]
+            for key in keys:
+                folded = _fold(key)
+                other = self._by_key.get(folded)
+                if other is not None and other is not gpu:
+                    raise ValueError(f"catalog name {key!r} names both {other.id} and {gpu.id}")
+                self._by_key[folded] = gpu
+            for pci in gpu.pci_device_ids:
+                if pci in self._by_pci:
+                    raise ValueError(f"PCI id {pci} names both {self._by_pci[pci].id} and {gpu.id}")
+                self._by_pci[pci] = gpu
+
+    def all(self) -> tuple[GPU, ...]:
+        """Every GPU, in catalog order."""
+        return self._gpus
+
+    def with_gpus(self, extra: Iterable[GPU]) -> GPUCatalog:
+        """A new catalog holding these GPUs followed by ``extra`` (e.g. Apple chips)."""
+        return GPUCatalog((*self._gpus, *extra))
+
+    def find(self, name: str) -> GPU | None:
+        """The GPU for an id, PCI id, product name or marketing name, or None."""
+        gpu = self._by_key.get(_fold(name))
+        if gpu is not None:
+            return gpu
+        pci = normalize_pci_id(name)
+        return self._by_pci.get(pci) if pci else None
+
+    def lookup(self, name: str) -> GPU:
+        """Like :meth:`find`, but an unknown name raises LookupError_ with the nearest names."""
+        gpu = self.find(name)
+        if gpu is not None:
+            return gpu
+        candidates = {_fold(g.id): g.id for g in self._gpus}
+        candidates.update({_fold(g.product_name): g.product_name for g in self._gpus})
+        near = difflib.get_close_matches(_fold(name), list(candidates), n=3, cutoff=0.5)
+        if near:
+            hint = "did you mean " + ", ".join(repr(candidates[n]) for n in near) + "?"
+        else:
+            hint = "known ids: " + ", ".join(g.id for g in self._gpus)
+        raise LookupError_(f"unknown GPU {name!r}; {hint}")
+
+
+def _estimate_memory_mib(name: str) -> int:
+    """Name-based estimate: the ``<N>gb`` in the name read as N·10^9 bytes (an underestimate)."""
+    match = _NAME_GB_RE.search(name)
+    if match is None:
+        raise ValueError(f"MIG profile name {name!r} has no memory size")
+    return int(match.group(1)) * 10**9 // 2**20
+
+
+def _build_profiles(
+    table: Mapping[str, Any], cls: Mapping[str, Any], sms_override: Mapping[str, int]
+) -> tuple[MIGProfile, ...]:
+    kinds: Mapping[str, Mapping[str, Any]] = cls["kinds"]
+    keep_ids = bool(table.get("gi_profile_ids", False))
+    profiles = []
+    for row in table["profiles"]:
+        kind = kinds[row["kind"]]
+        name = str(row["name"])
+        media: MediaFlag = kind.get("media", "")
+        measured = "memory_mib" in row
+        profiles.append(
+            MIGProfile(
+                name=name,
+                size=int(kind["size"]),
+                starts=tuple(int(s) for s in kind["starts"]),
+                max_count=int(kind["max_count"]),
+                compute_slices=int(kind["compute_slices"]),
+                memory_mib=int(row["memory_mib"]) if measured else _estimate_memory_mib(name),
+                memory_measured=measured,
+                sms=sms_override.get(name, row.get("sms")),
+                jpegs=1 if media else None,
+                ofas=1 if media else None,
+                media=media,
+                gi_profile_id=int(kind["gi_profile_id"]) if keep_ids else None,
+                min_driver=row.get("min_driver"),
+            )
+        )
+    return tuple(profiles)
+
+
+def _build_gpu(row: Mapping[str, Any], data: Mapping[str, Any]) -> GPU:
+    units = 0
+    compute = 0
+    profiles: tuple[MIGProfile, ...] = ()
+    table_name = row.get("mig_table")
+    if table_name is not None:
+        table = data["mig_tables"][table_name]
+        cls = data["placement_classes"][table["class"]]
+        units = int(cls["units"])
+        compute = int(cls["compute_slices"])
+        profiles = _build_profiles(table, cls, row.get("mig_sms", {}))
+    pci: Sequence[str] = row["pci"]
+    return GPU(
+        id=row["id"],
+        name=row["name"],
+        vendor=row.get("vendor", "nvidia"),
+        pci_device_ids=tuple(str(p).lower() for p in pci),
+        product_name=row["product_name"],
+        memory_mib=int(row["memory_mib"]),
+        architecture=row["architecture"],
+        compute_capability=str(row["compute_capability"]),
+        mig_units=units,
+        mig_profiles=profiles,
+        unified_memory=bool(row.get("unified_memory", False)),
+        mig_compute_slices=compute,
+        other_product_names=tuple(row.get("other_product_names", ())),
+        unverified=tuple(row.get("unverified", ())),
+    )
+
+
+def load_catalog_text(text: str) -> GPUCatalog:
+    """Build a catalog from the YAML text of ``gen/data/gpus.yaml`` (used by tests too)."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    data = yaml.load(text, Loader=loader)
+    return GPUCatalog(_build_gpu(row, data) for row in data["gpus"])
+
+
+@functools.cache
+def gpu_catalog() -> GPUCatalog:
+    """The built-in catalog, parsed once."""
+    text = importlib.resources.files("gen").joinpath("data/gpus.yaml").read_text("utf-8")
+    return load_catalog_text(text)
