@@ -1,0 +1,84 @@
+"""``gen cel eval``: compile a DRA selector the way Kubernetes does; run it on one device."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+import yaml
+
+from gen.cel import CELCompileError, compile_selector, evaluate, explain_miss
+from gen.cli._boundary import handle_errors
+from gen.devices import Device, DeviceError, device_from_resourceslice_entry
+
+__all__ = ["cel_command"]
+
+
+def _read_device(path: Path, driver: str) -> Device:
+    """A ResourceSlice v1 device entry from a YAML or JSON file; raises :class:`DeviceError`."""
+    try:
+        entry = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        raise DeviceError(f"{path}: cannot read the device: {err}") from None
+    if not isinstance(entry, dict):
+        raise DeviceError(f"{path}: a device entry must be a mapping")
+    try:
+        return device_from_resourceslice_entry(entry, driver)
+    except DeviceError as err:
+        raise DeviceError(f"{path}: {err.message}") from None
+
+
+def _report(
+    compiled: bool, result: bool | None, error: str | None, hint: str | None, as_json: bool
+) -> None:
+    if as_json:
+        click.echo(json.dumps({"compiled": compiled, "result": result, "error": error}))
+    elif error is not None:
+        click.echo(hint or error, err=True)
+    else:
+        click.echo("compiled" if result is None else str(result).lower())
+        if hint:
+            click.echo(f"hint: {hint}", err=True)
+    if error is not None:
+        raise click.exceptions.Exit(1)
+
+
+@click.group("cel")
+def cel_command() -> None:
+    """Compile and evaluate DRA CEL selectors."""
+
+
+@cel_command.command("eval")
+@click.argument("expression")
+@click.option(
+    "--device",
+    "device_file",
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    help="A ResourceSlice resource.k8s.io/v1 device entry (YAML or JSON) to evaluate on.",
+)
+@click.option(
+    "--driver",
+    default="gpu.nvidia.com",
+    show_default=True,
+    help="Driver of the device: the domain of its unqualified attribute names.",
+)
+@click.option("--json", "as_json", is_flag=True, help='Print {"compiled", "result", "error"}.')
+@handle_errors
+def eval_command(expression: str, device_file: Path | None, driver: str, as_json: bool) -> None:
+    """Compile EXPR as Kubernetes does; with --device, evaluate it on that device.
+
+    Exit 0 when it compiles (and evaluates to true or false); 1 on a compile or run-time error.
+    """
+    device = _read_device(device_file, driver) if device_file is not None else None
+    try:
+        compile_selector(expression)
+    except CELCompileError as err:
+        _report(False, None, err.message, None, as_json)
+        return
+    if device is None:
+        _report(True, None, None, None, as_json)
+        return
+    outcome = evaluate(expression, device)
+    hint = None if outcome.matched else explain_miss(expression, device)
+    _report(True, None if outcome.error else outcome.matched, outcome.error, hint, as_json)
