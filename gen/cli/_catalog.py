@@ -1,0 +1,106 @@
+"""``gen catalog gpus|models``: the built-in catalogs."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+
+def gpu_rows() -> list[dict[str, Any]]:
+    """Every catalog accelerator as a JSON-ready row: NVIDIA GPUs, then Apple chips."""
+    from gen.apple import apple_chips
+    from gen.gpus import gpu_catalog
+
+    rows: list[dict[str, Any]] = []
+    for gpu in gpu_catalog().all():
+        rows.append({
+            "id": gpu.id,
+            "vendor": gpu.vendor,
+            "name": gpu.name,
+            "product_name": gpu.product_name,
+            "pci_device_ids": list(gpu.pci_device_ids),
+            "architecture": gpu.architecture,
+            "compute_capability": gpu.compute_capability,
+            "memory_mib": gpu.memory_mib,
+            "unified_memory": gpu.unified_memory,
+            "mig_units": gpu.mig_units,
+            "mig_profiles": [p.name for p in gpu.mig_profiles],
+        })
+    for chip in apple_chips():
+        rows.append({
+            "id": chip.id,
+            "vendor": "apple",
+            "name": chip.name,
+            "product_name": chip.name,
+            "pci_device_ids": [],
+            "architecture": f"Apple {chip.family}",
+            "compute_capability": None,
+            "memory_mib": None,
+            "memory_gb_options": list(chip.memory_gb_options),
+            "gpu_cores": list(chip.gpu_cores),
+            "unified_memory": True,
+            "mig_units": 0,
+            "mig_profiles": [],
+        })
+    return rows
+
+
+def model_rows() -> list[dict[str, Any]]:
+    """Every catalog model as a JSON-ready row."""
+    from gen.model_catalog import model_catalog
+
+    return [m.to_json() for m in model_catalog().all()]
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return "\n".join(lines)
+
+
+@click.group("catalog")
+def catalog_command() -> None:
+    """Show the built-in GPU and model catalogs."""
+
+
+@catalog_command.command("gpus")
+@click.option("--json", "as_json", is_flag=True, help="JSON array on stdout.")
+def gpus_command(as_json: bool) -> None:
+    """GPUs (and Apple chips) gen knows: memory, architecture, MIG profiles."""
+    rows = gpu_rows()
+    if as_json:
+        click.echo(json.dumps(rows, indent=2, sort_keys=True))
+        return
+    table = []
+    for r in rows:
+        if r["vendor"] == "apple":
+            memory = "unified " + "/".join(str(m) for m in r["memory_gb_options"]) + " GB"
+            ids = f"{'/'.join(str(c) for c in r['gpu_cores'])} GPU cores"
+        else:
+            memory = f"{r['memory_mib']} MiB" + (" unified" if r["unified_memory"] else "")
+            ids = ",".join(r["pci_device_ids"])
+        table.append([r["id"], r["product_name"], r["architecture"], memory, ids,
+                      str(len(r["mig_profiles"])) if r["mig_profiles"] else "-"])
+    click.echo(_table(["ID", "PRODUCT", "ARCH", "MEMORY", "PCI IDS / CORES", "MIG"], table))
+
+
+@catalog_command.command("models")
+@click.option("--json", "as_json", is_flag=True, help="JSON array on stdout.")
+def models_command(as_json: bool) -> None:
+    """Models gen knows: size, layers, heads, context."""
+    rows = model_rows()
+    if as_json:
+        click.echo(json.dumps(rows, indent=2, sort_keys=True))
+        return
+    table = [
+        [r["id"], f"{r['parameters'] / 1e9:.1f}B", r["weight_dtype"] + (
+            f"/{r['quantization']}" if r["quantization"] else ""),
+         str(r["layers"]), f"{r['attention_heads']}/{r['kv_heads']}", str(r["max_context"]),
+         f"{r['weight_bytes'] / 2**30:.1f}"]
+        for r in rows
+    ]
+    click.echo(_table(["MODEL", "PARAMS", "DTYPE", "LAYERS", "HEADS/KV", "CONTEXT", "GiB"],
+                      table))
