@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fleet import write_fleet  # noqa: E402
+from fleet import write_fleet
 
 SIZES = {"small": 2, "medium": 10, "large": 40, "huge": 100}
 

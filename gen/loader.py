@@ -227,7 +227,9 @@ def load_documents(root: Path, *, base: Path | None = None) -> list[Document]:
         try:
             raw = file.read_bytes()
         except OSError as err:
-            findings.append(Finding("GEN001", f"cannot read: {err.strerror}", SourceLocation(shown)))
+            findings.append(
+                Finding("GEN001", f"cannot read: {err.strerror}", SourceLocation(shown))
+            )
             continue
         text, problem = _decode(raw, shown)
         if problem is not None:

@@ -140,7 +140,7 @@ def unified_diff(outputs: Mapping[PurePosixPath, bytes], out_dir: Path, changes:
 def _link_or_copy(src: Path, dst: Path) -> None:
     dst.parent.mkdir(parents=True, exist_ok=True)
     if src.is_symlink():
-        os.symlink(os.readlink(src), dst)
+        dst.symlink_to(src.readlink())
         return
     try:
         os.link(src, dst)

@@ -174,7 +174,7 @@ def render(
             findings=bad,
         )
     if clusters:
-        outputs = _merge_unselected(outputs, out_dir, plan, clusters)
+        outputs = _merge_unselected(outputs, out_dir, clusters)
     warnings = tuple(sort_findings(f for f in lint_findings if f.severity is not Severity.ERROR))
     if check:
         changes = compute_changes(outputs, out_dir)
@@ -183,15 +183,25 @@ def render(
             raise StaleOutputError(
                 f"{out_label}/ is stale: {len(changes.added)} added, {len(changes.changed)} "
                 f"changed, {len(changes.removed)} removed; run 'gen render'\n"
-                + changes.summary() + ("\n" + text if text else ""),
+                + _annotated_summary(changes) + ("\n" + text if text else ""),
             )
         return RenderResult(outputs, changes, warnings, count, text)
     changes = write_tree(outputs, out_dir)
     return RenderResult(outputs, changes, warnings, count)
 
 
+def _annotated_summary(changes: Changes) -> str:
+    """The change list, with immutable claim templates called out."""
+    lines = []
+    for line in changes.summary().splitlines():
+        if line.startswith("~ ") and "/resourceclaimtemplate-" in line:
+            line += "  (ResourceClaimTemplate spec is immutable: it will be replaced on sync)"
+        lines.append(line)
+    return "\n".join(lines)
+
+
 def _merge_unselected(
-    outputs: dict[PurePosixPath, bytes], out_dir: Path, plan: Plan, clusters: Iterable[str]
+    outputs: dict[PurePosixPath, bytes], out_dir: Path, clusters: Iterable[str]
 ) -> dict[PurePosixPath, bytes]:
     """With --cluster, keep the files of the other clusters exactly as they are."""
     from gen.output import INDEX_NAME
@@ -205,13 +215,13 @@ def _merge_unselected(
         if not line or line.startswith("#"):
             continue
         path = PurePosixPath(line)
-        owner = path.parts[1] if path.parts[0].startswith("_") and len(path.parts) > 1 else path.parts[0]
+        nested = path.parts[0].startswith("_") and len(path.parts) > 1
+        owner = path.parts[1] if nested else path.parts[0]
         if owner in selected or path in merged:
             continue
         file = out_dir / path
         if file.is_file():
             merged[path] = file.read_bytes()
-    _ = plan
     return dict(sorted(merged.items(), key=lambda kv: str(kv[0])))
 
 

@@ -41,7 +41,7 @@ _Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _BaseDumper: type[Any] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
-class _Dumper(_BaseDumper):  # type: ignore[misc,valid-type]
+class _Dumper(_BaseDumper):  # type: ignore[misc]
     """Safe dumper that writes multi-line strings as literal blocks."""
 
 

@@ -10,10 +10,15 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from gen.errors import Finding, ReferenceError_, SourceLocation
 from gen.plan import ClusterPlan, Plan, PoolPlan, ServicePlan
 from gen.profiles import Located, ProfileSet
+
+if TYPE_CHECKING:
+    from gen.model_catalog import LLMSpec, ModelCatalog
+    from gen.models import Cluster, GPUClass, InferenceService
 
 __all__ = ["build_plan", "dra_api_version", "kubernetes_minor"]
 
@@ -46,15 +51,13 @@ def _known(names: Iterable[str], wanted: str) -> str:
 
 
 def _resolve_pools(
-    located: Located[object], profiles: ProfileSet, findings: list[Finding]
+    located: Located[Cluster], profiles: ProfileSet, findings: list[Finding]
 ) -> tuple[PoolPlan, ...]:
     from gen.errors import LookupError_
     from gen.gpus import gpu_catalog
     from gen.mig import check_layout
-    from gen.models import Cluster
 
     cluster = located.value
-    assert isinstance(cluster, Cluster)
     catalog = gpu_catalog()
     pools = []
     for i, pool in enumerate(cluster.node_pools):
@@ -110,7 +113,7 @@ def _resolve_pools(
     return tuple(pools)
 
 
-def _model_catalog(profiles: ProfileSet):  # type: ignore[no-untyped-def]
+def _model_catalog(profiles: ProfileSet) -> ModelCatalog:
     from gen.model_catalog import LLMSpec, model_catalog
 
     extra = [
@@ -130,12 +133,9 @@ def _model_catalog(profiles: ProfileSet):  # type: ignore[no-untyped-def]
 
 
 def _eligible_pools(
-    svc_located: Located[object], pools: Sequence[PoolPlan]
+    svc_located: Located[InferenceService], pools: Sequence[PoolPlan]
 ) -> tuple[PoolPlan, ...]:
-    from gen.models import InferenceService
-
     svc = svc_located.value
-    assert isinstance(svc, InferenceService)
     if svc.mac_hosts:
         return ()
     if svc.node_pool is not None:
@@ -144,9 +144,54 @@ def _eligible_pools(
     return tuple(p for p in pools if p.pool.platform == platform)
 
 
+def _resolve_service(
+    svc_located: Located[InferenceService],
+    profiles: ProfileSet,
+    models: ModelCatalog,
+    findings: list[Finding],
+) -> tuple[GPUClass | None, list[tuple[GPUClass, int]], LLMSpec | None]:
+    """A service's GPU class, alternatives and model, each reference checked."""
+    from gen.errors import LookupError_
+
+    svc = svc_located.value
+    gpu_class = None
+    alternatives = []
+    if svc.gpu is not None:
+        ref = profiles.gpu_classes.get(svc.gpu.gpu_class)
+        if ref is None:
+            findings.append(Finding(
+                "GEN003",
+                f"GPU class {svc.gpu.gpu_class!r} not found; "
+                + _known(profiles.gpu_classes, svc.gpu.gpu_class),
+                svc_located.at("gpu", "gpu_class"), "gpu.gpu_class",
+            ))
+        else:
+            gpu_class = ref.value
+        for j, alt in enumerate(svc.gpu.alternatives):
+            alt_ref = profiles.gpu_classes.get(alt.gpu_class)
+            if alt_ref is None:
+                findings.append(Finding(
+                    "GEN003",
+                    f"GPU class {alt.gpu_class!r} not found; "
+                    + _known(profiles.gpu_classes, alt.gpu_class),
+                    svc_located.at("gpu", "alternatives", j, "gpu_class"),
+                    f"gpu.alternatives[{j}].gpu_class",
+                ))
+            else:
+                alternatives.append((alt_ref.value, alt.count))
+    model = None
+    try:
+        model = models.lookup(svc.model)
+    except LookupError_ as err:
+        findings.append(Finding(
+            "GEN003", err.message, svc_located.at("model"), "model",
+            hint="add a 'kind: Model' profile with its architecture numbers",
+        ))
+    return gpu_class, alternatives, model
+
+
 def build_plan(profiles: ProfileSet) -> Plan:
     """Resolve references and build the per-cluster Plan (without manifests)."""
-    from gen.errors import LookupError_
 
     findings: list[Finding] = []
     cluster_pools: dict[str, tuple[PoolPlan, ...]] = {}
@@ -157,39 +202,9 @@ def build_plan(profiles: ProfileSet) -> Plan:
     services_by_cluster: dict[str, list[ServicePlan]] = {name: [] for name in profiles.clusters}
     for svc_located in profiles.services.values():
         svc = svc_located.value
-        gpu_class = None
-        alternatives = []
-        if svc.gpu is not None:
-            ref = profiles.gpu_classes.get(svc.gpu.gpu_class)
-            if ref is None:
-                findings.append(Finding(
-                    "GEN003",
-                    f"GPU class {svc.gpu.gpu_class!r} not found; "
-                    + _known(profiles.gpu_classes, svc.gpu.gpu_class),
-                    svc_located.at("gpu", "gpu_class"), "gpu.gpu_class",
-                ))
-            else:
-                gpu_class = ref.value
-            for j, alt in enumerate(svc.gpu.alternatives):
-                alt_ref = profiles.gpu_classes.get(alt.gpu_class)
-                if alt_ref is None:
-                    findings.append(Finding(
-                        "GEN003",
-                        f"GPU class {alt.gpu_class!r} not found; "
-                        + _known(profiles.gpu_classes, alt.gpu_class),
-                        svc_located.at("gpu", "alternatives", j, "gpu_class"),
-                        f"gpu.alternatives[{j}].gpu_class",
-                    ))
-                else:
-                    alternatives.append((alt_ref.value, alt.count))
-        model = None
-        try:
-            model = models.lookup(svc.model)
-        except LookupError_ as err:
-            findings.append(Finding(
-                "GEN003", err.message, svc_located.at("model"), "model",
-                hint="add a 'kind: Model' profile with its architecture numbers",
-            ))
+        gpu_class, alternatives, model = _resolve_service(
+            svc_located, profiles, models, findings
+        )
         for i, cluster_name in enumerate(svc.clusters):
             if cluster_name not in profiles.clusters:
                 findings.append(Finding(

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gen.plan import PoolPlan, ServicePlan
+
+if TYPE_CHECKING:
+    from gen.fit import FitReport, FitRequest
 
 __all__ = ["Candidate", "candidates", "default_max_model_len", "fit_reports"]
 
@@ -53,7 +57,7 @@ def candidates(svc: ServicePlan) -> list[Candidate]:
     return out
 
 
-def _request(svc: ServicePlan, cand: Candidate, max_model_len: int | None):  # type: ignore[no-untyped-def]
+def _request(svc: ServicePlan, cand: Candidate, max_model_len: int | None) -> FitRequest:
     from gen.fit import FitDevice, FitRequest
 
     service = svc.service
@@ -73,13 +77,15 @@ def _request(svc: ServicePlan, cand: Candidate, max_model_len: int | None):  # t
     )
 
 
-def fit_reports(svc: ServicePlan, max_model_len: int | None = None) -> list[tuple[Candidate, object]]:
+def fit_reports(
+    svc: ServicePlan, max_model_len: int | None = None
+) -> list[tuple[Candidate, FitReport]]:
     """(candidate, FitReport) for every distinct device the service can get."""
     from gen.fit import check_fit
 
     if svc.model is None:
         return []
-    seen: dict[tuple[str, int, bool], object] = {}
+    seen: dict[tuple[str, int, bool], FitReport] = {}
     out = []
     for cand in candidates(svc):
         key = (cand.name, cand.memory_mib, cand.is_mig)
@@ -93,7 +99,7 @@ def fit_reports(svc: ServicePlan, max_model_len: int | None = None) -> list[tupl
 def _default_len(svc: ServicePlan) -> int:
     if svc.model is None:
         return _FALLBACK_LEN
-    fits = [getattr(r, "max_model_len_fit", 0) for _, r in fit_reports(svc)]
+    fits = [r.max_model_len_fit for _, r in fit_reports(svc)]
     fits = [f for f in fits if f > 0]
     if not fits:
         return min(svc.model.max_context, _FALLBACK_LEN)

@@ -87,7 +87,7 @@ def runbook(plan: ClusterPlan) -> str:
             "",
             "For each node of the pool, one at a time:",
             "",
-            f"1. `kubectl cordon <node>`",
+            "1. `kubectl cordon <node>`",
             "2. Drain GPU pods: `kubectl drain <node> --ignore-daemonsets "
             "--delete-emptydir-data --pod-selector='app.kubernetes.io/managed-by=gen'`",
             f"3. `kubectl label node <node> nvidia.com/mig.config={layout.name} --overwrite`",

@@ -32,7 +32,8 @@ PROBE_PERIOD = 10
 
 def startup_seconds(weight_bytes: int) -> int:
     """Worst-case time from container start to a healthy server."""
-    return int(WARMUP_SECONDS + weight_bytes / DOWNLOAD_BYTES_PER_S + weight_bytes / LOAD_BYTES_PER_S)
+    download = weight_bytes / DOWNLOAD_BYTES_PER_S
+    return int(WARMUP_SECONDS + download + weight_bytes / LOAD_BYTES_PER_S)
 
 
 def shm_size(devices: int) -> str:
@@ -53,8 +54,9 @@ def extended_resource(plan: ClusterPlan, svc: ServicePlan) -> str:
 
     gpu_class = svc.gpu_class
     if gpu_class is not None and gpu_class.device_type == "mig" and gpu_class.match.mig_profile:
-        strategy = "mixed" if plan.mig_strategy == "mixed" else "single"
-        return extended_resource_name(gpu_class.match.mig_profile, strategy)
+        if plan.mig_strategy == "mixed":
+            return extended_resource_name(gpu_class.match.mig_profile, "mixed")
+        return extended_resource_name(gpu_class.match.mig_profile, "single")
     return "nvidia.com/gpu"
 
 

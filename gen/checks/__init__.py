@@ -18,9 +18,12 @@ Rule = Callable[[Plan], list[Finding]]
 
 
 def _rules() -> list[Rule]:
-    from gen.checks import dra, mig, security, serving
+    from gen.checks.dra import check as dra_check
+    from gen.checks.mig import check as mig_check
+    from gen.checks.security import check as security_check
+    from gen.checks.serving import check as serving_check
 
-    return [mig.check, dra.check, serving.check, security.check]
+    return [mig_check, dra_check, serving_check, security_check]
 
 
 RULES: dict[str, str] = {

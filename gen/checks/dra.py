@@ -120,8 +120,8 @@ def _selector_findings(plan: Plan) -> list[Finding]:
                 where = located.at("cel", raw) if raw >= 0 else located.at("match")
                 key = f"cel[{raw}]" if raw >= 0 else "match"
                 findings.append(Finding("GEN203", err.message, where, key))
-    for located in plan.profiles.services.values():
-        gpu = located.value.gpu
+    for svc_located in plan.profiles.services.values():
+        gpu = svc_located.value.gpu
         if gpu is None:
             continue
         for j, expression in enumerate(gpu.selectors):
@@ -129,7 +129,7 @@ def _selector_findings(plan: Plan) -> list[Finding]:
                 compile_selector(expression)
             except CELCompileError as err:
                 findings.append(Finding(
-                    "GEN203", err.message, located.at("gpu", "selectors", j),
+                    "GEN203", err.message, svc_located.at("gpu", "selectors", j),
                     f"gpu.selectors[{j}]",
                 ))
     return findings

@@ -19,7 +19,10 @@ _SECRET_PATTERNS = (
 )
 
 
-def _strings(data: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], str]]:
+KeyPath = tuple[str | int, ...]
+
+
+def _strings(data: Any, path: KeyPath = ()) -> Iterator[tuple[KeyPath, str]]:
     if isinstance(data, str):
         yield path, data
     elif isinstance(data, dict):
@@ -30,7 +33,7 @@ def _strings(data: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tupl
             yield from _strings(value, (*path, i))
 
 
-def literal_secrets(data: Any) -> Iterator[tuple[tuple[str | int, ...], str]]:
+def literal_secrets(data: Any) -> Iterator[tuple[KeyPath, str]]:
     """(key path, what it looks like) for every string that looks like a credential."""
     for path, text in _strings(data):
         for what, pattern in _SECRET_PATTERNS:
@@ -46,7 +49,7 @@ def check(plan: Plan) -> list[Finding]:
     groups = (profiles.clusters, profiles.gpu_classes, profiles.services,
               profiles.mig_layouts, profiles.models)
     for group in groups:
-        for located in group.values():  # type: ignore[attr-defined]
+        for located in group.values():
             for path, what in literal_secrets(located.document.data):
                 findings.append(Finding(
                     "GEN501",

@@ -27,10 +27,10 @@ def _fit(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
     where_len = (svc.located.at("serving", "max_model_len") if length
                  else svc.located.at("model"))
     for cand, report in fit_reports(svc, length):
-        if getattr(report, "fits", True):
+        if report.fits:
             continue
-        errors = "; ".join(getattr(report, "errors", ()))
-        best = getattr(report, "max_model_len_fit", 0)
+        errors = "; ".join(report.errors)
+        best = report.max_model_len_fit
         hint = (f"the largest max_model_len that fits is {best}" if best
                 else "use more or larger devices, a quantized model, or kv_cache_dtype: fp8")
         findings.append(Finding(

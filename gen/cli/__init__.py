@@ -9,7 +9,6 @@ call into the library and echoes the result; :func:`run_boundary` turns a
 from __future__ import annotations
 
 import importlib
-from typing import Any
 
 import click
 

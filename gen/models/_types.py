@@ -54,7 +54,9 @@ LabelValue = Annotated[
     str, StringConstraints(max_length=63, pattern=r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 ]
 
-_PINNED = re.compile(r"^[a-z0-9.\-/:_]+(:[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127})?(@sha256:[a-f0-9]{64})?$")
+_PINNED = re.compile(
+    r"^[a-z0-9.\-/:_]+(:[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127})?(@sha256:[a-f0-9]{64})?$"
+)
 
 
 def _check_image(value: str) -> str:
