@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 from gen.errors import Finding, Severity
 from gen.plan import ClusterPlan, Plan, ServicePlan
+
+_PARALLEL = re.compile(r"\bTP\b|\bPP\b|TP×PP|TP=|PP=|parallel")
 
 
 def _fit(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
@@ -28,6 +32,15 @@ def _fit(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
                  else svc.located.at("model"))
     for cand, report in fit_reports(svc, length):
         if report.fits:
+            continue
+        parallel = [e for e in report.errors if _PARALLEL.search(e)]
+        if parallel:
+            findings.append(Finding(
+                "GEN302", "; ".join(parallel), svc.located.at("parallelism"), "parallelism",
+                hint=f"{service.model} has {svc.model.attention_heads if svc.model else '?'} "
+                f"attention heads and {svc.model.kv_heads if svc.model else '?'} KV heads; "
+                "TP×PP must fit the devices of the claim (gpu.count)",
+            ))
             continue
         errors = "; ".join(report.errors)
         best = report.max_model_len_fit
@@ -60,12 +73,15 @@ def _cuda(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
         driver = pool.pool.driver_version
         if driver is None or driver_satisfies(driver, info.min_driver):
             continue
+        explicit = svc.service.serving.image is not None
+        index = [p.name for p in cluster.cluster.node_pools].index(pool.name)
         findings.append(Finding(
             "GEN303",
             f"{image} ships CUDA {info.cuda_version}, which needs NVIDIA driver "
             f"≥ {info.min_driver}; pool {pool.name!r} of cluster {cluster.name!r} has "
             f"{driver}: 'CUDA driver version is insufficient for CUDA runtime version'",
-            where, "serving.image",
+            where if explicit else cluster.located.at("node_pools", index, "driver_version"),
+            "serving.image" if explicit else f"node_pools[{index}].driver_version",
             hint=f"upgrade the pool's driver to ≥ {info.min_driver}, or pin an image "
             "built for an older CUDA (e.g. a -cu12x tag)",
         ))
