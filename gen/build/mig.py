@@ -50,6 +50,8 @@ def config_document(plan: ClusterPlan) -> str | None:
     for pool in mig_pools(plan):
         layout = pool.mig_layout
         assert layout is not None and pool.gpu is not None
+        if not all(check.valid for _, check in pool.mig_checks):
+            return None  # lint reports the layout (GEN101/GEN102); render stops there
         if layout.name in layouts:
             continue
         filters = device_filter_for(pool.gpu)

@@ -126,7 +126,11 @@ def _image(svc: ServicePlan) -> str:
 
 
 def _placement(svc: ServicePlan) -> tuple[dict[str, str], list[dict[str, Any]]]:
-    pools = svc.pools
+    from gen.sizing import candidates
+
+    # Only pools that offer the devices the class asks for (a MIG class: MIG pools).
+    offering = {c.pool.name for c in candidates(svc)}
+    pools = tuple(p for p in svc.pools if p.name in offering) or svc.pools
     selector: dict[str, str] = {}
     if len(pools) == 1:
         selector = pools[0].node_labels
