@@ -223,7 +223,9 @@ def load_documents(root: Path, *, base: Path | None = None) -> list[Document]:
     documents: list[Document] = []
     findings: list[Finding] = []
     for file in profile_files(root):
-        shown = display_path(file, base if base is not None else Path.cwd())
+        # Paths are shown relative to the folder holding the profiles folder (the fleet
+        # repository), never to the working directory: they end up in rendered files.
+        shown = display_path(file, base if base is not None else root.resolve().parent)
         try:
             raw = file.read_bytes()
         except OSError as err:

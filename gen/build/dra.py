@@ -23,7 +23,7 @@ CHART_CLASSES = frozenset({
 IMMUTABLE_NOTE = (
     "ResourceClaimTemplate.spec is immutable: the API server rejects edits.\n"
     "A changed template must be replaced (delete + create); gen marks it for that\n"
-    "(Argo CD Replace=true, Flux force)."
+    "(Argo CD Force=true,Replace=true; Flux force)."
 )
 
 
