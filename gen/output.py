@@ -236,7 +236,11 @@ def _swap_in(wanted: dict[str, bytes], out_dir: Path, changes: Changes, index: b
                 return
             old = out_dir.parent / f".gen-old-{out_dir.name}-{os.getpid()}"
             out_dir.rename(old)
-            tmp.rename(out_dir)
+            try:
+                tmp.rename(out_dir)
+            except BaseException:
+                old.rename(out_dir)  # put the previous tree back before reporting
+                raise
             shutil.rmtree(old, ignore_errors=True)
         else:
             tmp.rename(out_dir)

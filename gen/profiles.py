@@ -50,8 +50,16 @@ class ProfileSet:
 
 def _pydantic_findings(err: ValidationError, doc: Document) -> list[Finding]:
     findings = []
-    for issue in err.errors(include_url=False):
+    issues = err.errors(include_url=False)
+    for issue in issues:
         loc: Sequence[str | int] = issue["loc"]
+        if issue["type"] == "too_short" and any(
+            len(other["loc"]) > len(loc) and tuple(other["loc"][: len(loc)]) == tuple(loc)
+            for other in issues
+        ):
+            # pydantic counts only the tuple items that validated; the items' own
+            # errors are reported, a "too short" on top of them would be wrong.
+            continue
         where, path = doc.locate(loc)
         message = str(issue["msg"])
         kind = issue["type"]

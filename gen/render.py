@@ -79,8 +79,17 @@ def make_environment(templates_dir: Path | None = None) -> jinja2.Environment:
         auto_reload=False,
         cache_size=-1,
     )
-    env.policies["json.dumps_kwargs"] = {"sort_keys": True, "ensure_ascii": False}
+    env.policies["json.dumps_kwargs"] = {
+        "sort_keys": True, "ensure_ascii": False, "default": _json_default,
+    }
     return env
+
+
+def _json_default(value: Any) -> Any:
+    """``tojson`` of an undefined name raises Jinja's UndefinedError, which names it."""
+    if isinstance(value, jinja2.Undefined):
+        value._fail_with_undefined_error()
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 @dataclass(frozen=True)

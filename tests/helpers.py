@@ -1,0 +1,50 @@
+"""Shared test helpers: inline file trees and a scratch copy of the example fleet."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from collections.abc import Mapping
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+"""The repository root (holds profiles/, schema/, out/)."""
+
+
+def write_tree(root: Path, files: Mapping[str, str | bytes]) -> Path:
+    """Write ``{relpath: text}`` under ``root``; text is dedented, bytes are written as they are."""
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(textwrap.dedent(content).lstrip("\n"), encoding="utf-8")
+    return root
+
+
+def copy_fleet(root: Path) -> Path:
+    """Copy the example fleet (profiles/ and schema/) into ``root``; return ``root``."""
+    root.mkdir(parents=True, exist_ok=True)
+    for folder in ("profiles", "schema"):
+        shutil.copytree(REPO / folder, root / folder)
+    return root
+
+
+def snapshot_tree(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` by POSIX relative path, with its bytes."""
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def stat_tree(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file under ``root`` with its (inode, mtime_ns)."""
+    out = {}
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            st = p.stat()
+            out[p.relative_to(root).as_posix()] = (st.st_ino, st.st_mtime_ns)
+    return out

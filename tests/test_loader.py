@@ -1,0 +1,175 @@
+"""gen.loader: YAML with source positions, safe limits and syntax errors as findings."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from gen import loader
+from gen.errors import ProfileSyntaxError, SourceLocation
+from gen.loader import format_key_path, load_documents, parse_text
+from tests.helpers import write_tree
+
+
+def _only_finding(tmp_path: Path) -> str:
+    with pytest.raises(ProfileSyntaxError) as info:
+        load_documents(tmp_path / "profiles", base=tmp_path)
+    assert len(info.value.findings) == 1, info.value.format_message()
+    return info.value.findings[0].format()
+
+
+def test_positions_of_nested_keys_and_list_items() -> None:
+    """Nested keys and list items map to their 1-based line and column."""
+    text = "kind: Cluster\nnode_pools:\n  - name: a\n    nodes: 2\n  - name: b\n"
+    (doc,), findings = parse_text(text, "p.yaml")
+    assert findings == []
+    pos = doc.positions
+    assert pos[("kind",)] == SourceLocation("p.yaml", 1, 1)
+    assert pos[("node_pools",)] == SourceLocation("p.yaml", 2, 1)
+    assert pos[("node_pools", 0)] == SourceLocation("p.yaml", 3, 5)
+    assert pos[("node_pools", 0, "nodes")] == SourceLocation("p.yaml", 4, 5)
+    assert pos[("node_pools", 1, "name")] == SourceLocation("p.yaml", 5, 5)
+
+
+def test_locate_skips_segments_absent_from_yaml() -> None:
+    """Document.locate drops discriminator tags and returns the deepest existing path."""
+    (doc,), _ = parse_text("kind: Cluster\nnode_pools:\n  - name: a\n", "p.yaml")
+    where, path = doc.locate(("Cluster", "node_pools", 0, "nodes"))
+    assert path == ("node_pools", 0)
+    assert where == SourceLocation("p.yaml", 3, 5)
+
+
+def test_format_key_path() -> None:
+    """Key paths read like services[0].gpu.count."""
+    assert format_key_path(("services", 0, "gpu", "count")) == "services[0].gpu.count"
+    assert format_key_path(()) == ""
+
+
+def test_multi_document_positions_are_per_document() -> None:
+    """Each document of a multi-document file keeps its own index and absolute lines."""
+    text = "kind: A\nname: a\n---\nkind: B\nname: b\n"
+    docs, findings = parse_text(text, "m.yaml")
+    assert findings == []
+    assert [d.index for d in docs] == [0, 1]
+    assert docs[1].positions[("name",)] == SourceLocation("m.yaml", 5, 1)
+    assert docs[1].location == SourceLocation("m.yaml", 4, 1)
+
+
+def test_recursive_folders_yml_and_stable_order(tmp_path: Path) -> None:
+    """.yaml and .yml files are read recursively in path order; hidden folders are skipped."""
+    write_tree(tmp_path, {
+        "profiles/b/deep/x.yml": "name: x\n",
+        "profiles/a.yaml": "name: a\n",
+        "profiles/.hidden/h.yaml": "name: h\n",
+        "profiles/notes.txt": "name: t\n",
+    })
+    docs = load_documents(tmp_path / "profiles", base=tmp_path)
+    assert [(d.path, d.data["name"]) for d in docs] == [
+        ("profiles/a.yaml", "a"), ("profiles/b/deep/x.yml", "x"),
+    ]
+
+
+def test_empty_files_and_empty_documents_are_skipped(tmp_path: Path) -> None:
+    """An empty file or a comment-only document yields no documents and no error."""
+    write_tree(tmp_path, {"profiles/empty.yaml": "", "profiles/c.yaml": "# only a comment\n---\n"})
+    assert load_documents(tmp_path / "profiles", base=tmp_path) == []
+
+
+def test_syntax_error_is_file_line_col(tmp_path: Path) -> None:
+    """Broken YAML is reported as path:line:col with rule GEN001."""
+    write_tree(tmp_path, {"profiles/bad.yaml": "kind: Cluster\nname: x\n  oops: 1\n"})
+    text = _only_finding(tmp_path)
+    assert text.startswith("profiles/bad.yaml:3:7: error GEN001: YAML syntax error")
+
+
+def test_syntax_errors_of_several_files_reported_together(tmp_path: Path) -> None:
+    """All files' syntax errors come back in one ProfileSyntaxError."""
+    write_tree(tmp_path, {"profiles/a.yaml": "a: [1\n", "profiles/b.yaml": "b: {\n"})
+    with pytest.raises(ProfileSyntaxError) as info:
+        load_documents(tmp_path / "profiles", base=tmp_path)
+    assert [f.location.path for f in info.value.findings if f.location] == [
+        "profiles/a.yaml", "profiles/b.yaml",
+    ]
+
+
+def test_non_utf8_bytes_reported_with_position(tmp_path: Path) -> None:
+    """Bytes that are not UTF-8 are an error naming the byte, its line and column."""
+    write_tree(tmp_path, {"profiles/latin1.yaml": b"kind: Cluster\nname: caf\xe9\n"})
+    text = _only_finding(tmp_path)
+    assert text.startswith("profiles/latin1.yaml:2:10: error GEN001: not UTF-8: byte 0xe9")
+
+
+def test_utf8_bom_is_accepted(tmp_path: Path) -> None:
+    """A UTF-8 byte-order mark does not break loading."""
+    write_tree(tmp_path, {"profiles/bom.yaml": b"\xef\xbb\xbfname: a\n"})
+    (doc,) = load_documents(tmp_path / "profiles", base=tmp_path)
+    assert doc.data == {"name": "a"}
+
+
+def test_nul_bytes_refused(tmp_path: Path) -> None:
+    """A file with NUL bytes is refused with a GEN001 finding."""
+    write_tree(tmp_path, {"profiles/nul.yaml": b"name: a\x00b\n"})
+    assert "file contains NUL bytes" in _only_finding(tmp_path)
+
+
+def test_duplicate_keys_are_errors(tmp_path: Path) -> None:
+    """A key given twice in one mapping is reported at the second one, naming the first line."""
+    write_tree(tmp_path, {"profiles/d.yaml": """
+        kind: Cluster
+        gitops:
+          engine: flux
+          engine: argocd
+    """})
+    text = _only_finding(tmp_path)
+    assert text.startswith("profiles/d.yaml:4:3: error GEN001: gitops.engine: duplicate key")
+    assert "first at line 3" in text
+
+
+def test_alias_bomb_refused_fast(tmp_path: Path) -> None:
+    """A billion-laughs alias bomb is refused with a node-count finding, without expanding it."""
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, 10):
+        ref = f"*a{i - 1}"
+        lines.append(f"a{i}: &a{i} [{', '.join([ref] * 9)}]")
+    write_tree(tmp_path, {"profiles/bomb.yaml": "\n".join(lines) + "\n"})
+    start = time.perf_counter()
+    text = _only_finding(tmp_path)
+    assert time.perf_counter() - start < 10  # 9**10 nodes would take hours and gigabytes
+    assert "expands to more than" in text
+
+
+def test_deep_nesting_refused(tmp_path: Path) -> None:
+    """Nesting deeper than MAX_DEPTH is refused, even far past Python's recursion limit."""
+    write_tree(tmp_path, {
+        "profiles/deep.yaml": "a: " + "[" * 100 + "]" * 100 + "\n",
+        "profiles/deeper.yaml": "a: " + "[" * 5000 + "]" * 5000 + "\n",
+    })
+    with pytest.raises(ProfileSyntaxError) as info:
+        load_documents(tmp_path / "profiles", base=tmp_path)
+    messages = [f.format() for f in info.value.findings]
+    assert len(messages) == 2
+    assert all("error GEN001" in m for m in messages)
+    assert "nesting deeper than 64 levels" in messages[0]
+
+
+def test_file_size_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file larger than MAX_FILE_BYTES is refused before parsing."""
+    monkeypatch.setattr(loader, "MAX_FILE_BYTES", 64)
+    write_tree(tmp_path, {"profiles/big.yaml": "name: " + "x" * 100 + "\n"})
+    text = _only_finding(tmp_path)
+    assert text.startswith("profiles/big.yaml: error GEN001: file is 107 bytes; the limit is 64")
+
+
+def test_missing_profiles_folder(tmp_path: Path) -> None:
+    """A profiles folder that does not exist is a ProfileSyntaxError, not an OSError."""
+    with pytest.raises(ProfileSyntaxError, match="does not exist"):
+        load_documents(tmp_path / "nope")
+
+
+def test_unsafe_tags_are_refused(tmp_path: Path) -> None:
+    """Python object tags are not constructed (safe loading only)."""
+    write_tree(tmp_path, {"profiles/evil.yaml": "a: !!python/object/apply:os.system ['true']\n"})
+    text = _only_finding(tmp_path)
+    assert text.startswith("profiles/evil.yaml:1:4: error GEN001:")

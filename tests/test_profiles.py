@@ -1,0 +1,157 @@
+"""gen.profiles and gen.models: pydantic errors located at file:line:col with key paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gen.errors import Finding, ProfileValidationError
+from gen.profiles import load_profiles
+from tests.helpers import copy_fleet, write_tree
+
+CLUSTER = """
+kind: Cluster
+name: c1
+kubernetes_version: "1.34"
+allocation: dra
+node_pools:
+  - name: pool-a
+    gpu: h100-sxm5-80gb
+    nodes: 1
+    driver_version: "580.95.05"
+"""
+
+
+def _errors(tmp_path: Path, files: dict[str, str]) -> list[Finding]:
+    write_tree(tmp_path, files)
+    with pytest.raises(ProfileValidationError) as info:
+        load_profiles(tmp_path / "profiles", base=tmp_path)
+    return list(info.value.findings)
+
+
+def test_example_fleet_validates(tmp_path: Path) -> None:
+    """The example fleet loads into a ProfileSet with every kind present."""
+    root = copy_fleet(tmp_path)
+    profiles = load_profiles(root / "profiles", base=root)
+    assert set(profiles.clusters) >= {"edge-l4", "prod-us-east", "research-eu"}
+    assert "h100-mixed" in profiles.mig_layouts
+    assert "llama-70b" in profiles.services
+    assert profiles.services["llama-70b"].at("gpu", "count").line == 10
+
+
+def test_unknown_key_located_with_key_path(tmp_path: Path) -> None:
+    """An unknown key reads 'x.yaml:LINE:COL: error GEN002: node_pools[0].gpuz: unknown key'."""
+    bad = CLUSTER.replace("    nodes: 1\n", "    gpuz: 8\n    nodes: 1\n")
+    (finding,) = _errors(tmp_path, {"profiles/x.yaml": bad})
+    assert finding.format().splitlines()[0] == (
+        "profiles/x.yaml:8:5: error GEN002: node_pools[0].gpuz: unknown key"
+    )
+    assert "gen schema" in finding.hint
+
+
+def test_wrong_types_each_reported(tmp_path: Path) -> None:
+    """Wrong scalar types are reported at their own line, all in one run."""
+    bad = CLUSTER.replace('"1.34"', "1.34").replace("nodes: 1", "nodes: many")
+    findings = _errors(tmp_path, {"profiles/x.yaml": bad})
+    got = {(f.key_path, f.location.line if f.location else 0) for f in findings}
+    assert got == {("kubernetes_version", 3), ("node_pools[0].nodes", 8)}
+    assert "valid integer" in next(f.message for f in findings if f.key_path.endswith("nodes"))
+
+
+@pytest.mark.parametrize("name", ["Bad_Name", "-lead", "trail-", "a" * 64, "dots.in.label"])
+def test_dns1123_names(tmp_path: Path, name: str) -> None:
+    """Cluster names must be DNS-1123 labels."""
+    bad = CLUSTER.replace("name: c1", f"name: {name}")
+    (finding,) = _errors(tmp_path, {"profiles/x.yaml": bad})
+    assert finding.key_path == "name"
+    assert finding.location is not None and finding.location.line == 2
+
+
+def test_missing_required_keys_include_key_in_path(tmp_path: Path) -> None:
+    """A missing key is reported with the missing key as the last key path segment."""
+    bad = CLUSTER.replace("allocation: dra\n", "").replace("    nodes: 1\n", "")
+    findings = _errors(tmp_path, {"profiles/x.yaml": bad})
+    assert {f.key_path for f in findings} == {"allocation", "node_pools[0].nodes"}
+    assert all(f.message == "Field required" for f in findings)
+    pool = next(f for f in findings if f.key_path == "node_pools[0].nodes")
+    assert pool.location is not None and (pool.location.line, pool.location.column) == (5, 5)
+
+
+def test_invalid_item_reports_no_spurious_too_short(tmp_path: Path) -> None:
+    """An invalid node pool yields its own error only, not a 'tuple too short' on node_pools."""
+    bad = CLUSTER.replace("nodes: 1", "nodes: -1")
+    findings = _errors(tmp_path, {"profiles/x.yaml": bad})
+    assert [f.key_path for f in findings] == ["node_pools[0].nodes"]
+
+
+def test_empty_node_pools_is_too_short(tmp_path: Path) -> None:
+    """An empty node_pools list is still an error."""
+    bad = CLUSTER.split("node_pools:")[0] + "node_pools: []\n"
+    (finding,) = _errors(tmp_path, {"profiles/x.yaml": bad})
+    assert finding.key_path == "node_pools"
+
+
+def test_unknown_kind(tmp_path: Path) -> None:
+    """An unknown kind is located at the document and lists the known kinds."""
+    (finding,) = _errors(tmp_path, {"profiles/x.yaml": "# c\nkind: Clustr\nname: c1\n"})
+    assert finding.location is not None and finding.location.line == 2
+    assert "Cluster, GPUClass, InferenceService, MIGLayout, Model" in finding.hint
+
+
+def test_missing_kind_and_non_mapping(tmp_path: Path) -> None:
+    """A document without kind, or not a mapping at all, is a located GEN002 error."""
+    findings = _errors(tmp_path, {"profiles/a.yaml": "name: c1\n", "profiles/b.yaml": "- x\n"})
+    assert [(f.location.path if f.location else "", f.rule) for f in findings] == [
+        ("profiles/a.yaml", "GEN002"), ("profiles/b.yaml", "GEN002"),
+    ]
+    assert "mapping with a 'kind' key" in findings[1].message
+
+
+def test_errors_of_several_files_reported_together(tmp_path: Path) -> None:
+    """Errors in different files and documents are all reported in one run, sorted by file."""
+    findings = _errors(tmp_path, {
+        "profiles/a.yaml": CLUSTER.replace("nodes: 1", "nodez: 1"),
+        "profiles/b/c.yml": "kind: GPUClass\nname: ok\n---\nkind: GPUClass\nname: BAD\n",
+    })
+    assert [str(f.location) for f in findings] == [
+        "profiles/a.yaml:6:5", "profiles/a.yaml:8:5", "profiles/b/c.yml:5:1",
+    ]
+
+
+def test_duplicate_names(tmp_path: Path) -> None:
+    """Two profiles of one kind with the same name are an error at the second, naming the first."""
+    (finding,) = _errors(tmp_path, {
+        "profiles/a.yaml": "kind: GPUClass\nname: h100\n",
+        "profiles/b.yaml": "# b\nkind: GPUClass\nname: h100\n",
+    })
+    assert str(finding.location) == "profiles/b.yaml:3:1"
+    assert finding.key_path == "name"
+    assert "profiles/a.yaml:1:1" in finding.message
+
+
+def test_same_name_different_kinds_is_fine(tmp_path: Path) -> None:
+    """Names are unique per kind, not across kinds."""
+    write_tree(tmp_path, {
+        "profiles/a.yaml": "kind: GPUClass\nname: c1\n",
+        "profiles/b.yaml": CLUSTER,
+    })
+    profiles = load_profiles(tmp_path / "profiles", base=tmp_path)
+    assert "c1" in profiles.clusters and "c1" in profiles.gpu_classes
+
+
+def test_model_validator_message_located(tmp_path: Path) -> None:
+    """A cross-field rule of one document is reported without pydantic's 'Value error, ' prefix."""
+    bad = CLUSTER.replace('    driver_version: "580.95.05"\n', "")
+    (finding,) = _errors(tmp_path, {"profiles/x.yaml": bad})
+    assert finding.key_path == "node_pools[0]"
+    assert finding.message == "'driver_version' is required for platform 'nvidia'"
+
+
+def test_validation_error_message_format(tmp_path: Path) -> None:
+    """ProfileValidationError.format_message lists every finding, then a count."""
+    write_tree(tmp_path, {"profiles/x.yaml": CLUSTER.replace("name: c1", "name: C1")})
+    with pytest.raises(ProfileValidationError, match=r"1 problem\(s\) in profiles") as info:
+        load_profiles(tmp_path / "profiles", base=tmp_path)
+    assert info.value.format_message().splitlines()[-1] == "1 problem(s) in profiles"
+    assert info.value.format_message().startswith("profiles/x.yaml:2:1: error GEN002: name: ")

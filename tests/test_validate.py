@@ -1,0 +1,139 @@
+"""gen.validate: strict embedded JSON Schema per Kubernetes version, cached validators."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gen import validate as validate_module
+from gen.errors import ManifestValidationError, SourceLocation
+from gen.pipeline import load_plan, render, render_outputs
+from gen.render import make_environment, render_cluster
+from gen.validate import SchemaValidator, schema_version_for
+from tests.helpers import copy_fleet, write_tree
+
+WHERE = SourceLocation("out/c1/workloads/ns/deployment-x.yaml")
+
+
+@pytest.fixture(scope="module")
+def example_objects(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[int, Any]]:
+    """(cluster minor, rendered object) for every object of the example fleet."""
+    root = copy_fleet(tmp_path_factory.mktemp("fleet"))
+    plan = load_plan(root / "profiles", base=root)
+    env = make_environment()
+    found = []
+    for cluster in plan.clusters:
+        objects, _ = render_cluster(env, cluster)
+        found += [(cluster.minor, obj) for obj in objects]
+    return found
+
+
+def test_example_render_passes_strict_validation(example_objects: list[tuple[int, Any]]) -> None:
+    """Every manifest of the example fleet validates against its cluster's Kubernetes version."""
+    validator = SchemaValidator()
+    assert len(example_objects) > 30
+    for minor, obj in example_objects:
+        findings = validator.validate(obj.data, minor, SourceLocation(str(obj.path)))
+        assert findings == [], [f.format() for f in findings]
+
+
+def test_example_render_outputs_have_no_findings(tmp_path: Path) -> None:
+    """render_outputs with the embedded validator reports nothing for the example fleet."""
+    root = copy_fleet(tmp_path)
+    plan = load_plan(root / "profiles", base=root)
+    outputs, findings, count = render_outputs(
+        plan, templates_dir=None, out_label="out", validator="embedded"
+    )
+    assert findings == []
+    manifests = [p for p in outputs if p.suffix == ".yaml" and p.name != "kustomization.yaml"]
+    assert count == len(manifests)
+
+
+def _deployment(example_objects: list[tuple[int, Any]]) -> tuple[int, dict[str, Any]]:
+    minor, obj = next((m, o) for m, o in example_objects if o.kind == "Deployment")
+    return minor, copy.deepcopy(dict(obj.data))
+
+
+def test_unknown_field_reported_with_json_path(example_objects: list[tuple[int, Any]]) -> None:
+    """An unknown field is a GEN020 finding at the output file with the JSON path of its parent."""
+    minor, data = _deployment(example_objects)
+    data["spec"]["template"]["spec"]["containers"][0]["gpuz"] = 1
+    (finding,) = SchemaValidator().validate(data, minor, WHERE)
+    assert finding.rule == "GEN020"
+    assert finding.location == WHERE
+    assert finding.key_path == "spec.template.spec.containers[0]"
+    assert "'gpuz' was unexpected" in finding.message
+
+
+def test_wrong_type_reported(example_objects: list[tuple[int, Any]]) -> None:
+    """A wrong type is reported at the field's own path."""
+    minor, data = _deployment(example_objects)
+    data["spec"]["replicas"] = "three"
+    (finding,) = SchemaValidator().validate(data, minor, WHERE)
+    assert finding.key_path == "spec.replicas"
+
+
+def test_kind_without_schema_is_an_error() -> None:
+    """A kind no schema describes is an error, not silently accepted."""
+    data = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
+    (finding,) = SchemaValidator().validate(data, 34, WHERE)
+    assert finding.rule == "GEN020"
+    assert "no schema for Widget example.com/v1" in finding.message
+
+
+def test_api_version_the_cluster_lacks_is_an_error() -> None:
+    """resource.k8s.io/v1 DeviceClass does not exist in Kubernetes 1.31."""
+    data = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+            "metadata": {"name": "d"}, "spec": {}}
+    assert SchemaValidator().validate(data, 34, WHERE) == []
+    (finding,) = SchemaValidator().validate(data, 31, WHERE)
+    assert "no schema for DeviceClass resource.k8s.io/v1 in Kubernetes 1.31" in finding.message
+
+
+def test_validators_are_cached(monkeypatch: pytest.MonkeyPatch,
+                               example_objects: list[tuple[int, Any]]) -> None:
+    """Validating the same object twice (or another of its kind) builds one validator."""
+    builds: list[tuple[Any, ...]] = []
+    real = validate_module._schema_file
+
+    def counting(*args: Any) -> Any:
+        builds.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(validate_module, "_schema_file", counting)
+    minor, data = _deployment(example_objects)
+    validator = SchemaValidator()
+    assert validator.validate(data, minor, WHERE) == []
+    assert validator.validate(data, minor, WHERE) == []
+    assert validator.validate(copy.deepcopy(data), minor, WHERE) == []
+    assert len(builds) == 1
+
+
+def test_schema_version_for() -> None:
+    """A cluster minor uses the newest bundled schema not newer than it."""
+    assert schema_version_for(34) == 34
+    assert schema_version_for(99) >= 34
+    assert schema_version_for(1) == schema_version_for(0)
+
+
+def test_pipeline_reports_schema_error_at_output_file(tmp_path: Path) -> None:
+    """An override that adds an unknown field fails the render at out/<file> and writes nothing."""
+    root = copy_fleet(tmp_path)
+    write_tree(root, {"templates/core/namespace.yaml.j2": """
+        apiVersion: v1
+        kind: Namespace
+        metadata:
+          name: {{ name|tojson }}
+        spec:
+          bogus: 1
+    """})
+    with pytest.raises(ManifestValidationError, match="nothing was written") as info:
+        render(root / "profiles", root / "out", templates_dir=root / "templates",
+               validator="embedded", base=root)
+    paths = {str(f.location) for f in info.value.findings}
+    assert "out/edge-l4/gpu/_cluster/namespace-edge.yaml" in paths
+    assert all(f.key_path == "spec" for f in info.value.findings)
+    assert not (root / "out").exists()
