@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from gen.build import dra, gitops, mig, vllm
+from gen.build import apple, dra, gitops, mig, vllm
 from gen.build._common import labels, manifest
 from gen.plan import ClusterPlan, Plan
 
@@ -40,6 +40,7 @@ def build_cluster(plan: ClusterPlan) -> ClusterPlan:
     specs += mig_specs
     specs += dra.build(plan)
     specs += vllm.build(plan)
+    apple.extend_cluster(plan, specs, files)
     specs += gitops.build(plan, specs)
     return dataclasses.replace(plan, manifests=tuple(specs), files=tuple(files))
 

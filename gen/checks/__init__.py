@@ -18,12 +18,13 @@ Rule = Callable[[Plan], list[Finding]]
 
 
 def _rules() -> list[Rule]:
+    from gen.checks.apple import check as apple_check
     from gen.checks.dra import check as dra_check
     from gen.checks.mig import check as mig_check
     from gen.checks.security import check as security_check
     from gen.checks.serving import check as serving_check
 
-    return [mig_check, dra_check, serving_check, security_check]
+    return [mig_check, dra_check, serving_check, security_check, apple_check]
 
 
 RULES: dict[str, str] = {
@@ -45,6 +46,16 @@ RULES: dict[str, str] = {
     "GEN304": "service has no node pool it can run on",
     "GEN501": "literal secret in a profile",
     "GEN502": "workload opts out of Pod Security 'restricted'",
+    "GEN601": "engine vllm on an Apple VM node pool (vLLM has no Vulkan backend)",
+    "GEN602": "model does not fit the Apple GPU memory (krunkit VM window or Mac Metal budget)",
+    "GEN603": "unknown Apple chip",
+    "GEN604": "chip and memory size Apple does not sell together",
+    "GEN605": "krunkit VM sizing or device resource impossible",
+    "GEN606": "llama-server service has no Apple VM node pool in the cluster",
+    "GEN607": "pod asks for more than an Apple VM node has (memory, devices)",
+    "GEN608": "setting the Apple engine cannot take",
+    "GEN609": "Apple VM pool without node labels",
+    "GEN610": "EndpointSlice to Macs in an Argo CD cluster (excluded by default)",
 }
 
 
