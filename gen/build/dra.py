@@ -129,7 +129,7 @@ def build(plan: ClusterPlan) -> list[ManifestSpec]:
         ))
     for svc in plan.services:
         service = svc.service
-        if service.gpu is None or svc.gpu_class is None:
+        if service.gpu is None or svc.gpu_class is None or service.engine != "vllm":
             continue
         constraints = [{"requests": [], "matchAttribute": attr} for attr in service.gpu.same]
         specs.append(manifest(
