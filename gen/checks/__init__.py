@@ -21,10 +21,12 @@ def _rules() -> list[Rule]:
     from gen.checks.apple import check as apple_check
     from gen.checks.dra import check as dra_check
     from gen.checks.mig import check as mig_check
+    from gen.checks.satisfiability import check as satisfiability_check
     from gen.checks.security import check as security_check
     from gen.checks.serving import check as serving_check
 
-    return [mig_check, dra_check, serving_check, security_check, apple_check]
+    return [mig_check, dra_check, serving_check, security_check, satisfiability_check,
+            apple_check]
 
 
 RULES: dict[str, str] = {
