@@ -6,7 +6,6 @@ every device the service can get) and the fit lint rule.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -95,7 +94,6 @@ def fit_reports(
     return out
 
 
-@functools.lru_cache(maxsize=4096)
 def _default_len(svc: ServicePlan) -> int:
     if svc.model is None:
         return _FALLBACK_LEN
