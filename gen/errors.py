@@ -138,7 +138,7 @@ class ProfileValidationError(ProfileError):
     default_rule = "GEN002"
 
 
-class ReferenceError_(GenError):  # noqa: N801  (trailing underscore: builtin name clash)
+class ReferenceError_(GenError):
     """A profile refers to something that does not exist."""
 
     default_rule = "GEN003"
@@ -168,7 +168,7 @@ class OutputError(GenError):
     """out/ could not be written."""
 
 
-class LookupError_(GenError):  # noqa: N801  (trailing underscore: builtin name clash)
+class LookupError_(GenError):
     """A GPU, model or MIG profile name that the catalogs do not know."""
 
 

@@ -7,7 +7,10 @@ import re
 from gen.errors import Finding, Severity
 from gen.plan import ClusterPlan, Plan, ServicePlan
 
-_PARALLEL = re.compile(r"\bTP\b|\bPP\b|TP×PP|TP=|PP=|parallel")
+_PARALLEL = re.compile(
+    r"divisible by tensor parallel|TP×PP|cannot be split over TP|not divisible by TP|"
+    r"TP shard|exceeds the model's .* layers|cannot run TP across MIG|parallel sizes must"
+)
 
 
 def _fit(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
