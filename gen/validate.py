@@ -83,24 +83,44 @@ class SchemaValidator:
         key = (minor, api_version, kind)
         if key in self._cache:
             return self._cache[key]
-        from jsonschema import Draft202012Validator
-
+        from gen import schemac
         from gen.crd_schemas import custom_schema
 
+        # A validator is a function: instance → [(path, message)]. Compiled closures
+        # (gen.schemac) when the schema allows, else jsonschema itself.
         validator: Any = None
+        fallback: Any = None
         file = _schema_file(minor, api_version, kind)
         if file.is_file():
-            schema = json.loads(file.read_text(encoding="utf-8"))
-            validator = Draft202012Validator(schema, registry=_registry(minor))
+            try:
+                validator = schemac.compile_file(
+                    file, file.parent / "_definitions.json",
+                    "https://kubernetes.io/api/_definitions.json",
+                )
+            except schemac.UnsupportedSchema:
+                from jsonschema import Draft202012Validator
+
+                schema = json.loads(file.read_text(encoding="utf-8"))
+                fallback = Draft202012Validator(schema, registry=_registry(minor))
         else:
             custom = custom_schema(api_version, kind)
             if custom is not None:
-                cls: Any = Draft202012Validator
+                draft: schemac.Draft = "2020-12"
                 if "draft-07" in str(custom.get("$schema", "")):
-                    from jsonschema import Draft7Validator
+                    draft = "draft-07"
+                try:
+                    validator = schemac.compile_shared(custom, draft)
+                except schemac.UnsupportedSchema:
+                    from jsonschema import Draft7Validator, Draft202012Validator
 
-                    cls = Draft7Validator
-                validator = cls(custom)
+                    cls: Any = Draft7Validator if draft == "draft-07" else Draft202012Validator
+                    fallback = cls(custom)
+        if fallback is not None:
+            iter_errors = fallback.iter_errors
+
+            def validator(data: Any) -> list[tuple[Any, str]]:
+                return [(err.absolute_path, err.message) for err in iter_errors(data)]
+
         self._cache[key] = validator
         return validator
 
@@ -126,10 +146,9 @@ class SchemaValidator:
                 hint="check the cluster's kubernetes_version and the API versions it enables",
             )]
         findings = []
-        for err in validator.iter_errors(data):
-            path = _json_path(err.absolute_path)
+        for error_path, message in validator(data):
             findings.append(Finding(
-                "GEN020", f"{kind} does not match the 1.{minor} schema: {err.message}",
-                where, path, related=related,
+                "GEN020", f"{kind} does not match the 1.{minor} schema: {message}",
+                where, _json_path(error_path), related=related,
             ))
         return findings
