@@ -9,7 +9,7 @@ which profile location produced it. Templates only loop and branch over that con
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
@@ -128,7 +128,6 @@ class ClusterPlan:
     files: tuple[FileSpec, ...] = ()
     mig_strategy: str = "none"
     """'single', 'mixed' or 'none' (no MIG pools)."""
-    extras: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def cluster(self) -> Cluster:

@@ -12,7 +12,7 @@ import difflib
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from gen.errors import Finding, ReferenceError_, SourceLocation
+from gen.errors import Finding, ReferenceError_
 from gen.plan import ClusterPlan, Plan, PoolPlan, ServicePlan
 from gen.profiles import Located, ProfileSet
 
@@ -256,8 +256,3 @@ def build_plan(profiles: ProfileSet) -> Plan:
             ),
         ))
     return Plan(profiles=profiles, clusters=tuple(clusters))
-
-
-def origin_of(plan: ClusterPlan) -> SourceLocation:
-    """Where the cluster is defined."""
-    return plan.located.document.location
