@@ -1,0 +1,268 @@
+"""Fast paths for the two YAML steps of every render: parse-back and canonical dump.
+
+PyYAML's C extension only scans and emits; building Python objects (constructor,
+resolver) and building events from them (representer, serializer) run in Python and
+were four fifths of a render. Both steps here keep PyYAML's exact semantics and bytes
+but work per *distinct scalar*: a rendered fleet repeats the same keys and values
+thousands of times, so each distinct scalar is resolved or represented once and cached.
+
+* :func:`load_one` builds the documents straight from libyaml's events. A plain scalar
+  is resolved by PyYAML's own safe resolver and constructor (cached by text); anything
+  rarer (anchors, aliases, explicit tags, merge keys) falls back to ``yaml.load_all``.
+* :func:`dump` writes the canonical block form of JSON-like data (sorted keys, ``- ``
+  items not indented under their key, ``{}``/``[]`` for empty collections) and asks
+  PyYAML for each distinct scalar's text. Data it cannot prove it writes identically
+  (multi-line or very long strings, non-string keys, other types) is dumped by PyYAML.
+
+``tests/test_yamlfast.py`` checks both against PyYAML on generated data, byte for byte.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+__all__ = ["DuplicateKeyError", "dump", "dump_slow", "load_all"]
+
+_CParser: Any
+try:
+    from yaml._yaml import CParser as _CParser
+except ImportError:  # PyYAML without libyaml: PyYAML's own path, same results
+    _CParser = None
+_SafeLoader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BaseDumper: type[Any] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+_MAX_FAST_SCALAR = 512
+"""Longer strings may be folded by the emitter; they take PyYAML's path."""
+
+
+class DuplicateKeyError(ValueError):
+    """A mapping in the parsed text repeats a key."""
+
+
+class _Fallback(Exception):  # control flow only: never escapes this module
+    """The fast path met something only PyYAML handles exactly."""
+
+
+# --- parse -----------------------------------------------------------------------------
+
+_resolver: Any = yaml.SafeLoader("")
+_plain_cache: dict[str, Any] = {}
+
+
+def _plain(value: str) -> Any:
+    """A plain scalar's value, resolved exactly as ``yaml.safe_load`` does."""
+    try:
+        return _plain_cache[value]
+    except KeyError:
+        pass
+    tag = _resolver.resolve(yaml.ScalarNode, value, (True, False))
+    construct = _resolver.yaml_constructors.get(tag)
+    if construct is None or tag == "tag:yaml.org,2002:merge":
+        raise _Fallback
+    result = construct(_resolver, yaml.ScalarNode(tag, value))
+    if len(_plain_cache) < 100_000:
+        _plain_cache[value] = result
+    return result
+
+
+_NO_KEY: Any = object()
+_OK_TAGS = (None, "!")
+
+
+def _build(parser: Any) -> list[Any]:  # noqa: C901 - one hot loop, kept inline for speed
+    """Documents from the parser's events; raise :class:`_Fallback` on rare features."""
+    scalar_event, mapping_start, sequence_start = (
+        yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent)
+    ends = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+    get_event = parser.get_event
+    plain_cache = _plain_cache
+    docs: list[Any] = []
+    # The open collections; for a mapping, keys[i] is its pending key (or _NO_KEY).
+    stack: list[Any] = []
+    keys: list[Any] = []
+    container: Any = None  # stack[-1]
+    root: Any = None
+    value: Any
+    while True:
+        event = get_event()
+        kind = type(event)
+        if kind is scalar_event:
+            if event.anchor is not None or event.tag not in _OK_TAGS:
+                raise _Fallback
+            value = event.value
+            if event.implicit[0]:
+                value = plain_cache[value] if value in plain_cache else _plain(value)
+        elif kind is mapping_start or kind is sequence_start:
+            if event.anchor is not None or event.tag not in _OK_TAGS:
+                raise _Fallback
+            value = {} if kind is mapping_start else []
+        elif kind in ends:
+            stack.pop()
+            keys.pop()
+            container = stack[-1] if stack else None
+            continue
+        elif kind is yaml.DocumentEndEvent:
+            docs.append(root)
+            root = None
+            continue
+        elif kind is yaml.StreamEndEvent:
+            return docs
+        elif kind is yaml.AliasEvent:
+            raise _Fallback
+        else:  # stream and document start
+            continue
+        # Attach the new node to the open collection (or make it the document).
+        if container is None:
+            root = value
+            if type(value) is dict or type(value) is list:
+                stack.append(value)
+                keys.append(_NO_KEY)
+                container = value
+            continue
+        if type(container) is list:
+            container.append(value)
+        elif keys[-1] is _NO_KEY:
+            if type(value) is dict or type(value) is list:
+                raise _Fallback  # a collection as a key
+            if value in container:
+                raise DuplicateKeyError(f"duplicate key {value!r}")
+            keys[-1] = value
+            continue
+        else:
+            container[keys[-1]] = value
+            keys[-1] = _NO_KEY
+        if type(value) is dict or type(value) is list:
+            stack.append(value)
+            keys.append(_NO_KEY)
+            container = value
+
+
+def load_all(text: str) -> list[Any]:
+    """Every document of ``text``, as ``list(yaml.load_all(text, SafeLoader))`` gives them.
+
+    Unlike PyYAML, a repeated mapping key raises :class:`DuplicateKeyError` (a subclass
+    of ``ValueError``) instead of silently keeping the last value.
+    """
+    if _CParser is not None:
+        parser = _CParser(text)
+        try:
+            return _build(parser)
+        except _Fallback:
+            pass
+        finally:
+            parser.dispose()
+    return list(yaml.load_all(text, Loader=_SafeLoader))
+
+
+# --- dump ------------------------------------------------------------------------------
+
+
+class _Dumper(_BaseDumper):  # type: ignore[misc]
+    """Safe dumper that writes multi-line strings as literal blocks."""
+
+
+def _str_representer(dumper: Any, value: str) -> Any:
+    if "\n" in value and not any(c in value for c in "\r\t") and value == value.rstrip(" "):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+
+
+_Dumper.add_representer(str, _str_representer)
+
+
+def dump_slow(data: Any) -> str:
+    """The canonical YAML form, by PyYAML: sorted keys, block style, literal blocks."""
+    text: str = yaml.dump(
+        data, Dumper=_Dumper, sort_keys=True, default_flow_style=False,
+        allow_unicode=True, width=4096, explicit_start=False,
+    )
+    return text
+
+
+_scalar_cache: dict[tuple[type, Any], str] = {}
+_LINE_BREAKS = frozenset("\r\n\x85\u2028\u2029")
+
+
+def _scalar(value: Any) -> str:
+    """The text :func:`dump_slow` writes for ``value`` as a mapping value (one line)."""
+    key = (type(value), value)
+    try:
+        return _scalar_cache[key]
+    except KeyError:
+        pass
+    if type(value) is str and (
+        len(value) > _MAX_FAST_SCALAR or not _LINE_BREAKS.isdisjoint(value)
+    ):
+        raise _Fallback
+    text = dump_slow({"k": value})
+    if not text.startswith("k: ") or text.count("\n") != 1:
+        raise _Fallback
+    result = text[3:-1]
+    if len(_scalar_cache) < 100_000:
+        _scalar_cache[key] = result
+    return result
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _key(key: Any) -> str:
+    if type(key) is not str or not key or not _LINE_BREAKS.isdisjoint(key):
+        raise _Fallback  # libyaml writes these as complex "? " keys
+    text = _scalar(key)
+    if len(text) > 120:  # libyaml writes longer keys as complex "? " keys
+        raise _Fallback
+    return text
+
+
+def _emit(data: Any, indent: str, out: list[str]) -> None:
+    """Append the block form of a non-empty collection ``data`` at ``indent``."""
+    if type(data) is dict:
+        for key in sorted(data):
+            value = data[key]
+            head = indent + _key(key) + ":"
+            if type(value) in _SCALARS:
+                out.append(head + " " + _scalar(value) + "\n")
+            elif type(value) is dict:
+                if value:
+                    out.append(head + "\n")
+                    _emit(value, indent + "  ", out)
+                else:
+                    out.append(head + " {}\n")
+            elif type(value) is list:
+                if value:
+                    out.append(head + "\n")
+                    _emit(value, indent, out)
+                else:
+                    out.append(head + " []\n")
+            else:
+                raise _Fallback
+        return
+    for item in data:
+        if type(item) in _SCALARS:
+            out.append(indent + "- " + _scalar(item) + "\n")
+        elif type(item) is dict or type(item) is list:
+            if not item:
+                out.append(indent + "- " + ("{}" if type(item) is dict else "[]") + "\n")
+                continue
+            # The first line of the nested block shares the "- " line.
+            nested: list[str] = []
+            _emit(item, indent + "  ", nested)
+            out.append(indent + "- " + nested[0][len(indent) + 2:])
+            out.extend(nested[1:])
+        else:
+            raise _Fallback
+
+
+def dump(data: Any) -> str:
+    """:func:`dump_slow`, faster: the same bytes, for the JSON-like data gen renders."""
+    if type(data) not in (dict, list) or not data:
+        return dump_slow(data)
+    out: list[str] = []
+    try:
+        _emit(data, "", out)
+    except (_Fallback, TypeError):  # TypeError: keys that do not sort
+        return dump_slow(data)
+    return "".join(out)
