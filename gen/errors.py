@@ -13,8 +13,9 @@ The tree::
     ├── StaleOutputError            ``render --check``: out/ differs from the render
     ├── OutputError                 out/ cannot be written (read-only, disk full, ...)
     ├── LookupError_                a GPU / model / MIG profile name the catalogs do not know
-    └── ToolError                   an external tool failed
-        └── ToolNotFoundError       ... or is not installed
+    ├── ToolError                   an external tool failed
+    │   └── ToolNotFoundError       ... or is not installed
+    └── WorkerError                 a parallel render worker died
 
 A :class:`Finding` is one located message with a rule id, used both for lint results and
 for every error that points into a file.
@@ -178,3 +179,7 @@ class ToolError(GenError):
 
 class ToolNotFoundError(ToolError):
     """An external tool is not installed."""
+
+
+class WorkerError(GenError):
+    """A worker process of a parallel render died (killed, out of memory)."""
