@@ -13,7 +13,7 @@ VERSIONS = ("1.34.2", "1.33.4", "1.35.1", "1.32.5")
 SERVICES_PER_CLUSTER = 8
 
 
-def _cluster(i: int) -> str:
+def _cluster(i: int, services: int) -> str:
     version = VERSIONS[i % len(VERSIONS)]
     minor = int(version.split(".")[1])
     extra = ""
@@ -36,7 +36,7 @@ def _cluster(i: int) -> str:
           - name: h100-mig
             gpu: h100-sxm5-80gb
             gpus_per_node: 8
-            nodes: 4
+            nodes: {max(4, services // 2)}
             driver_version: "580.95.05"
             mig_layout: mixed
         """) + extra
@@ -75,14 +75,14 @@ COMMON = textwrap.dedent("""\
     """)
 
 
-def write_fleet(root: Path, clusters: int) -> Path:
-    """Write ``clusters`` clusters (and their services) under ``root/profiles``."""
+def write_fleet(root: Path, clusters: int, services: int = SERVICES_PER_CLUSTER) -> Path:
+    """Write ``clusters`` clusters with ``services`` services each under ``root/profiles``."""
     profiles = root / "profiles"
     profiles.mkdir(parents=True, exist_ok=True)
     (profiles / "common.yaml").write_text(COMMON)
     for i in range(clusters):
-        docs = [_cluster(i)]
+        docs = [_cluster(i, services)]
         docs += [_service(i, s).replace(f"name: svc-{s:02d}", f"name: c{i:04d}-svc-{s:02d}")
-                 for s in range(SERVICES_PER_CLUSTER)]
+                 for s in range(services)]
         (profiles / f"c{i:04d}.yaml").write_text("---\n".join(docs))
     return profiles

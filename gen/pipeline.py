@@ -5,10 +5,10 @@ Library users call :func:`lint` or :func:`render`; the CLI is a thin layer over 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import Any, Literal
 
 from gen.errors import (
     Finding,
@@ -17,12 +17,22 @@ from gen.errors import (
     Severity,
     SourceLocation,
     StaleOutputError,
+    TemplateError,
     sort_findings,
 )
 from gen.output import Changes, compute_changes, unified_diff, write_tree
 from gen.plan import Plan
 
-__all__ = ["RenderResult", "Validator", "lint", "load_plan", "render", "render_outputs"]
+__all__ = [
+    "Progress",
+    "RenderResult",
+    "Validator",
+    "default_jobs",
+    "lint",
+    "load_plan",
+    "render",
+    "render_outputs",
+]
 
 Validator = Literal["auto", "embedded", "kubeconform", "none"]
 
@@ -74,34 +84,116 @@ def _select(plan: Plan, clusters: Sequence[str]) -> Plan:
     )
 
 
+PARALLEL_MIN_MANIFESTS = 600
+"""Below this many manifests, starting worker processes costs more than it saves."""
+
+Progress = Callable[[str, int, int], None]
+"""``progress(cluster, done, total)``: called as each cluster finishes rendering."""
+
+
+@dataclass
+class _ClusterOutput:
+    files: dict[PurePosixPath, bytes]
+    findings: list[Finding]
+    template_findings: tuple[Finding, ...]
+    objects: int
+
+
+class _RenderCluster:
+    """Render and validate cluster ``i`` of a plan: the task each worker runs.
+
+    Picklable (for spawned workers); the Jinja environment and the compiled schemas are
+    built lazily, once per process.
+    """
+
+    def __init__(self, plan: Plan, templates_dir: Path | None, out_label: str,
+                 validate: bool) -> None:
+        self.plan = plan
+        self.templates_dir = templates_dir
+        self.out_label = out_label
+        self.validate = validate
+        self._env: Any = None
+        self._schema: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_env": None, "_schema": None}
+
+    def __call__(self, index: int) -> _ClusterOutput:
+        from gen.render import kustomizations, make_environment, render_cluster
+        from gen.validate import SchemaValidator
+
+        if self._env is None:
+            self._env = make_environment(self.templates_dir)
+            self._schema = SchemaValidator() if self.validate else None
+        cluster = self.plan.clusters[index]
+        try:
+            objects, files = render_cluster(self._env, cluster)
+        except TemplateError as err:
+            return _ClusterOutput({}, [], err.findings, 0)
+        outputs: dict[PurePosixPath, bytes] = {}
+        findings: list[Finding] = []
+        for obj in objects:
+            outputs[obj.path] = obj.text.encode("utf-8")
+            if self._schema is not None:
+                where = SourceLocation(f"{self.out_label}/{obj.path}")
+                findings.extend(self._schema.validate(obj.data, cluster.minor, where, obj.origin))
+        for path, text in kustomizations(cluster.name, objects).items():
+            outputs[path] = text.encode("utf-8")
+        for file in files:
+            outputs[file.path] = file.content
+        return _ClusterOutput(outputs, findings, (), len(objects))
+
+
+def default_jobs(plan: Plan) -> int:
+    """Worker processes for a render of ``plan``: one per CPU for large fleets, else 1."""
+    from gen.parallel import available_cpus
+
+    manifests = sum(len(c.manifests) for c in plan.clusters)
+    if manifests < PARALLEL_MIN_MANIFESTS:
+        return 1
+    return min(available_cpus(), len(plan.clusters))
+
+
 def render_outputs(
     plan: Plan,
     *,
     templates_dir: Path | None,
     out_label: str,
     validator: Validator = "embedded",
+    jobs: int | None = None,
+    progress: Progress | None = None,
 ) -> tuple[dict[PurePosixPath, bytes], list[Finding], int]:
-    """Render and validate every cluster of the plan; return the files and findings."""
-    from gen.render import kustomizations, make_environment, render_cluster
-    from gen.validate import SchemaValidator
+    """Render and validate every cluster of the plan; return the files and findings.
 
-    env = make_environment(templates_dir)
-    schema = SchemaValidator() if validator in ("auto", "embedded", "kubeconform") else None
+    Clusters are independent: with ``jobs`` > 1 (default: :func:`default_jobs`) they are
+    rendered in that many worker processes. The result does not depend on ``jobs``.
+    Template errors of every cluster are raised together as one :class:`TemplateError`.
+    """
+    from gen.parallel import run_tasks
+
+    task = _RenderCluster(plan, templates_dir, out_label,
+                          validate=validator in ("auto", "embedded", "kubeconform"))
+    results: dict[int, _ClusterOutput] = {}
+    total = len(plan.clusters)
+
+    def collect(index: int, result: _ClusterOutput) -> None:
+        results[index] = result
+        if progress is not None:
+            progress(plan.clusters[index].name, len(results), total)
+
+    run_tasks(task, total, default_jobs(plan) if jobs is None else jobs, collect)
+    template_findings = [f for i in sorted(results) for f in results[i].template_findings]
+    if template_findings:
+        raise TemplateError(
+            f"rendering failed: {len(template_findings)} template error(s)",
+            findings=template_findings,
+        )
     outputs: dict[PurePosixPath, bytes] = {}
     findings: list[Finding] = []
-    count = 0
-    for cluster in plan.clusters:
-        objects, files = render_cluster(env, cluster)
-        count += len(objects)
-        for obj in objects:
-            outputs[obj.path] = obj.text.encode("utf-8")
-            if schema is not None:
-                where = SourceLocation(f"{out_label}/{obj.path}")
-                findings.extend(schema.validate(obj.data, cluster.minor, where, obj.origin))
-        for path, text in kustomizations(cluster.name, objects).items():
-            outputs[path] = text.encode("utf-8")
-        for file in files:
-            outputs[file.path] = file.content
+    for index in sorted(results):
+        outputs.update(results[index].files)
+        findings.extend(results[index].findings)
+    count = sum(r.objects for r in results.values())
     return dict(sorted(outputs.items(), key=lambda kv: str(kv[0]))), findings, count
 
 
@@ -147,11 +239,14 @@ def render(
     check: bool = False,
     diff: bool = False,
     base: Path | None = None,
+    jobs: int | None = None,
+    progress: Progress | None = None,
 ) -> RenderResult:
     """Render the fleet into ``out_dir`` (or, with ``check``, compare and write nothing).
 
     Lint errors, template errors and schema errors stop the render before anything is
-    written. With ``check``, a stale out/ raises :class:`StaleOutputError`.
+    written. With ``check``, a stale out/ raises :class:`StaleOutputError`. ``jobs`` and
+    ``progress`` are passed to :func:`render_outputs`.
     """
     from gen.checks import run_checks
 
@@ -163,7 +258,8 @@ def render(
     plan = _select(plan, clusters)
     out_label = _label(out_dir, base)
     outputs, findings, count = render_outputs(
-        plan, templates_dir=templates_dir, out_label=out_label, validator=validator
+        plan, templates_dir=templates_dir, out_label=out_label, validator=validator,
+        jobs=jobs, progress=progress,
     )
     if validator in ("auto", "kubeconform"):
         findings.extend(_kubeconform(plan, outputs, required=validator == "kubeconform"))

@@ -22,22 +22,26 @@ from gen.cli._options import profiles_option, templates_for
               help="Schema validation: embedded schemas, plus kubeconform when on PATH (auto).")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 when out/ is stale.")
 @click.option("--diff", is_flag=True, help="With --check: show a unified diff.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+              help="Worker processes (default: one per CPU for large fleets, else 1).")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
 @handle_errors
 def render_command(
     profiles_dir: Path, out_dir: Path, templates_dir: Path | None, clusters: tuple[str, ...],
-    validator: str, check: bool, diff: bool, quiet: bool,
+    validator: str, check: bool, diff: bool, jobs: int | None, quiet: bool,
 ) -> None:
     """Render profiles into out/ (or --check that out/ is current)."""
+    from gen.cli._progress import ClusterProgress
     from gen.pipeline import render
 
     if diff and not check:
         raise click.UsageError("--diff needs --check")
-    result = render(
-        profiles_dir, out_dir, templates_dir=templates_for(profiles_dir, templates_dir),
-        clusters=clusters, validator=validator,  # type: ignore[arg-type]
-        check=check, diff=diff,
-    )
+    with ClusterProgress(enabled=not quiet) as progress:
+        result = render(
+            profiles_dir, out_dir, templates_dir=templates_for(profiles_dir, templates_dir),
+            clusters=clusters, validator=validator,  # type: ignore[arg-type]
+            check=check, diff=diff, jobs=jobs, progress=progress,
+        )
     for finding in result.findings:
         click.echo(finding.format(), err=True)
     if quiet:
