@@ -105,7 +105,9 @@ def test_device_plugin_daemonset_in_platform_stage(tmp_path: Path) -> None:
         {"key": "gen.dev/apple", "effect": "NoSchedule", "operator": "Exists"}
     ]
     container = spec["containers"][0]
-    assert container["securityContext"] == {"privileged": True}
+    assert container["securityContext"] == {"privileged": True, "readOnlyRootFilesystem": True}
+    assert "@sha256:" in container["image"]
+    assert container["livenessProbe"]["httpGet"] == {"path": "/health", "port": "http"}
     assert container["args"][:2] == ["--domain", "squat.ai"]
     assert '"name": "dri"' in container["args"][3]
     assert {v["hostPath"]["path"] for v in spec["volumes"]} == {

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from gen.models.service import MacHost
 
 __all__ = [
+    "DEVICE_PLUGIN_IMAGE",
+    "DEVICE_PLUGIN_WAIVERS",
     "DRI_NAMESPACE",
     "LLAMA_PORT",
     "MAC_ROOT",
@@ -56,6 +58,16 @@ GIB = 1 << 30
 
 DRI_NAMESPACE = "gen-apple-dri"
 """Namespace of the generic device plugin: Pod Security 'privileged' (it needs host /dev)."""
+DEVICE_PLUGIN_IMAGE = (
+    "squat/generic-device-plugin"
+    "@sha256:dc192e164c69b03f156765793a1be62ca437709ae477b27ca7d8f3dcf5021576"
+)
+"""Upstream publishes the plugin only as ``latest`` and git-SHA tags, so gen pins the
+multi-arch index digest of ``latest`` as of mid-2026 (the same digest is quoted by several
+independent public deployments, on docker.io and ghcr.io; gen never pulls, so it is not
+verified here). Override it per pool with ``apple_vm.device_plugin_image`` (e.g. a mirror)."""
+DEVICE_PLUGIN_PORT = 8080
+"""The plugin's ``--listen`` default: ``/health`` and ``/metrics``."""
 LLAMA_PORT = 8080
 PORT_NAME = "http"
 MODELS_MOUNT = "/models"
@@ -83,7 +95,33 @@ the model servers that use the device stay 'restricted' in their own namespace."
 PLUGIN_NAMESPACE_NOTE = """\
 Pod Security 'privileged' on purpose: only squat's generic device plugin runs here, and it
 needs hostPath /dev and /var/lib/kubelet/device-plugins (see its DaemonSet). Keep every
-other workload out of this namespace."""
+other workload out of this namespace. A NetworkPolicy denies all traffic to and from its
+pods: the plugin talks to the kubelet over a Unix socket only."""
+
+DRI_EXCEPTION = (
+    "squat's generic device plugin mounts the host's /dev (to find the Venus render node) "
+    "and /var/lib/kubelet/device-plugins (to register with the kubelet) as hostPath volumes "
+    "and runs privileged; only the plugin runs in this namespace"
+)
+"""The Pod Security exception of the plugin's namespace and DaemonSet (inherent to a device
+plugin, so not a profile setting)."""
+
+DEVICE_PLUGIN_WAIVERS = {
+    "CKV_K8S_16": "a device plugin needs the host's /dev; it runs alone in a privileged "
+                  "namespace",
+    "CKV_K8S_20": "privileged implies privilege escalation (the API rejects "
+                  "allowPrivilegeEscalation false on a privileged container)",
+    "CKV_K8S_23": "runs as root to create its socket in the root-owned "
+                  "/var/lib/kubelet/device-plugins",
+    "CKV_K8S_28": "a privileged container holds every capability; dropping NET_RAW has no "
+                  "effect",
+    "CKV_K8S_29": "a pod securityContext would only restate root and privileged",
+    "CKV_K8S_31": "seccomp profiles do not apply to privileged containers (always Unconfined)",
+    "CKV_K8S_37": "a privileged container holds every capability; dropping them has no effect",
+    "CKV_K8S_40": "runs as root (CKV_K8S_23)",
+}
+"""checkov checks the plugin fails by design, rendered as ``checkov.io/skipN`` annotations on
+its DaemonSet so the waiver (and its reason) travels with the object; see docs/security.md."""
 
 LLAMA_NOTE = """\
 llama.cpp (Vulkan) on a krunkit/libkrun VM node: the Apple GPU reaches the guest through
@@ -268,8 +306,14 @@ def _placement(pools: Sequence[PoolPlan]) -> tuple[dict[str, str], list[dict[str
 
 
 def _plugin_specs(plan: ClusterPlan) -> list[ManifestSpec]:
-    from gen.apple import GENERIC_DEVICE_PLUGIN_IMAGE, generic_device_plugin_args
+    from gen.apple import generic_device_plugin_args
+    from gen.podsecurity import ENFORCE_LABEL, EXCEPTION_ANNOTATION
 
+    exception = {EXCEPTION_ANNOTATION: DRI_EXCEPTION}
+    waivers = {
+        f"checkov.io/skip{i}": f"{check}={reason}"
+        for i, (check, reason) in enumerate(sorted(DEVICE_PLUGIN_WAIVERS.items()), start=1)
+    }
     specs: list[ManifestSpec] = []
     for pool in apple_pools(plan.pools):
         vm = pool.pool.apple_vm
@@ -285,19 +329,29 @@ def _plugin_specs(plan: ClusterPlan) -> list[ManifestSpec]:
             "apple/daemonset.yaml.j2", pool.located_at, note=DRI_NOTE, stage="platform",
             name=name, namespace=DRI_NAMESPACE,
             labels=labels(name, "device-plugin", **{"gen.dev/pool": pool.name}),
-            selector=selector, image=GENERIC_DEVICE_PLUGIN_IMAGE, args=args,
+            selector=selector, image=vm.device_plugin_image or DEVICE_PLUGIN_IMAGE, args=args,
+            port=DEVICE_PLUGIN_PORT, annotations={**exception, **waivers},
             node_selector=node_selector, tolerations=tolerations,
         ))
     if specs:
-        specs.insert(0, manifest(
-            "core/namespace.yaml.j2", plan.located.document.location,
-            note=PLUGIN_NAMESPACE_NOTE, stage="platform", name=DRI_NAMESPACE,
-            labels={
-                **labels(DRI_NAMESPACE, "namespace"),
-                "pod-security.kubernetes.io/enforce": "privileged",
-                "pod-security.kubernetes.io/enforce-version": "latest",
-            },
-        ))
+        origin = plan.located.document.location
+        specs[:0] = [
+            manifest(
+                "core/namespace.yaml.j2", origin,
+                note=PLUGIN_NAMESPACE_NOTE, stage="platform", name=DRI_NAMESPACE,
+                labels={
+                    **labels(DRI_NAMESPACE, "namespace"),
+                    ENFORCE_LABEL: "privileged",
+                    "pod-security.kubernetes.io/enforce-version": "latest",
+                },
+                annotations=exception,
+            ),
+            manifest(
+                "apple/networkpolicy-deny.yaml.j2", origin, stage="platform",
+                name="default-deny", namespace=DRI_NAMESPACE,
+                labels=labels("default-deny", "device-plugin"),
+            ),
+        ]
     return specs
 
 

@@ -65,6 +65,18 @@ PRIVILEGED_NAMESPACE = {
     "pod-security.kubernetes.io/enforce-version": "latest",
 }
 """Driver DaemonSets are privileged: their namespaces must not enforce 'restricted'."""
+GPU_OPERATOR_EXCEPTION = (
+    "the NVIDIA GPU Operator's DaemonSets (driver, container toolkit, device plugin, "
+    "MIG manager, DCGM exporter, validator) run privileged with hostPath mounts; they come "
+    "from the pinned Helm chart, not from gen"
+)
+DRA_DRIVER_EXCEPTION = (
+    "the NVIDIA DRA driver's kubelet plugin runs privileged with hostPath mounts (driver "
+    "root, CDI specs, kubelet plugin registry); it comes from the pinned Helm chart, not "
+    "from gen"
+)
+"""Why each chart's namespace enforces 'privileged' (inherent to node drivers, so not a
+profile setting); written as the gen.dev/pod-security-exception annotation."""
 
 WAVE_GPU_OPERATOR = -20
 WAVE_DRA_DRIVER = -15
@@ -96,6 +108,8 @@ class Chart:
     """Argo CD sync wave of its Application (before the cluster's own Application)."""
     depends_on: tuple[str, ...] = ()
     """Releases that must be ready first (Flux ``dependsOn``)."""
+    pod_security_exception: str = ""
+    """Why its namespace enforces Pod Security 'privileged'."""
 
     @property
     def oci(self) -> bool:
@@ -180,6 +194,7 @@ def _dra_chart(plan: ClusterPlan) -> Chart:
         values=dra_driver_values(plan),
         wave=WAVE_DRA_DRIVER,
         depends_on=(GPU_OPERATOR_RELEASE,),
+        pod_security_exception=DRA_DRIVER_EXCEPTION,
     )
 
 
@@ -196,6 +211,7 @@ def platform_charts(plan: ClusterPlan) -> list[Chart]:
         namespace=operator.namespace,
         values=gpu_operator_values(plan),
         wave=WAVE_GPU_OPERATOR,
+        pod_security_exception=GPU_OPERATOR_EXCEPTION,
     )]
     if plan.cluster.allocation == "dra":
         charts.append(_dra_chart(plan))
@@ -221,6 +237,14 @@ def _chart_origin(plan: ClusterPlan, chart: Chart) -> SourceLocation:
     return plan.located.at(key)
 
 
+def _exception(charts: Sequence[Chart], namespace: str) -> dict[str, str]:
+    """The Pod Security exception annotation of a chart namespace (every chart's reason)."""
+    from gen.podsecurity import EXCEPTION_ANNOTATION
+
+    reasons = [c.pod_security_exception for c in charts if c.namespace == namespace]
+    return {EXCEPTION_ANNOTATION: "; ".join(r for r in reasons if r)}
+
+
 def _wave(value: int) -> dict[str, str]:
     return {"argocd.argoproj.io/sync-wave": str(value)}
 
@@ -239,7 +263,8 @@ def _argo(plan: ClusterPlan, charts: Sequence[Chart]) -> list[ManifestSpec]:
         repo_url=gitops.repo_url, revision=gitops.revision, chart="",
         path=f"{gitops.path_prefix.strip('/')}/{plan.name}",
         destination_namespace="", sync_options=["ServerSideApply=true"],
-        managed_namespace_labels={}, ignore_differences=[], **common,
+        managed_namespace_labels={}, managed_namespace_annotations={},
+        ignore_differences=[], **common,
     )]
     for chart in charts:
         is_operator = chart.release == GPU_OPERATOR_RELEASE
@@ -257,6 +282,7 @@ def _argo(plan: ClusterPlan, charts: Sequence[Chart]) -> list[ManifestSpec]:
                 *(["RespectIgnoreDifferences=true"] if is_operator else []),
             ],
             managed_namespace_labels=PRIVILEGED_NAMESPACE,
+            managed_namespace_annotations=_exception(charts, chart.namespace),
             # ClusterPolicy.spec.cdi.default: a CRD default the chart no longer renders
             # (NVIDIA/gpu-operator#2795); without this the app never reports Synced.
             ignore_differences=[{
@@ -282,6 +308,7 @@ def _flux_platform(plan: ClusterPlan, charts: Sequence[Chart]) -> list[ManifestS
         specs.append(manifest(
             "core/namespace.yaml.j2", _chart_origin(plan, chart), stage="platform",
             name=ns, labels={**labels(ns, "namespace"), **PRIVILEGED_NAMESPACE},
+            annotations=_exception(charts, ns),
         ))
     repos = {c.repo_name: c for c in charts}
     for name, chart in sorted(repos.items()):

@@ -11,6 +11,7 @@ from gen.models._types import (
     DNSLabel,
     DNSSubdomain,
     DriverVersion,
+    ImageRef,
     KubernetesVersion,
     LabelKey,
     LabelValue,
@@ -37,6 +38,11 @@ class AppleVM(Spec):
         "squat.ai/dri", description="Extended resource the generic device plugin advertises."
     )
     sharing: int = Field(1, ge=1, le=64, description="Pods that may share one /dev/dri device.")
+    device_plugin_image: ImageRef | None = Field(
+        None,
+        description="Image of the generic device plugin (privileged) for this pool, pinned "
+        "by tag or digest, e.g. your mirror; default: gen's digest-pinned upstream image.",
+    )
 
 
 class NodePool(Spec):
