@@ -1,31 +1,48 @@
-"""Benchmarks: ``python bench/run.py [--sizes small,medium,large] [--json FILE]``.
+"""Benchmarks: ``python bench/run.py [--sizes small,medium,large,huge] [--json F] [--svg F]``.
 
-Measures, per fleet size: load, resolve + build, lint, render, validate and write, as
-time per object; the embedded validator against ``kubernetes_validate.validate`` on the
-same objects; render + validate against a bare PyYAML C-dumper dump of the same objects;
-and ``gen --version`` against a bare interpreter start. Medians of repeated runs.
+For each fleet size (a synthetic valid fleet from ``bench/fleet.py``), in a fresh
+process so that peak memory is its own: load, resolve + build, lint (and the CEL
+evaluations it needed), render, validate and write, as seconds and µs per object, with
+the process's peak RSS after each stage; the whole ``gen render`` command end to end
+(default workers, and ``--jobs 1``), and a second render with nothing changed; the
+embedded validator against ``kubernetes_validate.validate`` on the same objects; and
+render + validate against a bare PyYAML C-dumper dump of the same objects. Then
+``gen --version`` against a bare interpreter. In-process stages are medians of
+``--repeat`` runs (``huge`` runs once: a run is tens of seconds).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fleet import write_fleet
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+from fleet import write_fleet  # noqa: E402 - beside this script
+from plot import svg_chart  # noqa: E402
 
-SIZES = {"small": 2, "medium": 10, "large": 40, "huge": 100}
+SIZES = {  # name: (clusters, services per cluster)
+    "small": (2, 8),
+    "medium": (10, 16),
+    "large": (40, 32),
+    "huge": (100, 56),
+}
+STAGES = ("load", "resolve_build", "lint", "render", "validate", "write")
 
 
-def _median(fn: Any, repeat: int) -> float:
+def _median(fn: Callable[[], Any], repeat: int) -> float:
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
@@ -34,11 +51,29 @@ def _median(fn: Any, repeat: int) -> float:
     return statistics.median(times)
 
 
-def bench_size(name: str, clusters: int, repeat: int) -> dict[str, Any]:
+def _rss_mib() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def _gen(args: list[str], cwd: Path) -> float:
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "gen", *args], cwd=cwd, check=True,
+                   capture_output=True)
+    return time.perf_counter() - start
+
+
+def _stat_tree(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p): (p.stat().st_ino, p.stat().st_mtime_ns)
+            for p in root.rglob("*") if p.is_file()}
+
+
+def bench_size(name: str, repeat: int) -> dict[str, Any]:
+    """Every figure for one size (run in a child process: see ``--one``)."""
     import yaml
 
     from gen.build import build_manifests
     from gen.checks import run_checks
+    from gen.checks.satisfiability import Matcher, check_with_matcher
     from gen.output import write_tree
     from gen.pipeline import render_outputs
     from gen.profiles import load_profiles
@@ -46,101 +81,168 @@ def bench_size(name: str, clusters: int, repeat: int) -> dict[str, Any]:
     from gen.resolve import build_plan
     from gen.validate import SchemaValidator
 
+    clusters, services = SIZES[name]
+    row: dict[str, Any] = {"size": name, "clusters": clusters, "services": clusters * services}
+    rss: dict[str, float] = {}
+    seconds: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        profiles_dir = write_fleet(root, clusters)
-        t_load = _median(lambda: load_profiles(profiles_dir), repeat)
+        profiles_dir = write_fleet(root, clusters, services)
+        seconds["load"] = _median(lambda: load_profiles(profiles_dir), repeat)
         profiles = load_profiles(profiles_dir)
-        t_resolve = _median(lambda: build_manifests(build_plan(profiles)), repeat)
+        rss["load"] = _rss_mib()
+        seconds["resolve_build"] = _median(lambda: build_manifests(build_plan(profiles)), repeat)
         plan = build_manifests(build_plan(profiles))
-        t_lint = _median(lambda: run_checks(plan), repeat)
+        rss["resolve_build"] = _rss_mib()
+        seconds["lint"] = _median(lambda: run_checks(plan), repeat)
+        matcher = Matcher()
+        check_with_matcher(plan, matcher)
+        row["cel_evaluations"] = matcher.evaluations
+        rss["lint"] = _rss_mib()
+
         env = make_environment(None)
-        objects = []
-        t_render = _median(lambda: [render_cluster(env, c) for c in plan.clusters], repeat)
-        for cluster in plan.clusters:
-            objs, _ = render_cluster(env, cluster)
-            objects.extend((cluster.minor, o) for o in objs)
-        n = len(objects)
+        seconds["render"] = _median(lambda: [render_cluster(env, c) for c in plan.clusters],
+                                    repeat)
+        objects = [(c.minor, o) for c in plan.clusters for o in render_cluster(env, c)[0]]
+        rss["render"] = _rss_mib()
 
         def validate() -> None:
             validator = SchemaValidator()
             for minor, obj in objects:
                 validator.validate(obj.data, minor, None)  # type: ignore[arg-type]
 
-        validate()  # warm the schema caches, as a run after the first object is
-        t_validate = _median(validate, repeat)
-        loader = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+        validate()  # compile the schemas once, as any run past its first objects has
+        seconds["validate"] = _median(validate, repeat)
+        rss["validate"] = _rss_mib()
+        outputs, _, _ = render_outputs(plan, templates_dir=None, out_label="out", jobs=1)
+        start = time.perf_counter()
+        write_tree(outputs, root / "written")
+        seconds["write"] = time.perf_counter() - start
+        row["write_unchanged_s"] = _median(lambda: write_tree(outputs, root / "written"), repeat)
+        rss["write"] = _rss_mib()
+
+        dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
         datas = [o.data for _, o in objects]
-        t_dump = _median(
-            lambda: [yaml.dump(d, Dumper=loader, sort_keys=True) for d in datas], repeat
-        )
-        outputs, _, _ = render_outputs(plan, templates_dir=None, out_label="out")
-        out_dir = root / "out"
-        start = time.perf_counter()
-        write_tree(outputs, out_dir)
-        t_write_first = time.perf_counter() - start
-        t_write_again = _median(lambda: write_tree(outputs, out_dir), repeat)
+        row["c_dump_s"] = _median(
+            lambda: [yaml.dump(d, Dumper=dumper, sort_keys=True) for d in datas], repeat)
+        row.update(_kubernetes_validate(objects))
 
-        import kubernetes_validate
+        # The command users run, end to end, in a fresh process.
+        args = ["render", "-q", "--validator", "embedded", "--profiles", str(profiles_dir)]
+        row["gen_render_s"] = _gen([*args, "--out", str(root / "out")], root)
+        before = _stat_tree(root / "out")
+        row["gen_render_unchanged_s"] = _gen([*args, "--out", str(root / "out")], root)
+        row["unchanged_rewrote_nothing"] = _stat_tree(root / "out") == before
+        row["gen_render_jobs1_s"] = _gen([*args, "--out", str(root / "out1"), "--jobs", "1"],
+                                         root)
+    n = len(objects)
+    row["objects"] = n
+    row["stages_s"] = seconds
+    row["stages_us_per_object"] = {k: v * 1e6 / n for k, v in seconds.items()}
+    row["peak_rss_mib_after"] = rss
+    row["render_validate_vs_c_dump"] = (seconds["render"] + seconds["validate"]) / row["c_dump_s"]
+    row["jobs"] = _default_jobs(plan)
+    return row
 
-        core = {"apps/v1", "v1", "policy/v1", "networking.k8s.io/v1"}
-        sample = [(m, o) for m, o in objects
-                  if o.api_version in core or o.api_version.startswith("resource.k8s.io/")]
-        sample = sample[: min(60, len(sample))]
-        start = time.perf_counter()
-        for minor, obj in sample:
-            kubernetes_validate.validate(dict(obj.data), f"1.{minor}.0", strict=True)
-        t_kv = (time.perf_counter() - start) / len(sample)
-        validator = SchemaValidator()
-        for minor, obj in sample:
-            validator.validate(obj.data, minor, None)  # type: ignore[arg-type]
-        start = time.perf_counter()
-        for minor, obj in sample:
-            validator.validate(obj.data, minor, None)  # type: ignore[arg-type]
-        t_emb = (time.perf_counter() - start) / len(sample)
-    per = 1e6 / n
-    return {
-        "size": name, "clusters": clusters, "objects": n,
-        "load_s": t_load, "resolve_build_s": t_resolve, "lint_s": t_lint,
-        "render_s": t_render, "validate_s": t_validate, "c_dump_s": t_dump,
-        "write_first_s": t_write_first, "write_unchanged_s": t_write_again,
-        "render_us_per_object": t_render * per, "validate_us_per_object": t_validate * per,
-        "c_dump_us_per_object": t_dump * per,
-        "render_validate_vs_dump": (t_render + t_validate) / t_dump,
-        "kubernetes_validate_us_per_object": t_kv * 1e6,
-        "embedded_validate_us_per_object": t_emb * 1e6,
-        "embedded_speedup": t_kv / t_emb,
-    }
+
+def _default_jobs(plan: Any) -> int:
+    from gen.pipeline import default_jobs
+
+    return default_jobs(plan)
+
+
+def _kubernetes_validate(objects: list[tuple[int, Any]]) -> dict[str, float]:
+    """Both validators on the same sample of core and resource.k8s.io objects."""
+    import kubernetes_validate
+
+    from gen.validate import SchemaValidator
+
+    core = {"apps/v1", "v1", "policy/v1", "networking.k8s.io/v1"}
+    sample = [(m, o) for m, o in objects
+              if o.api_version in core or o.api_version.startswith("resource.k8s.io/")][:60]
+    start = time.perf_counter()
+    for minor, obj in sample:
+        kubernetes_validate.validate(dict(obj.data), f"1.{minor}.0", strict=True)
+    t_kv = (time.perf_counter() - start) / len(sample)
+    validator = SchemaValidator()
+    for minor, obj in sample:  # compile the schemas first, as a long run has
+        validator.validate(obj.data, minor, None)
+    start = time.perf_counter()
+    for minor, obj in sample:
+        validator.validate(obj.data, minor, None)
+    t_emb = (time.perf_counter() - start) / len(sample)
+    return {"kubernetes_validate_us_per_object": t_kv * 1e6,
+            "embedded_validate_us_per_object": t_emb * 1e6,
+            "embedded_speedup": t_kv / t_emb}
 
 
 def bench_startup(repeat: int) -> dict[str, float]:
-    def run(args: list[str]) -> float:
-        return _median(lambda: subprocess.run(args, check=True, capture_output=True), repeat)
+    """``gen --version`` against ``python -c pass``: medians, interleaved."""
+    bare, gen = [], []
+    for _ in range(repeat):
+        for args, sink in (([sys.executable, "-c", "pass"], bare),
+                           ([sys.executable, "-m", "gen", "--version"], gen)):
+            start = time.perf_counter()
+            subprocess.run(args, check=True, capture_output=True)
+            sink.append(time.perf_counter() - start)
+    b, g = statistics.median(bare), statistics.median(gen)
+    return {"python_s": b, "gen_version_s": g, "ratio": g / b}
 
-    bare = run([sys.executable, "-c", "pass"])
-    gen = run([sys.executable, "-m", "gen", "--version"])
-    return {"python_s": bare, "gen_version_s": gen, "ratio": gen / bare}
+
+def growth(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Log-log slope of time against objects, smallest to largest size (1.0 = linear)."""
+    first, last = rows[0], rows[-1]
+    span = math.log(last["objects"] / first["objects"])
+    out = {}
+    for stage in (*STAGES, "gen_render"):
+        a = first["stages_s"].get(stage, first.get(f"{stage}_s"))
+        b = last["stages_s"].get(stage, last.get(f"{stage}_s"))
+        out[stage] = math.log(b / a) / span
+    return out
+
+
+def chart(rows: list[dict[str, Any]]) -> str:
+    """Seconds against objects per stage, log-log, as SVG."""
+    series = {stage: [(r["objects"], r["stages_s"][stage]) for r in rows] for stage in STAGES}
+    series["gen render (end to end)"] = [(r["objects"], r["gen_render_s"]) for r in rows]
+    series["gen render --jobs 1"] = [(r["objects"], r["gen_render_jobs1_s"]) for r in rows]
+    return svg_chart(series, title="gen: time against fleet size",
+                     x_label="objects rendered", y_label="seconds")
 
 
 def main() -> None:
+    """Run each size in its own process, then start-up; print and save the figures."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--sizes", default="small,medium,large")
+    parser.add_argument("--sizes", default="small,medium,large,huge")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--svg", type=Path, default=None)
+    parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    results: dict[str, Any] = {
-        "machine": f"{platform.machine()} {platform.processor() or ''} "
-                   f"python {platform.python_version()}".strip(),
-        "sizes": [],
-    }
+    if args.one:
+        repeat = 1 if args.one == "huge" else args.repeat
+        sys.stdout.write(json.dumps(bench_size(args.one, repeat)) + "\n")
+        return
+    rows = []
     for name in args.sizes.split(","):
-        row = bench_size(name, SIZES[name], args.repeat)
-        results["sizes"].append(row)
-        print(json.dumps(row, indent=None, default=float), flush=True)
-    results["startup"] = bench_startup(max(5, args.repeat))
-    print(json.dumps(results["startup"]), flush=True)
+        child = subprocess.run(
+            [sys.executable, __file__, "--one", name, "--repeat", str(args.repeat)],
+            check=True, capture_output=True, text=True,
+        )
+        rows.append(json.loads(child.stdout))
+        print(json.dumps(rows[-1]), flush=True)
+    results: dict[str, Any] = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, "
+                   f"Python {platform.python_version()}",
+        "sizes": rows,
+        "growth_loglog_slope": growth(rows) if len(rows) > 1 else {},
+        "startup": bench_startup(max(11, args.repeat)),
+    }
+    print(json.dumps({k: results[k] for k in ("growth_loglog_slope", "startup")}), flush=True)
     if args.json:
-        args.json.write_text(json.dumps(results, indent=2, sort_keys=True))
+        args.json.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    if args.svg and len(rows) > 1:
+        args.svg.write_text(chart(rows))
 
 
 if __name__ == "__main__":

@@ -80,8 +80,6 @@ def fit_reports(
     svc: ServicePlan, max_model_len: int | None = None
 ) -> list[tuple[Candidate, FitReport]]:
     """(candidate, FitReport) for every distinct device the service can get."""
-    from gen.fit import check_fit
-
     if svc.model is None:
         return []
     seen: dict[tuple[str, int, bool], FitReport] = {}
@@ -89,9 +87,28 @@ def fit_reports(
     for cand in candidates(svc):
         key = (cand.name, cand.memory_mib, cand.is_mig)
         if key not in seen:
-            seen[key] = check_fit(_request(svc, cand, max_model_len))
+            seen[key] = _check_fit(_request(svc, cand, max_model_len))
         out.append((cand, seen[key]))
     return out
+
+
+_FIT_CACHE: dict[FitRequest, FitReport] = {}
+
+
+def _check_fit(request: FitRequest) -> FitReport:
+    """``check_fit``, once per distinct request: a fleet repeats the same few shapes."""
+    from gen.fit import check_fit
+
+    try:
+        return _FIT_CACHE[request]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable field: answer without caching
+        return check_fit(request)
+    report = check_fit(request)
+    if len(_FIT_CACHE) < 10_000:
+        _FIT_CACHE[request] = report
+    return report
 
 
 def _default_len(svc: ServicePlan) -> int:

@@ -266,17 +266,35 @@ def _pick(
     return sum(1 << s for s in best[: choice.count])
 
 
+_FILLS: dict[tuple[int, int, frozenset[int], int, bool, tuple[str, ...]],
+             tuple[NodeInventory, tuple[int, ...]]] = {}
+"""Memo of :func:`_fill` per node shape and claim shape; the entry keeps its inventory
+alive, so the ``id`` in the key cannot be reused while the entry exists."""
+
+
 def _fill(
     inv: NodeInventory, free: int, matching: frozenset[int], choice: Choice, same: Sequence[str]
-) -> list[int]:
-    """Free masks of one node after 1, 2, ... claims placed greedily (empty: none fits)."""
+) -> tuple[int, ...]:
+    """Free masks of one node after 1, 2, ... claims placed greedily (empty: none fits).
+
+    Services of a fleet repeat a few claim shapes on a few node shapes: each distinct
+    (node, free slots, matching shapes, count, mode, constraints) is placed once.
+    """
+    key = (id(inv), free, matching, choice.count, choice.all_devices, tuple(same))
+    hit = _FILLS.get(key)
+    if hit is not None and hit[0] is inv:
+        return hit[1]
     states: list[int] = []
     while True:
         taken = _pick(inv, free, matching, choice, same)
         if taken is None:
-            return states
+            break
         free &= ~taken
         states.append(free)
+    if len(_FILLS) > 100_000:
+        _FILLS.clear()
+    _FILLS[key] = (inv, tuple(states))
+    return tuple(states)
 
 
 def _full(inv: NodeInventory) -> int:
