@@ -1,5 +1,5 @@
 """``python -m gen`` runs the command-line interface."""
 
-from gen.cli import main
+from gen._entry import main
 
 main()

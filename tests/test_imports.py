@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+from gen import __version__ as VERSION
 from tests.helpers import REPO
 
 
@@ -33,13 +34,32 @@ def test_models_import_no_jinja_click_or_subprocess() -> None:
     )
 
 
-def test_version_imports_no_jinja_pydantic_or_yaml() -> None:
-    """'gen --version' runs without importing jinja2, pydantic or yaml."""
+def test_version_imports_nothing_but_gen() -> None:
+    """'gen --version' is answered before click or any dependency is imported."""
     modules, stdout = _modules_after(
-        "sys.argv = ['gen', '--version']\nfrom gen.cli import main\nmain()\n"
+        "sys.argv = ['gen', '--version']\nfrom gen._entry import main\nmain()\n"
     )
-    assert stdout.startswith("gen ")
+    assert stdout == f"gen {VERSION}\n"
+    assert modules.isdisjoint({"click", "jinja2", "pydantic", "yaml", "rich"}), (
+        modules & {"click", "jinja2", "pydantic", "yaml", "rich"}
+    )
+
+
+def test_cli_group_imports_no_jinja_pydantic_or_yaml() -> None:
+    """Help and other group options load click but no sub-command's dependencies."""
+    modules, stdout = _modules_after(
+        "sys.argv = ['gen', '--help']\nfrom gen._entry import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+    )
+    assert stdout.startswith("Usage: gen")
     assert "click" in modules
     assert modules.isdisjoint({"jinja2", "pydantic", "yaml"}), (
         modules & {"jinja2", "pydantic", "yaml"}
     )
+
+
+def test_module_and_console_script_agree() -> None:
+    """``python -m gen --version`` prints what click's version option prints."""
+    proc = subprocess.run([sys.executable, "-m", "gen", "--version"], cwd=REPO,
+                          capture_output=True, text=True, check=True, timeout=60)
+    assert proc.stdout == f"gen {VERSION}\n"

@@ -12,9 +12,11 @@ import importlib
 
 import click
 
+from gen import __version__
+
 __all__ = ["main"]
 
-VERSION = "0.1.0"
+VERSION = __version__
 
 # name -> "module:attribute"; the module is imported only when the command runs.
 _COMMANDS: dict[str, tuple[str, str]] = {
