@@ -7,16 +7,24 @@ whose bytes did not change are hard-linked, not rewritten; when nothing changed,
 is touched. Files gen wrote before and no longer produces are pruned; files gen did not
 write (not listed in ``out/.gen-files`` and without gen's header) are carried over as
 they are.
+
+Failures: any ``OSError`` (disk full, read-only file system, permission denied, an ancestor
+of out/ that is a file) becomes an :class:`~gen.errors.OutputError` naming the path in
+out/ and the cause, after the temporary tree is removed, so out/ is left as it was. A
+symlinked out/ is written through: the folder it points to is replaced, the link is kept.
+Writers of one out/ take turns (``flock`` on the folder that holds it), so a second run's
+clean-up never deletes the tree a first run is still building.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import difflib
 import errno
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -177,6 +185,19 @@ def _siblings(out_dir: Path, tag: str) -> list[Path]:
     return sorted(parent.glob(f".gen-{tag}-{out_dir.name}-*"))
 
 
+def _tmp_path(out_dir: Path) -> Path:
+    return out_dir.parent / f".gen-tmp-{out_dir.name}-{os.getpid()}"
+
+
+def _remove(path: Path) -> None:
+    """Delete a leftover tree, or a leftover file or link (rmtree alone refuses those)."""
+    if path.is_symlink() or not path.is_dir():
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+    else:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def recover(out_dir: Path) -> None:
     """Finish or undo a swap a killed run left half done; drop stale temporary trees."""
     olds = _siblings(out_dir, "old")
@@ -184,33 +205,92 @@ def recover(out_dir: Path) -> None:
         olds[-1].rename(out_dir)
         olds = olds[:-1]
     for stale in (*olds, *_siblings(out_dir, "tmp")):
-        shutil.rmtree(stale, ignore_errors=True)
+        _remove(stale)
+
+
+@contextlib.contextmanager
+def _exclusive(folder: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``folder`` (no-op where there is none); waits its turn.
+
+    A kill releases it with the process, so no stale lock is ever left behind.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as err:  # a file system without locks: write unlocked
+            if err.errno not in (errno.ENOLCK, errno.EINVAL, errno.ENOTSUP, errno.EBADF):
+                raise
+        yield
+    finally:
+        os.close(fd)
+
+
+def _check_target(out_dir: Path, label: str) -> None:
+    """out/ must be a folder or absent, and the first ancestor that exists a folder."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise OutputError(f"cannot write {label}/: {label} is not a directory")
+    for ancestor in out_dir.parents:
+        if ancestor.exists() or ancestor.is_symlink():
+            if not ancestor.is_dir():
+                raise OutputError(
+                    f"cannot write {label}/: {os.fspath(ancestor)} is not a directory"
+                )
+            return
+
+
+def _where(err: OSError, out_dir: Path, label: str) -> str:
+    """The path an error names, with the temporary tree shown as the out/ path it stands for."""
+    name = err.filename
+    if name is None:
+        return label + "/"
+    text = os.fsdecode(name)
+    for prefix in (os.fspath(_tmp_path(out_dir)), os.fspath(out_dir)):
+        if text == prefix or text.startswith(prefix + os.sep):
+            return label + "/" + text[len(prefix):].lstrip(os.sep)
+    return text
 
 
 def write_tree(outputs: Mapping[PurePosixPath, bytes], out_dir: Path) -> Changes:
-    """Make out/ the render, atomically; return what changed."""
+    """Make out/ the render, atomically; return what changed.
+
+    Raises:
+        OutputError: out/ cannot be written (disk full, read-only, not a directory, ...);
+            out/ is then left as it was.
+    """
+    label = os.fspath(out_dir)
+    wanted = {_check_relative(p): data for p, data in outputs.items()}
     try:
-        recover(out_dir)
-        changes = compute_changes(outputs, out_dir)
-        wanted = {_check_relative(p): data for p, data in outputs.items()}
-        index_now = _index_bytes(list(wanted))
-        index_path = out_dir / INDEX_NAME
-        index_same = index_path.is_file() and index_path.read_bytes() == index_now
-        if changes.empty and index_same:
-            return changes
-        _swap_in(wanted, out_dir, changes, index_now)
+        if out_dir.is_symlink():
+            out_dir = Path(os.path.realpath(out_dir))
+        _check_target(out_dir, label)
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        with _exclusive(out_dir.parent):
+            recover(out_dir)
+            changes = compute_changes(outputs, out_dir)
+            index_now = _index_bytes(list(wanted))
+            index_path = out_dir / INDEX_NAME
+            index_same = index_path.is_file() and index_path.read_bytes() == index_now
+            if changes.empty and index_same:
+                return changes
+            _swap_in(wanted, out_dir, changes, index_now)
     except OSError as err:
-        where = err.filename or out_dir
+        reason = err.strerror or str(err)
         raise OutputError(
-            f"cannot write {os.fspath(where)}: {err.strerror or err}; out/ was left as it was"
+            f"cannot write {_where(err, out_dir, label)}: {reason}; "
+            f"{label}/ was left as it was"
         ) from None
     return changes
 
 
 def _swap_in(wanted: dict[str, bytes], out_dir: Path, changes: Changes, index: bytes) -> None:
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_dir.parent / f".gen-tmp-{out_dir.name}-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
+    tmp = _tmp_path(out_dir)
+    _remove(tmp)
     tmp.mkdir()
     try:
         old_index = _read_index(out_dir)
@@ -232,7 +312,7 @@ def _swap_in(wanted: dict[str, bytes], out_dir: Path, changes: Changes, index: b
         (tmp / INDEX_NAME).write_bytes(index)
         if out_dir.exists():
             if _exchange(tmp, out_dir):
-                shutil.rmtree(tmp, ignore_errors=True)
+                _remove(tmp)
                 return
             old = out_dir.parent / f".gen-old-{out_dir.name}-{os.getpid()}"
             out_dir.rename(old)
@@ -241,9 +321,9 @@ def _swap_in(wanted: dict[str, bytes], out_dir: Path, changes: Changes, index: b
             except BaseException:
                 old.rename(out_dir)  # put the previous tree back before reporting
                 raise
-            shutil.rmtree(old, ignore_errors=True)
+            _remove(old)
         else:
             tmp.rename(out_dir)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        _remove(tmp)
         raise
