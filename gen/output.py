@@ -30,7 +30,10 @@ from pathlib import Path, PurePosixPath
 
 from gen.errors import OutputError
 
-__all__ = ["INDEX_NAME", "Changes", "compute_changes", "unified_diff", "write_tree"]
+__all__ = [
+    "INDEX_NAME", "Changes", "compute_changes", "gen_files", "read_index", "unified_diff",
+    "write_tree",
+]
 
 INDEX_NAME = ".gen-files"
 """Lists, one per line, the files gen wrote under out/ (outside every synced folder)."""
@@ -66,7 +69,8 @@ def _check_relative(path: PurePosixPath) -> str:
     return text
 
 
-def _read_index(out_dir: Path) -> set[str]:
+def read_index(out_dir: Path) -> set[str]:
+    """The files out/.gen-files lists (empty when it is missing or unreadable)."""
     try:
         text = (out_dir / INDEX_NAME).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
@@ -82,6 +86,19 @@ def _existing_files(out_dir: Path) -> dict[str, Path]:
         if path.is_file() or path.is_symlink():
             found[path.relative_to(out_dir).as_posix()] = path
     return found
+
+
+def gen_files(out_dir: Path) -> dict[str, Path]:
+    """The regular files under out/ that gen wrote: listed in the index or with gen's header.
+
+    The index file itself is not included. A missing or damaged index falls back to the
+    header alone, so no file gen wrote is ever taken for a user's file.
+    """
+    index = read_index(out_dir)
+    return {
+        rel: path for rel, path in _existing_files(out_dir).items()
+        if rel != INDEX_NAME and not path.is_symlink() and _is_gen_file(path, index, rel)
+    }
 
 
 def _is_gen_file(path: Path, index: set[str], rel: str) -> bool:
@@ -105,7 +122,7 @@ def _index_bytes(paths: list[str]) -> bytes:
 def compute_changes(outputs: Mapping[PurePosixPath, bytes], out_dir: Path) -> Changes:
     """Compare a render with what out/ holds now."""
     wanted = {_check_relative(p): data for p, data in outputs.items()}
-    index = _read_index(out_dir)
+    index = read_index(out_dir)
     existing = _existing_files(out_dir)
     added, changed = [], []
     unchanged = 0
@@ -293,7 +310,7 @@ def _swap_in(wanted: dict[str, bytes], out_dir: Path, changes: Changes, index: b
     _remove(tmp)
     tmp.mkdir()
     try:
-        old_index = _read_index(out_dir)
+        old_index = read_index(out_dir)
         changed = set(changes.added) | set(changes.changed)
         for rel, data in wanted.items():
             target = tmp / rel

@@ -299,24 +299,16 @@ def _annotated_summary(changes: Changes) -> str:
 def _merge_unselected(
     outputs: dict[PurePosixPath, bytes], out_dir: Path, clusters: Iterable[str]
 ) -> dict[PurePosixPath, bytes]:
-    """With --cluster, keep the files of the other clusters exactly as they are."""
-    from gen.output import INDEX_NAME
+    """With --cluster, keep the files gen wrote for the other clusters exactly as they are."""
+    from gen.output import gen_files
 
     selected = set(clusters)
     merged = dict(outputs)
-    index = out_dir / INDEX_NAME
-    if not index.is_file():
-        return merged
-    for line in index.read_text(encoding="utf-8").splitlines():
-        if not line or line.startswith("#"):
-            continue
-        path = PurePosixPath(line)
+    for rel, file in gen_files(out_dir).items():
+        path = PurePosixPath(rel)
         nested = path.parts[0].startswith("_") and len(path.parts) > 1
         owner = path.parts[1] if nested else path.parts[0]
-        if owner in selected or path in merged:
-            continue
-        file = out_dir / path
-        if file.is_file():
+        if owner not in selected and path not in merged:
             merged[path] = file.read_bytes()
     return dict(sorted(merged.items(), key=lambda kv: str(kv[0])))
 

@@ -82,6 +82,23 @@ def test_cluster_selection_keeps_other_clusters(fleet: Path) -> None:
     assert snapshot_tree(fleet / "out") == before
 
 
+@pytest.mark.parametrize("index", [
+    b"\xff\xfe not UTF-8\n",
+    b"../profiles/clusters/edge-l4.yaml\n/etc/hostname\n",
+])
+def test_cluster_selection_never_trusts_a_damaged_index(fleet: Path, index: bytes) -> None:
+    """A corrupt or hostile out/.gen-files: no traceback, nothing read from outside out/,
+    and the other clusters' files (known by gen's header) are kept, not pruned."""
+    _render(fleet)
+    before = snapshot_tree(fleet / "out")
+    (fleet / "out/.gen-files").write_bytes(index)
+    result = _render(fleet, clusters=("edge-l4",))
+    assert all(not str(p).startswith(("..", "/")) for p in result.outputs)
+    after = snapshot_tree(fleet / "out")
+    del before[".gen-files"], after[".gen-files"]  # rewritten: the damaged one is replaced
+    assert after == before
+
+
 def test_unknown_cluster_selection(fleet: Path) -> None:
     """An unknown --cluster name is a reference error listing the known clusters."""
     with pytest.raises(ReferenceError_, match="unknown cluster") as info:
