@@ -78,14 +78,27 @@ def read_index(out_dir: Path) -> set[str]:
     return {line for line in text.splitlines() if line and not line.startswith("#")}
 
 
-def _existing_files(out_dir: Path) -> dict[str, Path]:
-    if not out_dir.is_dir():
-        return {}
-    found = {}
-    for path in out_dir.rglob("*"):
-        if path.is_file() or path.is_symlink():
-            found[path.relative_to(out_dir).as_posix()] = path
-    return found
+def _existing_files(out_dir: Path) -> dict[str, tuple[str, bool]]:
+    """Files and links under out/: POSIX relative path → (path, is a link); links not followed.
+
+    Plain strings, not ``Path`` objects: out/ can hold tens of thousands of files.
+    """
+    found: dict[str, tuple[str, bool]] = {}
+    if out_dir.is_dir():
+        _scan(os.fspath(out_dir), "", found)
+    return dict(sorted(found.items()))
+
+
+def _scan(folder: str, prefix: str, found: dict[str, tuple[str, bool]]) -> None:
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            rel = prefix + entry.name
+            if entry.is_dir(follow_symlinks=False):
+                _scan(entry.path, rel + "/", found)
+            elif entry.is_symlink():
+                found[rel] = (entry.path, True)
+            elif entry.is_file(follow_symlinks=False):
+                found[rel] = (entry.path, False)
 
 
 def gen_files(out_dir: Path) -> dict[str, Path]:
@@ -96,8 +109,8 @@ def gen_files(out_dir: Path) -> dict[str, Path]:
     """
     index = read_index(out_dir)
     return {
-        rel: path for rel, path in _existing_files(out_dir).items()
-        if rel != INDEX_NAME and not path.is_symlink() and _is_gen_file(path, index, rel)
+        rel: Path(path) for rel, (path, link) in _existing_files(out_dir).items()
+        if rel != INDEX_NAME and not link and _is_gen_file(Path(path), index, rel)
     }
 
 
@@ -122,17 +135,23 @@ def _index_bytes(paths: list[str]) -> bytes:
 def compute_changes(outputs: Mapping[PurePosixPath, bytes], out_dir: Path) -> Changes:
     """Compare a render with what out/ holds now."""
     wanted = {_check_relative(p): data for p, data in outputs.items()}
+    return _changes(wanted, out_dir, _existing_files(out_dir))
+
+
+def _changes(
+    wanted: Mapping[str, bytes], out_dir: Path, existing: Mapping[str, tuple[str, bool]]
+) -> Changes:
     index = read_index(out_dir)
-    existing = _existing_files(out_dir)
     added, changed = [], []
     unchanged = 0
     for rel, data in sorted(wanted.items()):
-        path = existing.get(rel)
-        if path is None:
+        entry = existing.get(rel)
+        if entry is None:
             added.append(rel)
             continue
         try:
-            same = path.read_bytes() == data
+            with open(entry[0], "rb") as handle:  # noqa: PTH123 - a str path, hot loop
+                same = handle.read() == data
         except OSError:
             same = False
         if same:
@@ -140,8 +159,8 @@ def compute_changes(outputs: Mapping[PurePosixPath, bytes], out_dir: Path) -> Ch
         else:
             changed.append(rel)
     removed = sorted(
-        rel for rel, path in existing.items()
-        if rel not in wanted and rel != INDEX_NAME and _is_gen_file(path, index, rel)
+        rel for rel, (path, _) in existing.items()
+        if rel not in wanted and rel != INDEX_NAME and _is_gen_file(Path(path), index, rel)
     )
     return Changes(tuple(added), tuple(changed), tuple(removed), unchanged)
 
@@ -162,10 +181,19 @@ def unified_diff(outputs: Mapping[PurePosixPath, bytes], out_dir: Path, changes:
     return "".join(chunks)
 
 
-def _link_or_copy(src: Path, dst: Path) -> None:
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    if src.is_symlink():
-        dst.symlink_to(src.readlink())
+def _make_parent(path: str, made: set[str]) -> None:
+    """``mkdir -p`` of the path's folder, once per folder per write."""
+    parent = os.path.dirname(path)  # noqa: PTH120 - str paths, hot loop
+    if parent not in made:
+        Path(parent).mkdir(parents=True, exist_ok=True)
+        made.add(parent)
+
+
+def _link_or_copy(src: str, dst: str, is_link: bool, made: set[str]) -> None:
+    """Carry a file over into the new tree: a hard link, else a copy; a link as a link."""
+    _make_parent(dst, made)
+    if is_link:
+        Path(dst).symlink_to(Path(src).readlink())
         return
     try:
         os.link(src, dst)
@@ -289,13 +317,14 @@ def write_tree(outputs: Mapping[PurePosixPath, bytes], out_dir: Path) -> Changes
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         with _exclusive(out_dir.parent):
             recover(out_dir)
-            changes = compute_changes(outputs, out_dir)
+            existing = _existing_files(out_dir)
+            changes = _changes(wanted, out_dir, existing)
             index_now = _index_bytes(list(wanted))
             index_path = out_dir / INDEX_NAME
             index_same = index_path.is_file() and index_path.read_bytes() == index_now
             if changes.empty and index_same:
                 return changes
-            _swap_in(wanted, out_dir, changes, index_now)
+            _swap_in(wanted, out_dir, changes, index_now, existing)
     except OSError as err:
         reason = err.strerror or str(err)
         raise OutputError(
@@ -305,27 +334,32 @@ def write_tree(outputs: Mapping[PurePosixPath, bytes], out_dir: Path) -> Changes
     return changes
 
 
-def _swap_in(wanted: dict[str, bytes], out_dir: Path, changes: Changes, index: bytes) -> None:
+def _swap_in(
+    wanted: dict[str, bytes], out_dir: Path, changes: Changes, index: bytes,
+    existing: Mapping[str, tuple[str, bool]],
+) -> None:
     tmp = _tmp_path(out_dir)
     _remove(tmp)
     tmp.mkdir()
     try:
         old_index = read_index(out_dir)
         changed = set(changes.added) | set(changes.changed)
+        tmp_s = os.fspath(tmp)
+        made: set[str] = {tmp_s}
         for rel, data in wanted.items():
-            target = tmp / rel
-            if rel not in changed:
-                _link_or_copy(out_dir / rel, target)
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+            target = os.path.join(tmp_s, rel)  # noqa: PTH118 - str paths, hot loop
+            if rel in changed:
+                _make_parent(target, made)
+                Path(target).write_bytes(data)
+            else:
+                src, link = existing[rel]
+                _link_or_copy(src, target, link, made)
         removed = set(changes.removed)
-        for rel, path in _existing_files(out_dir).items():
-            if rel in wanted or rel in removed or rel == INDEX_NAME:
+        for rel, (path, link) in existing.items():
+            if rel in wanted or rel in removed or rel == INDEX_NAME or rel in old_index:
                 continue
-            if rel in old_index:
-                continue
-            _link_or_copy(path, tmp / rel)  # a file gen did not write: keep it
+            # a file gen did not write: keep it
+            _link_or_copy(path, os.path.join(tmp_s, rel), link, made)  # noqa: PTH118
         (tmp / INDEX_NAME).write_bytes(index)
         if out_dir.exists():
             if _exchange(tmp, out_dir):
