@@ -6,13 +6,17 @@ pydantic reports as ``loc``) to its :class:`SourceLocation`, so a validation err
 ``profiles/x.yaml:12:5: services[0].gpu.count: <message>``. All errors of all files are
 collected before anything is raised.
 
-Limits keep hostile input cheap: file size, nesting depth and alias expansion (the
-"billion laughs" bomb) are bounded, duplicate keys are errors, and bytes that are not
-UTF-8 are reported with their offset.
+Limits keep hostile input cheap: file size (never read past the limit), nesting depth and
+alias expansion (the "billion laughs" bomb, measured before it is walked) are bounded,
+duplicate keys are errors, bytes that are not UTF-8 and NUL bytes are reported with their
+line and column, a scalar YAML cannot convert (``!!float x``, ``2024-02-30``) is a located
+syntax error, and a file name that cannot be shown in messages and rendered headers (not
+UTF-8, control or line-break characters) is refused.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +45,27 @@ MAX_NODES = 200_000
 MAX_DEPTH = 64
 """Deepest nesting of mappings and sequences."""
 
-_Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BaseLoader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc]
+    """The safe loader, with every constructor failure reported at its node.
+
+    PyYAML's constructors raise plain Python errors for scalars they cannot convert:
+    ``!!float x`` (ValueError), ``!!bool maybe`` (KeyError), ``!!int`` (IndexError),
+    ``!!timestamp x`` (AttributeError), ``2024-02-30`` (ValueError, untagged).
+    """
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, LookupError, TypeError, AttributeError, ArithmeticError) as err:
+            tag = str(node.tag).replace("tag:yaml.org,2002:", "!!")
+            what = f"{node.value!r}" if isinstance(node, yaml.ScalarNode) else "the value"
+            why = f": {err}" if isinstance(err, (ValueError, ArithmeticError)) else ""
+            raise yaml.constructor.ConstructorError(
+                None, None, f"cannot read {what} as {tag}{why}", node.start_mark,
+            ) from None
 
 
 @dataclass(frozen=True)
@@ -125,6 +149,42 @@ class _TooBig(Exception):
     pass
 
 
+def _expanded_size(root: yaml.Node, cap: int) -> int:
+    """Nodes the document expands to, aliases counted at every use; at most ``cap``.
+
+    Shared (aliased) nodes are sized once, so a "billion laughs" bomb is measured in
+    microseconds instead of being walked node by node. Iterative: alias chains can be
+    deeper than Python's recursion limit. A node that contains itself counts as ``cap``.
+    """
+    sizes: dict[int, int] = {}
+    open_: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, finished = stack.pop()
+        key = id(node)
+        children = _children(node)
+        if finished:
+            open_.discard(key)
+            sizes[key] = min(cap, 1 + sum(sizes[id(c)] for c in children))
+            continue
+        if key in sizes:
+            continue
+        if key in open_:
+            return cap  # a recursive alias: infinite
+        open_.add(key)
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if id(c) not in sizes)
+    return sizes[id(root)]
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [value for _, value in node.value]  # keys are not walked (nor counted)
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
 class _TooDeep(Exception):
     def __init__(self, where: SourceLocation) -> None:
         self.where = where
@@ -144,6 +204,8 @@ def parse_text(text: str, path: str) -> tuple[list[Document], list[Finding]]:
             positions: dict[KeyPath, SourceLocation] = {}
             where = _mark(path, node.start_mark)
             try:
+                if _expanded_size(node, MAX_NODES + 1) > MAX_NODES:
+                    raise _TooBig
                 _walk(node, (), path, positions, [MAX_NODES], 0, findings)
             except _TooBig:
                 findings.append(Finding(
@@ -176,24 +238,52 @@ def parse_text(text: str, path: str) -> tuple[list[Document], list[Finding]]:
     return documents, findings
 
 
-def _decode(raw: bytes, path: str) -> tuple[str | None, Finding | None]:
+def _position(raw: bytes, offset: int, path: str) -> SourceLocation:
+    """The line and column (1-based, in bytes) of ``offset`` in ``raw``."""
+    line = raw.count(b"\n", 0, offset) + 1
+    column = offset - (raw.rfind(b"\n", 0, offset) + 1) + 1
+    return SourceLocation(path, line, column)
+
+
+def _decode(raw: bytes, path: str, size: int = 0) -> tuple[str | None, Finding | None]:
     if len(raw) > MAX_FILE_BYTES:
         return None, Finding(
-            "GEN001", f"file is {len(raw)} bytes; the limit is {MAX_FILE_BYTES}",
+            "GEN001", f"file is {max(size, len(raw))} bytes; the limit is {MAX_FILE_BYTES}",
             SourceLocation(path),
         )
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
-        line = raw[: err.start].count(b"\n") + 1
-        column = err.start - (raw.rfind(b"\n", 0, err.start) + 1) + 1
         return None, Finding(
             "GEN001", f"not UTF-8: byte 0x{raw[err.start]:02x} at offset {err.start}",
-            SourceLocation(path, line, column),
+            _position(raw, err.start, path),
         )
     if "\x00" in text:
-        return None, Finding("GEN001", "file contains NUL bytes", SourceLocation(path))
+        return None, Finding(
+            "GEN001", "file contains NUL bytes", _position(raw, raw.index(b"\x00"), path),
+        )
     return text, None
+
+
+def _read(file: Path) -> tuple[bytes, int]:
+    """The file's bytes and size; never more than one byte over the limit is read, so a
+    huge file (or a link to an endless one) is not read into memory."""
+    with file.open("rb") as handle:
+        return handle.read(MAX_FILE_BYTES + 1), os.fstat(handle.fileno()).st_size
+
+
+_LINE_BREAKS = frozenset("\x85\u2028\u2029")
+
+
+def _bad_name(shown: str) -> str | None:
+    """Why a file name cannot be used in messages and rendered headers, or None."""
+    try:
+        shown.encode("utf-8")
+    except UnicodeEncodeError:
+        return "file name is not UTF-8"
+    if any(ch < " " or ch == "\x7f" or ch in _LINE_BREAKS for ch in shown):
+        return "file name contains control or line-break characters"
+    return None
 
 
 def profile_files(root: Path) -> list[Path]:
@@ -226,14 +316,25 @@ def load_documents(root: Path, *, base: Path | None = None) -> list[Document]:
         # Paths are shown relative to the folder holding the profiles folder (the fleet
         # repository), never to the working directory: they end up in rendered files.
         shown = display_path(file, base if base is not None else root.resolve().parent)
+        bad = _bad_name(shown)
+        if bad is not None:
+            # The path goes into messages and into every rendered file's header.
+            printable = "".join(
+                ch if _bad_name(ch) is None else ascii(ch)[1:-1]
+                for ch in os.fsencode(shown).decode("utf-8", "backslashreplace")
+            )
+            findings.append(Finding(
+                "GEN001", bad, SourceLocation(printable), hint="rename the file",
+            ))
+            continue
         try:
-            raw = file.read_bytes()
+            raw, size = _read(file)
         except OSError as err:
             findings.append(
                 Finding("GEN001", f"cannot read: {err.strerror}", SourceLocation(shown))
             )
             continue
-        text, problem = _decode(raw, shown)
+        text, problem = _decode(raw, shown, size)
         if problem is not None:
             findings.append(problem)
             continue

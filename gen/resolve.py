@@ -113,22 +113,24 @@ def _resolve_pools(
     return tuple(pools)
 
 
-def _model_catalog(profiles: ProfileSet) -> ModelCatalog:
+def _model_catalog(profiles: ProfileSet, findings: list[Finding]) -> ModelCatalog:
     from gen.model_catalog import LLMSpec, model_catalog
 
-    extra = [
-        LLMSpec(
-            id=m.value.name, parameters=m.value.parameters,
-            active_parameters=m.value.active_parameters, layers=m.value.layers,
-            hidden_size=m.value.hidden_size, attention_heads=m.value.attention_heads,
-            kv_heads=m.value.kv_heads, head_dim=m.value.head_dim,
-            max_context=m.value.max_context, weight_dtype=m.value.weight_dtype,
-            quantization=m.value.quantization, experts=m.value.experts,
-            experts_per_token=m.value.experts_per_token,
-            license_gated=m.value.license_gated,
-        )
-        for m in profiles.models.values()
-    ]
+    extra = []
+    for m in profiles.models.values():
+        try:
+            extra.append(LLMSpec(
+                id=m.value.name, parameters=m.value.parameters,
+                active_parameters=m.value.active_parameters, layers=m.value.layers,
+                hidden_size=m.value.hidden_size, attention_heads=m.value.attention_heads,
+                kv_heads=m.value.kv_heads, head_dim=m.value.head_dim,
+                max_context=m.value.max_context, weight_dtype=m.value.weight_dtype,
+                quantization=m.value.quantization, experts=m.value.experts,
+                experts_per_token=m.value.experts_per_token,
+                license_gated=m.value.license_gated,
+            ))
+        except ValueError as err:  # the catalog's own consistency rules
+            findings.append(Finding("GEN002", str(err), m.document.location))
     return model_catalog().with_extra(extra)
 
 
@@ -198,7 +200,7 @@ def build_plan(profiles: ProfileSet) -> Plan:
     for name, located in profiles.clusters.items():
         cluster_pools[name] = _resolve_pools(located, profiles, findings)
 
-    models = _model_catalog(profiles)
+    models = _model_catalog(profiles, findings)
     services_by_cluster: dict[str, list[ServicePlan]] = {name: [] for name in profiles.clusters}
     for svc_located in profiles.services.values():
         svc = svc_located.value

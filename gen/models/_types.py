@@ -30,11 +30,23 @@ DriverVersion = Annotated[
     StringConstraints(pattern=r"^\d{3}(\.\d{1,3}){1,2}$"),
     Field(description="NVIDIA driver version, e.g. '570.124.06'."),
 ]
+def _check_quantity(value: str) -> str:
+    from gen.quantity import QuantityError, parse_quantity
+
+    try:
+        parse_quantity(value)
+    except (QuantityError, ArithmeticError):
+        # An exponent beyond ±1000 or more than 200 significant digits (decimal.Inexact).
+        raise ValueError(f"{value[:40]!r} is too large or too precise a quantity") from None
+    return value
+
+
 Quantity = Annotated[
     str,
     StringConstraints(
         pattern=r"^[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+|Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$",
     ),
+    AfterValidator(_check_quantity),
     Field(description="A Kubernetes quantity, e.g. '80Gi', '500m', '2'."),
 ]
 _QUALIFIED = re.compile(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from gen.models._base import Spec
 from gen.models._types import (
@@ -116,6 +116,15 @@ class GitOps(Spec):
     destination_server: str = Field(
         "https://kubernetes.default.svc", description="Argo CD destination API server URL."
     )
+
+    @field_validator("path_prefix")
+    @classmethod
+    def _inside_repository(cls, value: str) -> str:
+        if ".." in value.split("/"):
+            raise ValueError(
+                f"{value!r} leaves the repository: '..' is not allowed in path_prefix"
+            )
+        return value
 
 
 class GPUOperator(Spec):

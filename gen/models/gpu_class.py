@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from gen.models._base import Spec
 from gen.models._types import DNSSubdomain, Quantity
 
 NVIDIA_DRIVER = "gpu.nvidia.com"
+
+_RESOURCE_NAME = re.compile(
+    r"^(?P<domain>[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)"
+    r"/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+)
 
 
 class GPUMatch(Spec):
@@ -76,6 +82,23 @@ class GPUClass(Spec):
         None,
         description="Also expose the class as this extended resource (DRAExtendedResource).",
     )
+
+    @field_validator("extended_resource_name")
+    @classmethod
+    def _resource_name(cls, value: str | None) -> str | None:
+        # Kubernetes' IsExtendedResourceName: 'domain/name' outside kubernetes.io, and
+        # 'requests.' + it a qualified name; the API server rejects anything else.
+        if value is None:
+            return value
+        match = _RESOURCE_NAME.match(value)
+        domain = match["domain"] if match else ""
+        if (match is None or len(domain) > 244 or value.startswith("requests.")
+                or domain == "kubernetes.io" or domain.endswith(".kubernetes.io")):
+            raise ValueError(
+                f"{value[:80]!r} is not an extended resource name: write 'example.com/gpu' "
+                "(a domain outside kubernetes.io, '/', a name of at most 63 characters)"
+            )
+        return value
 
     @model_validator(mode="after")
     def _mig_fields(self) -> GPUClass:

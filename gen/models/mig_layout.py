@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from gen.models._base import Spec
 from gen.models._types import DNSLabel
@@ -19,6 +19,28 @@ class PerGPULayout(Spec):
     profiles: MIGProfileCounts = Field(
         description="MIG profile → instances per GPU, e.g. {'3g.40gb': 2}. Empty: MIG disabled."
     )
+
+    @field_validator("gpus")
+    @classmethod
+    def _indices(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        if any(i < 0 for i in value):
+            raise ValueError("GPU indices are 0-based: none can be negative")
+        return value
+
+    @field_validator("profiles")
+    @classmethod
+    def _counts(cls, value: MIGProfileCounts) -> MIGProfileCounts:
+        return _some_instance(value)
+
+
+def _some_instance(value: MIGProfileCounts) -> MIGProfileCounts:
+    """Refuse a non-empty map whose counts are all 0: mig-parted rejects it."""
+    if value and not any(value.values()):
+        raise ValueError(
+            "every count is 0, which mig-parted rejects; give at least one instance "
+            "(or an empty map)"
+        )
+    return value
 
 
 class MIGLayout(Spec):
@@ -35,6 +57,11 @@ class MIGLayout(Spec):
     per_gpu: tuple[PerGPULayout, ...] | None = Field(
         None, description="Different layouts per GPU index (mixed nodes)."
     )
+
+    @field_validator("profiles")
+    @classmethod
+    def _counts(cls, value: MIGProfileCounts | None) -> MIGProfileCounts | None:
+        return None if value is None else _some_instance(value)
 
     @model_validator(mode="after")
     def _one_form(self) -> MIGLayout:

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from gen.models._base import Spec
+
+_LIMITS = {
+    "parameters": 10**15, "active_parameters": 10**15, "hidden_size": 10**6,
+    "attention_heads": 10**5, "kv_heads": 10**5, "max_context": 10**9, "experts": 10**5,
+    "experts_per_token": 10**5,
+}
+"""Upper bounds far beyond any real model, so that sizes stay within float arithmetic."""
 
 
 class ModelProfile(Spec):
@@ -35,8 +42,24 @@ class ModelProfile(Spec):
     experts_per_token: int | None = Field(None, gt=0, description="MoE experts per token.")
     license_gated: bool = Field(False, description="Needs a Hugging Face token to download.")
 
+    @field_validator(*_LIMITS)
+    @classmethod
+    def _not_absurd(cls, value: int | None, info: ValidationInfo) -> int | None:
+        # The memory arithmetic converts to float: 10**400 parameters would overflow it.
+        limit = _LIMITS[info.field_name or ""]
+        if value is not None and value > limit:
+            raise ValueError(f"at most {limit:,} (no model comes close)")
+        return value
+
     @model_validator(mode="after")
     def _heads(self) -> ModelProfile:
         if self.attention_heads % self.kv_heads:
             raise ValueError("attention_heads must be a multiple of kv_heads")
+        if (self.experts is None) != (self.experts_per_token is None):
+            raise ValueError("give both experts and experts_per_token (MoE), or neither")
+        if self.experts is not None and self.experts_per_token is not None \
+                and self.experts_per_token > self.experts:
+            raise ValueError("experts_per_token is more than experts")
+        if self.active_parameters is not None and self.active_parameters > self.parameters:
+            raise ValueError("active_parameters is more than parameters")
         return self
