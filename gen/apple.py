@@ -362,10 +362,15 @@ LLAMA_CPP_SERVER_VULKAN_IMAGE = "ghcr.io/ggml-org/llama.cpp:server-vulkan"
 It may lack the Venus-patched Mesa (reference §3.4, [unverified]); pin a ``server-vulkan-b<N>``
 build before production."""
 
-GENERIC_DEVICE_PLUGIN_IMAGE = "squat/generic-device-plugin:latest"
-"""The reference names no image for the generic device plugin. Upstream's Helm chart and every
-example read use ``squat/generic-device-plugin`` at ``latest`` (no release tags): mirror and pin
-it by digest before production."""
+GENERIC_DEVICE_PLUGIN_IMAGE = (
+    "squat/generic-device-plugin"
+    "@sha256:dc192e164c69b03f156765793a1be62ca437709ae477b27ca7d8f3dcf5021576"
+)
+"""The reference names no image for the generic device plugin, and upstream publishes it only
+as ``latest`` and git-SHA tags, so gen pins the multi-arch index digest of ``latest`` as of
+2026-08-14 (quoted by several independent public deployments, on docker.io and ghcr.io; gen
+never pulls, so it is not verified here). Override it per pool with
+``apple_vm.device_plugin_image`` (e.g. a mirror)."""
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")

@@ -255,9 +255,13 @@ def test_generic_device_plugin_rejects_zero_sharing() -> None:
         generic_device_plugin_config(sharing=0)
 
 
-def test_images_are_tagged() -> None:
-    """Every image constant names a registry path and a tag."""
+def test_images_are_pinned() -> None:
+    """Every image constant names a registry path and a tag or a digest, never ``latest``."""
     for image in (RAMALAMA_IMAGE, LLAMA_CPP_SERVER_VULKAN_IMAGE, GENERIC_DEVICE_PLUGIN_IMAGE):
-        name, _, tag = image.rpartition(":")
+        name, _, digest = image.partition("@sha256:")
+        if digest:
+            assert len(digest) == 64 and int(digest, 16) >= 0
+        else:
+            name, _, tag = image.rpartition(":")
+            assert tag and tag != "latest"
         assert "/" in name
-        assert tag

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from gen.apple import GENERIC_DEVICE_PLUGIN_IMAGE
 from gen.build._common import labels, manifest
 from gen.errors import GenError
 from gen.plan import HOSTS_DIR, ClusterPlan, FileSpec, ManifestSpec, PoolPlan, ServicePlan
@@ -58,14 +59,8 @@ GIB = 1 << 30
 
 DRI_NAMESPACE = "gen-apple-dri"
 """Namespace of the generic device plugin: Pod Security 'privileged' (it needs host /dev)."""
-DEVICE_PLUGIN_IMAGE = (
-    "squat/generic-device-plugin"
-    "@sha256:dc192e164c69b03f156765793a1be62ca437709ae477b27ca7d8f3dcf5021576"
-)
-"""Upstream publishes the plugin only as ``latest`` and git-SHA tags, so gen pins the
-multi-arch index digest of ``latest`` as of mid-2026 (the same digest is quoted by several
-independent public deployments, on docker.io and ghcr.io; gen never pulls, so it is not
-verified here). Override it per pool with ``apple_vm.device_plugin_image`` (e.g. a mirror)."""
+DEVICE_PLUGIN_IMAGE = GENERIC_DEVICE_PLUGIN_IMAGE
+"""The plugin's default image, pinned by digest (see ``gen.apple.GENERIC_DEVICE_PLUGIN_IMAGE``)."""
 DEVICE_PLUGIN_PORT = 8080
 """The plugin's ``--listen`` default: ``/health`` and ``/metrics``."""
 LLAMA_PORT = 8080
