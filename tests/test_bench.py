@@ -1,0 +1,54 @@
+"""The benchmark suite keeps working: its chart, its growth figure, and one small run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from tests.helpers import REPO
+
+sys.path.insert(0, str(REPO / "bench"))
+from plot import svg_chart
+from run import growth
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def test_chart_is_svg_with_a_line_and_legend_per_series() -> None:
+    series = {"render": [(100, 0.1), (1000, 1.0), (10000, 10.0)],
+              "lint": [(100, 0.01), (1000, 0.1), (10000, 1.2)]}
+    text = svg_chart(series, title="t", x_label="objects", y_label="seconds")
+    root = ET.fromstring(text)
+    assert len(root.findall(f"{SVG}polyline")) == 2
+    assert {t.text for t in root.iter(f"{SVG}text")} >= {"render", "lint"}
+    assert text == svg_chart(series, title="t", x_label="objects", y_label="seconds")
+
+
+def test_growth_is_the_log_log_slope() -> None:
+    rows = [{"objects": 100, "stages_s": {s: 0.1 for s in ("load", "resolve_build", "lint",
+                                                           "render", "validate", "write")},
+             "gen_render_s": 1.0},
+            {"objects": 10_000, "stages_s": {s: 10.0 for s in ("load", "resolve_build", "lint",
+                                                               "render", "validate", "write")},
+             "gen_render_s": 10.0}]
+    slopes = growth(rows)
+    assert slopes["render"] == pytest.approx(1.0)
+    assert slopes["gen_render"] == pytest.approx(0.5)
+
+
+@pytest.mark.slow
+def test_small_benchmark_runs_and_no_op_render_rewrites_nothing() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "run.py"), "--one", "small", "--repeat", "1"],
+        capture_output=True, text=True, check=True, timeout=300,
+    )
+    row = json.loads(proc.stdout)
+    assert row["objects"] > 100
+    assert row["unchanged_rewrote_nothing"] is True
+    assert row["embedded_speedup"] > 10
+    assert set(row["stages_s"]) == {"load", "resolve_build", "lint", "render", "validate",
+                                    "write"}
