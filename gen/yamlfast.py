@@ -208,50 +208,74 @@ def _scalar(value: Any) -> str:
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
+_key_cache: dict[str, str] = {}
+_str_cache: dict[str, str] = {}
+"""The hot caches: key text and string-value text, by the string itself."""
+
+
 def _key(key: Any) -> str:
     if type(key) is not str or not key or not _LINE_BREAKS.isdisjoint(key):
         raise _Fallback  # libyaml writes these as complex "? " keys
     text = _scalar(key)
     if len(text) > 120:  # libyaml writes longer keys as complex "? " keys
         raise _Fallback
+    if len(_key_cache) < 100_000:
+        _key_cache[key] = text
     return text
+
+
+def _value(value: Any) -> str:
+    if type(value) is str:
+        text = _scalar(value)
+        if len(_str_cache) < 100_000:
+            _str_cache[value] = text
+        return text
+    return _scalar(value)
 
 
 def _emit(data: Any, indent: str, out: list[str]) -> None:
     """Append the block form of a non-empty collection ``data`` at ``indent``."""
+    append = out.append
     if type(data) is dict:
+        keys, strs = _key_cache, _str_cache
         for key in sorted(data):
             value = data[key]
-            head = indent + _key(key) + ":"
-            if type(value) in _SCALARS:
-                out.append(head + " " + _scalar(value) + "\n")
-            elif type(value) is dict:
+            head = keys.get(key) or _key(key)
+            kind = type(value)
+            if kind is str:
+                append(f"{indent}{head}: {strs.get(value) or _value(value)}\n")
+            elif kind is dict:
                 if value:
-                    out.append(head + "\n")
+                    append(f"{indent}{head}:\n")
                     _emit(value, indent + "  ", out)
                 else:
-                    out.append(head + " {}\n")
-            elif type(value) is list:
+                    append(f"{indent}{head}: {{}}\n")
+            elif kind is list:
                 if value:
-                    out.append(head + "\n")
+                    append(f"{indent}{head}:\n")
                     _emit(value, indent, out)
                 else:
-                    out.append(head + " []\n")
+                    append(f"{indent}{head}: []\n")
+            elif kind in _SCALARS:
+                append(f"{indent}{head}: {_value(value)}\n")
             else:
                 raise _Fallback
         return
     for item in data:
-        if type(item) in _SCALARS:
-            out.append(indent + "- " + _scalar(item) + "\n")
-        elif type(item) is dict or type(item) is list:
+        kind = type(item)
+        if kind is str:
+            append(f"{indent}- {_str_cache.get(item) or _value(item)}\n")
+        elif kind is dict or kind is list:
             if not item:
-                out.append(indent + "- " + ("{}" if type(item) is dict else "[]") + "\n")
+                append(indent + "- " + ("{}" if kind is dict else "[]") + "\n")
                 continue
             # The first line of the nested block shares the "- " line.
             nested: list[str] = []
             _emit(item, indent + "  ", nested)
-            out.append(indent + "- " + nested[0][len(indent) + 2:])
+            append(indent + "- " + nested[0][len(indent) + 2:])
             out.extend(nested[1:])
+        elif kind in _SCALARS:
+            append(f"{indent}- {_value(item)}\n")
         else:
             raise _Fallback
 
