@@ -309,11 +309,11 @@ def _service(
         memory = min(p.gpu.mig_profile(profile).memory_mib for p in cands)  # type: ignore[union-attr]
         counts = [1]
     else:
-        # gen checks the fit on every whole-GPU pool the service may run on, whatever the
-        # class's product (sizing.candidates; see the report of issue 8): unless the service
-        # is pinned to its pool, the model must fit the smallest GPU of the cluster.
-        sized = cands if pinned else [p for p in pools if p.cluster == cluster
-                                      and p.layout is None]
+        # A device-plugin pod may land on any whole-GPU pool its node selector allows, so
+        # there (unless pinned) the model must fit the smallest GPU of the cluster; a DRA
+        # claim gets only the class's product.
+        sized = cands if pinned or dra[cluster] else [
+            p for p in pools if p.cluster == cluster and p.layout is None]
         memory = min(p.gpu.memory_mib for p in sized)
         counts = [c for c in (1, 2, 4, 8) if c <= min(p.gpus_per_node for p in cands)]
     options = [(m, c) for m in models() for c in counts if splits(m, c) and fits(m, memory, c)]
@@ -681,12 +681,15 @@ def _missing_reference(draw: st.DrawFn, fleet: Fleet) -> tuple[str, bool] | None
     """Point one reference at a name nothing defines."""
     refs: list[tuple[dict[str, Any], tuple[Any, ...]]] = []
     for svc in fleet.services:
-        refs += [(svc, ("gpu", "gpu_class")), (svc, ("clusters", 0)), (svc, ("model",))]
+        refs += [(svc, ("clusters", 0)), (svc, ("model",))]
+        if "gpu" in svc:
+            refs.append((svc, ("gpu", "gpu_class")))
         if "node_pool" in svc:
             refs.append((svc, ("node_pool",)))
     for cluster in fleet.clusters:
         for i, pool in enumerate(cluster["node_pools"]):
-            refs.append((cluster, ("node_pools", i, "gpu")))
+            if "gpu" in pool:
+                refs.append((cluster, ("node_pools", i, "gpu")))
             if "mig_layout" in pool:
                 refs.append((cluster, ("node_pools", i, "mig_layout")))
         for j, _ in enumerate(cluster.get("quotas", ())):

@@ -235,10 +235,11 @@ def check_located(text: str, target: str | None) -> None:
     for m in errors:
         loc = m["loc"] or ""
         assert loc.startswith("profiles/"), f"unlocated finding: {m.group(0)!r}\n{text}"
-        path, _, rest = loc.partition(":")
-        assert path.endswith((".yaml", ".yml")), loc
+        # file names may hold ':' themselves: read the line and column from the right
+        parts = re.fullmatch(r"(?P<path>.+?\.ya?ml)(?::(?P<line>\d+)(?::\d+)?)?", loc)
+        assert parts is not None, f"not a profile location: {loc!r}\n{text}"
         if m["rule"] != "GEN001":  # whole-file read errors (size, encoding) may have no line
-            assert re.fullmatch(r"\d+(:\d+)?", rest), f"no line in {loc!r}\n{text}"
+            assert parts["line"], f"no line in {loc!r}\n{text}"
     if target is not None:
         assert f"profiles/{target}" in text, f"{target} not named in:\n{text}"
 
@@ -567,3 +568,38 @@ def test_valid_extended_resource_names_and_path_prefixes_stay_valid() -> None:
         assert GPUClass(kind="GPUClass", name="x", extended_resource_name=name)
     for prefix in ("out", "deploy/out", "./out", "/out/", "a..b/out"):
         assert GitOps(engine="flux", repo_url="https://git.example.com/f.git", path_prefix=prefix)
+
+
+_TWO_GPUS = """\
+kind: Cluster
+name: c
+kubernetes_version: "1.34"
+allocation: {allocation}
+node_pools:
+  - {{name: big, gpu: h200-sxm, gpus_per_node: 8, nodes: 1, driver_version: "580.95.05"}}
+  - {{name: small, gpu: l4, gpus_per_node: 1, nodes: 1, driver_version: "580.95.05"}}
+---
+kind: GPUClass
+name: h200
+match: {{product: h200-sxm}}
+---
+kind: InferenceService
+name: qwen
+model: Qwen/Qwen2.5-32B-Instruct
+clusters: [c]
+gpu: {{gpu_class: h200}}
+serving: {{max_model_len: 8192}}
+"""
+
+
+def test_fit_is_checked_on_the_gpus_a_dra_class_selects(tmp_path: Path) -> None:
+    """A DRA claim of an H200 class never gets the cluster's L4s: no GEN301 for them
+    (found by the fuzzer: a valid fleet failed lint). Device-plugin pods may land on the
+    L4 pool, so there the finding stays."""
+    write_profiles(tmp_path, {"f.yaml": _TWO_GPUS.format(allocation="dra").encode()})
+    assert lint(tmp_path).exit_code == 0
+    assert render(tmp_path).exit_code == 0
+    write_profiles(tmp_path, {"f.yaml": _TWO_GPUS.format(allocation="device-plugin").encode()})
+    result = lint(tmp_path)
+    assert result.exit_code == 1
+    assert "error GEN301" in result.stdout and "pool 'small'" in result.stdout
