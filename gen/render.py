@@ -22,7 +22,7 @@ from typing import Any
 import jinja2
 import yaml
 
-from gen import yamlfast
+from gen import skeleton, yamlfast
 from gen.errors import Finding, SourceLocation, TemplateError
 from gen.plan import STAGES, ClusterPlan, FileSpec, ManifestSpec
 
@@ -90,7 +90,8 @@ def tojson(value: Any) -> str:
         text = _encode(value)
     if _YAML_UNSAFE.search(text):
         text = _YAML_UNSAFE.sub(_escape_unsafe, text)
-    return text
+    placeholder = skeleton.record(text)  # while a skeleton renders (gen.skeleton)
+    return text if placeholder is None else placeholder
 
 
 _EXPONENT = re.compile(r"[0-9]e[-+]")
@@ -210,7 +211,8 @@ def render_manifest(
     """Render one manifest; raise :class:`TemplateError` at the template's file:line."""
     try:
         template = env.get_template(spec.template)
-        text = template.render(**spec.context)
+        docs = skeleton.render_data(env, template, spec.context, yamlfast.load_all)
+        text = template.render(**spec.context) if docs is None else ""
     except jinja2.TemplateNotFound as err:
         raise TemplateError(findings=[Finding(
             "GEN010", f"template {err.name!r} not found", spec.origin,
@@ -223,7 +225,9 @@ def render_manifest(
             hint=f"rendering for the profile at {spec.origin}",
         )]) from None
     try:
-        docs = [d for d in yamlfast.load_all(text) if d is not None]
+        if docs is None:
+            docs = yamlfast.load_all(text)
+        docs = [d for d in docs if d is not None]
     except (yaml.YAMLError, yamlfast.DuplicateKeyError) as err:
         mark = getattr(err, "problem_mark", None)
         where = SourceLocation(

@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import jinja2
 import pytest
 
 from gen.render import BUILTIN_TEMPLATES, make_environment
+from gen.skeleton import EXPRESSION, TOJSON_LAST, is_plain
 
 TEMPLATES = sorted(BUILTIN_TEMPLATES.rglob("*.j2"))
-EXPRESSION = re.compile(r"\{\{-?(.*?)-?\}\}", re.DOTALL)
 IDS = [p.relative_to(BUILTIN_TEMPLATES).as_posix() for p in TEMPLATES]
-SAFE = re.compile(
-    r"^[A-Za-z_][\w.]*(\[[^\]]+\])*"           # a name, attribute or item
-    r"(\s*\|\s*(string|default\([^()]*\)))*"   # optional string / default(...) filters
-    r"\s*\|\s*tojson$"                         # and always tojson last
-)
+SAFE = TOJSON_LAST
 
 
 def test_there_are_templates() -> None:
@@ -31,6 +26,12 @@ def test_every_expression_ends_with_tojson(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     bad = [m.strip() for m in EXPRESSION.findall(text) if not SAFE.match(m.strip())]
     assert bad == [], f"{path.name}: expressions without a final |tojson: {bad}"
+
+
+@pytest.mark.parametrize("path", TEMPLATES, ids=IDS)
+def test_every_builtin_template_is_plain(path: Path) -> None:
+    """Built-ins take the cached-skeleton path (gen.skeleton): values only via a final tojson."""
+    assert is_plain(path.read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize("path", TEMPLATES, ids=IDS)

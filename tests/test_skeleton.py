@@ -1,0 +1,135 @@
+"""gen.skeleton: the cached-skeleton shortcut gives exactly the data a full parse gives."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gen import skeleton, yamlfast
+from gen.errors import SourceLocation, TemplateError
+from gen.pipeline import load_plan
+from gen.plan import ManifestSpec
+from gen.render import make_environment, render_manifest
+from tests.helpers import REPO, copy_fleet
+
+sys.path.insert(0, str(REPO / "bench"))
+from fleet import write_fleet
+
+ORIGIN = SourceLocation("profiles/x.yaml", 1, 1)
+
+
+def _both(env: jinja2.Environment, name: str, context: dict[str, Any]) -> tuple[Any, Any]:
+    template = env.get_template(name)
+    fast = skeleton.render_data(env, template, context, yamlfast.load_all)
+    real = yamlfast.load_all(template.render(**context))
+    return fast, real
+
+
+@pytest.mark.parametrize("fleet", ["example", "bench"])
+def test_every_manifest_of_a_fleet_parses_the_same(fleet: str, tmp_path: Path) -> None:
+    root = copy_fleet(tmp_path) if fleet == "example" else tmp_path
+    profiles = root / "profiles" if fleet == "example" else write_fleet(root, 4, 6)
+    plan = load_plan(profiles, base=root)
+    env = make_environment(None)
+    hits = 0
+    for cluster in plan.clusters:
+        for spec in cluster.manifests:
+            fast, real = _both(env, spec.template, dict(spec.context))
+            if fast is not None:
+                hits += 1
+                assert fast == real, spec.template
+    assert hits == sum(len(c.manifests) for c in plan.clusters)  # built-ins are all plain
+
+
+def _env(templates: dict[str, str]) -> jinja2.Environment:
+    env = make_environment(None)
+    env.loader = jinja2.DictLoader(templates)
+    return env
+
+
+JSONISH = st.recursive(
+    st.one_of(st.text(), st.integers(), st.booleans(), st.none(),
+              st.floats(allow_nan=False, allow_infinity=False),
+              st.sampled_from(["x\x85y", "a\u2028b", "yes", "1e5", "\ud83d\ude00", "\ud83d"])),
+    lambda inner: st.one_of(st.lists(inner, max_size=3),
+                            st.dictionaries(st.text(max_size=5), inner, max_size=3)),
+    max_leaves=12,
+)
+SHAPES = {
+    "value": "apiVersion: v1\nkind: X\nmetadata: {name: n}\nv: {{ v|tojson }}\n",
+    "item": "items:\n- {{ v|tojson }}\n- {{ w|tojson }}\n",
+    "flow": "items: [{{ v|tojson }}, {{ w|tojson }}]\n",
+    "key": "m:\n  {{ k|tojson }}: {{ v|tojson }}\n  fixed: {{ w|tojson }}\n",
+    "loop": "l:\n{% for x in v %}- {{ x|tojson }}\n{% endfor %}end: {{ w|tojson }}\n",
+}
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shape=st.sampled_from(sorted(SHAPES)), v=JSONISH, w=JSONISH,
+       k=st.one_of(st.text(max_size=6), st.integers(), st.sampled_from(["fixed", "yes"])))
+def test_any_values_in_any_position_parse_the_same(shape: str, v: Any, w: Any, k: Any) -> None:
+    env = _env({"t.j2": SHAPES[shape]})
+    if shape == "loop" and not isinstance(v, list):
+        v = [v]
+    try:
+        real = yamlfast.load_all(env.get_template("t.j2").render(v=v, w=w, k=k))
+    except (yamlfast.DuplicateKeyError, ValueError, yaml.YAMLError) as err:
+        with pytest.raises(type(err)):  # the shortcut steps aside; the full parse reports
+            fast = skeleton.render_data(env, env.get_template("t.j2"), {"v": v, "w": w, "k": k},
+                                        yamlfast.load_all)
+            assert fast is None
+            yamlfast.load_all(env.get_template("t.j2").render(v=v, w=w, k=k))
+        return
+    fast = skeleton.render_data(env, env.get_template("t.j2"), {"v": v, "w": w, "k": k},
+                                yamlfast.load_all)
+    assert fast is None or fast == real
+
+
+@pytest.mark.parametrize("source", [
+    "a: {{ x|tojson|lower }}\n",                  # a filter after tojson
+    "a: {{ x }}\n",                               # no tojson
+    "{% if x|tojson == '1' %}a: 1{% endif %}\n",  # tojson steering a branch
+    "{% set y = x|tojson %}a: {{ y|tojson }}\n",  # double encoding
+    "{% filter upper %}a: {{ x|tojson }}{% endfilter %}\n",
+    "{% include 'other.j2' %}\n",
+    "{% macro m() %}{% endmacro %}a: {{ x|tojson }}\n",
+])
+def test_templates_that_could_transform_a_value_are_not_plain(source: str) -> None:
+    assert not skeleton.is_plain(source)
+
+
+def test_plain_templates() -> None:
+    assert skeleton.is_plain("{% for i in xs %}- {{ i.name|tojson }}\n{% endfor %}")
+    assert skeleton.is_plain("{% if a %}a: {{ a|default('x')|tojson }}{% else %}b: 1{% endif %}")
+
+
+@pytest.mark.parametrize("source", [
+    "a: 1\n# was {{ x|tojson }}\n",              # a value in a comment
+    "s: |\n  echo {{ x|tojson }}\n",             # a value inside a block string
+    "s: pre-{{ x|tojson }}\n",                   # a value glued into a plain scalar
+])
+def test_values_outside_whole_scalars_take_the_full_parse(source: str) -> None:
+    env = _env({"t.j2": source})
+    template = env.get_template("t.j2")
+    assert skeleton.render_data(env, template, {"x": "v"}, yamlfast.load_all) is None
+
+
+def test_a_value_that_duplicates_a_key_is_still_an_error(tmp_path: Path) -> None:
+    """Two keys made equal by values: the full parse reports GEN011, as without the cache."""
+    (tmp_path / "core").mkdir()
+    (tmp_path / "core" / "namespace.yaml.j2").write_text(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {{ name|tojson }}\n"
+        "  labels:\n    {{ name|tojson }}: a\n    team-a: b\n")
+    spec = ManifestSpec(template="core/namespace.yaml.j2", origin=ORIGIN,
+                        context={"name": "team-a", "labels": {}})
+    with pytest.raises(TemplateError) as info:
+        render_manifest(make_environment(tmp_path), "c1", spec)
+    assert info.value.findings[0].rule == "GEN011"
+    assert "duplicate key" in info.value.findings[0].message
