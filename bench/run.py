@@ -119,6 +119,7 @@ def bench_size(name: str, repeat: int) -> dict[str, Any]:
         write_tree(outputs, root / "written")
         seconds["write"] = time.perf_counter() - start
         row["write_unchanged_s"] = _median(lambda: write_tree(outputs, root / "written"), repeat)
+        row["bare_write_s"] = _bare_write(outputs, root / "bare")
         rss["write"] = _rss_mib()
 
         dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -143,6 +144,21 @@ def bench_size(name: str, repeat: int) -> dict[str, Any]:
     row["render_validate_vs_c_dump"] = (seconds["render"] + seconds["validate"]) / row["c_dump_s"]
     row["jobs"] = _default_jobs(plan)
     return row
+
+
+def _bare_write(outputs: dict[Any, bytes], folder: Path) -> float:
+    """The file system's floor: the same files written by a bare loop, no checks, no swap."""
+    start = time.perf_counter()
+    made: set[Path] = set()
+    for rel, data in outputs.items():
+        target = folder / str(rel)
+        if target.parent not in made:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            made.add(target.parent)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.write(fd, data)
+        os.close(fd)
+    return time.perf_counter() - start
 
 
 def _default_jobs(plan: Any) -> int:
