@@ -18,6 +18,7 @@ import re
 import shutil
 import signal
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -91,6 +92,9 @@ def _alarm(seconds: int) -> Iterator[None]:
     def fire(signum: int, frame: FrameType | None) -> None:
         raise _Hang(f"gen ran longer than {seconds} s")
 
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals need the main thread; the elapsed-time check still applies
+        return
     previous = signal.signal(signal.SIGALRM, fire)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
