@@ -78,22 +78,22 @@ def _split(text: str) -> tuple[Decimal, QuantityFormat]:
     with localcontext() as ctx:
         ctx.prec = _PRECISION
         ctx.traps[Inexact] = True
-        mantissa = Decimal(number)
-        if suffix in _BINARY:
-            value = mantissa * (Decimal(2) ** _BINARY[suffix])
-            fmt = QuantityFormat.BINARY_SI
-        elif suffix in _DECIMAL:
-            value = mantissa.scaleb(_DECIMAL[suffix])
-            fmt = QuantityFormat.DECIMAL_SI
-        else:
-            exponent = int(suffix[1:])
-            if abs(exponent) > _MAX_EXPONENT:
-                raise QuantityError(f"quantity exponent out of range: {text!r}")
-            value = mantissa.scaleb(exponent)
-            fmt = QuantityFormat.DECIMAL_EXPONENT
         try:
+            mantissa = Decimal(number)
+            if suffix in _BINARY:
+                value = mantissa * (Decimal(2) ** _BINARY[suffix])
+                fmt = QuantityFormat.BINARY_SI
+            elif suffix in _DECIMAL:
+                value = mantissa.scaleb(_DECIMAL[suffix])
+                fmt = QuantityFormat.DECIMAL_SI
+            else:
+                exponent = int(suffix[1:])
+                if abs(exponent) > _MAX_EXPONENT:
+                    raise QuantityError(f"quantity exponent out of range: {text!r}")
+                value = mantissa.scaleb(exponent)
+                fmt = QuantityFormat.DECIMAL_EXPONENT
             value = value * sign
-        except Inexact as err:  # pragma: no cover - needs a 200-digit mantissa
+        except Inexact as err:
             raise QuantityError(f"quantity has too many digits: {text!r}") from err
     return value, fmt
 

@@ -137,3 +137,10 @@ def test_ordering_consistent(left: str, right: str) -> None:
     a2, b2 = Quantity.parse(str(a)), Quantity.parse(str(b))
     assert (a < b) == (a2 < b2)
     assert (a == b) == (a2 == b2)
+
+
+@pytest.mark.parametrize("text", ["1" * 300, "1" * 250 + "Ki", "9" * 260 + "e3"])
+def test_too_many_digits_is_a_quantity_error(text: str) -> None:
+    """A mantissa longer than the precision is a QuantityError, not a decimal trap."""
+    with pytest.raises(QuantityError, match="too many digits"):
+        parse_quantity(text)
