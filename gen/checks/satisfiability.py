@@ -500,7 +500,7 @@ def check_with_matcher(plan: Plan, matcher: Matcher) -> list[Finding]:
         for svc in cluster.services:
             if svc.service.gpu is None or svc.gpu_class is None or not nvidia_pools(svc):
                 continue  # GEN304 reports a service without pools; Apple pools are not DRA
-            if svc.service.engine == "vllm" and not candidates(svc):
+            if svc.service.engine == "vllm" and not candidates(svc, match_class=False):
                 continue  # GEN304 already says no pool offers the class's devices
             analyses = analyze_service(matcher, cluster, svc)
             if not all(a.compiles for a in analyses):

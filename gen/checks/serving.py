@@ -18,9 +18,14 @@ def _fit(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
 
     service = svc.service
     findings: list[Finding] = []
-    if not candidates(svc):
+    # On DRA clusters a class that matches no pool's GPUs is GEN204's, with the reasons.
+    if not candidates(svc, match_class=cluster.dra_api_version is None):
+        whole = [p for p in svc.pools if p.gpu is not None and p.mig_layout is None]
         if svc.gpu_class is not None and svc.gpu_class.device_type == "mig":
             what = f"MIG {svc.gpu_class.match.mig_profile} devices"
+        elif whole and svc.gpu_class is not None:
+            what = (f"GPUs that class {svc.gpu_class.name!r} matches (its pools have "
+                    f"{', '.join(sorted({p.gpu.product_name for p in whole if p.gpu}))})")
         else:
             what = "full (non-MIG) GPUs"
         findings.append(Finding(
