@@ -22,6 +22,7 @@ the real text, so errors are reported exactly as before.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import re
 from collections.abc import Mapping
@@ -46,8 +47,10 @@ _PLAIN_STATEMENTS = frozenset({"if", "elif", "else", "endif", "for", "endfor", "
 _PLACEHOLDER = re.compile("\x00Gn([0-9]+)\x00")
 _IMMUTABLE = frozenset({str, int, float, bool, type(None)})
 
-_recording: list[str] | None = None
-"""The JSON texts ``tojson`` has written during the current skeleton render."""
+_recording: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "gen_skeleton_recording", default=None,
+)
+"""The JSON texts ``tojson`` has written during the current skeleton render (per thread)."""
 
 _scalars: dict[str, Any] = {}
 
@@ -73,10 +76,11 @@ def record(json_text: str) -> str | None:
 
     ``None`` outside a skeleton render (``tojson`` then writes the JSON itself).
     """
-    if _recording is None:
+    recorded = _recording.get()
+    if recorded is None:
         return None
-    _recording.append(json_text)
-    return f'"\\u0000Gn{len(_recording) - 1}\\u0000"'
+    recorded.append(json_text)
+    return f'"\\u0000Gn{len(recorded) - 1}\\u0000"'
 
 
 def _plain_templates(env: jinja2.Environment) -> dict[str, bool]:
@@ -109,15 +113,14 @@ def render_data(
     Parts of the result without a value in them are shared between objects of the same
     shape: rendered data is read-only.
     """
-    global _recording
     if not _template_is_plain(env, template):
         return None
     recorded: list[str] = []
-    _recording = recorded
+    token = _recording.set(recorded)
     try:
         text = template.render(**context)
     finally:
-        _recording = None
+        _recording.reset(token)
     if text in _skeletons:
         compiled = _skeletons[text]
     else:

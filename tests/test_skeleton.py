@@ -133,3 +133,17 @@ def test_a_value_that_duplicates_a_key_is_still_an_error(tmp_path: Path) -> None
         render_manifest(make_environment(tmp_path), "c1", spec)
     assert info.value.findings[0].rule == "GEN011"
     assert "duplicate key" in info.value.findings[0].message
+
+
+def test_threads_rendering_at_once_keep_their_values_apart(tmp_path: Path) -> None:
+    """Each thread records its own values (a library user may render from threads)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    root = copy_fleet(tmp_path)
+    plan = load_plan(root / "profiles", base=root)
+    specs = [(c.name, s) for c in plan.clusters for s in c.manifests] * 3
+    env = make_environment(None)
+    alone = [render_manifest(env, name, spec).data for name, spec in specs]
+    with ThreadPoolExecutor(8) as pool:
+        together = list(pool.map(lambda item: render_manifest(env, *item).data, specs))
+    assert together == alone
