@@ -2,9 +2,10 @@
 
 One environment per run: ``StrictUndefined``, no autoescape, ``keep_trailing_newline``.
 Templates only loop and branch; every scalar goes through ``tojson`` (a test scans the
-templates), so no value can change the YAML structure. Each rendered text is parsed back,
-must hold exactly one object with ``apiVersion``, ``kind`` and ``metadata.name``, and is
-written out again by one canonical YAML dumper: sorted keys, block style, ``\\n`` endings.
+templates), so no value can change the YAML structure. Each rendered text is parsed back
+(once per template shape, :mod:`gen.skeleton`), must hold exactly one object with
+``apiVersion``, ``kind`` and ``metadata.name``, and is written out again by one canonical
+YAML dumper (:mod:`gen.yamlfast`): sorted keys, block style, ``\\n`` endings.
 
 A user's ``templates/`` folder overrides a built-in template of the same relative name.
 """
