@@ -87,6 +87,10 @@ def _select(plan: Plan, clusters: Sequence[str]) -> Plan:
 PARALLEL_MIN_MANIFESTS = 600
 """Below this many manifests, starting worker processes costs more than it saves."""
 
+MAX_DEFAULT_JOBS = 8
+"""The default never starts more workers than this (each holds a cluster's objects, and a
+container's CPU quota can be far below the CPUs it sees); ``--jobs`` can go higher."""
+
 Progress = Callable[[str, int, int], None]
 """``progress(cluster, done, total)``: called as each cluster finishes rendering."""
 
@@ -145,13 +149,14 @@ class _RenderCluster:
 
 
 def default_jobs(plan: Plan) -> int:
-    """Worker processes for a render of ``plan``: one per CPU for large fleets, else 1."""
+    """Worker processes for a render of ``plan``: one per CPU (at most
+    :data:`MAX_DEFAULT_JOBS`) for large fleets, else 1."""
     from gen.parallel import available_cpus
 
     manifests = sum(len(c.manifests) for c in plan.clusters)
     if manifests < PARALLEL_MIN_MANIFESTS:
         return 1
-    return min(available_cpus(), len(plan.clusters))
+    return min(available_cpus(), len(plan.clusters), MAX_DEFAULT_JOBS)
 
 
 def render_outputs(

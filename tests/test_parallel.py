@@ -97,3 +97,18 @@ def test_template_errors_of_every_cluster_are_reported_together(
         render_outputs(fleet_plan, templates_dir=tmp_path, out_label="out", jobs=2)
     assert len({f.hint for f in info.value.findings}) >= len(fleet_plan.clusters)
     assert all(f.location.path.endswith("namespace.yaml.j2") for f in info.value.findings)
+
+
+def test_default_jobs(fleet_plan, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """One worker for small fleets; one per CPU, capped, for large ones."""
+    import dataclasses
+
+    from gen import pipeline
+
+    monkeypatch.setattr(parallel, "available_cpus", lambda: 64)
+    small = dataclasses.replace(fleet_plan, clusters=fleet_plan.clusters[:1])
+    assert pipeline.default_jobs(small) == 1
+    monkeypatch.setattr(pipeline, "PARALLEL_MIN_MANIFESTS", 1)
+    assert pipeline.default_jobs(fleet_plan) == len(fleet_plan.clusters)  # 3 clusters
+    big = dataclasses.replace(fleet_plan, clusters=fleet_plan.clusters * 10)
+    assert pipeline.default_jobs(big) == pipeline.MAX_DEFAULT_JOBS

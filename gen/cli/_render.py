@@ -23,7 +23,7 @@ from gen.cli._options import profiles_option, templates_for
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 when out/ is stale.")
 @click.option("--diff", is_flag=True, help="With --check: show a unified diff.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
-              help="Worker processes (default: one per CPU for large fleets, else 1).")
+              help="Worker processes (default: one per CPU, up to 8, for large fleets; else 1).")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
 @handle_errors
 def render_command(
