@@ -112,3 +112,13 @@ def test_default_jobs(fleet_plan, monkeypatch: pytest.MonkeyPatch) -> None:  # t
     assert pipeline.default_jobs(fleet_plan) == len(fleet_plan.clusters)  # 3 clusters
     big = dataclasses.replace(fleet_plan, clusters=fleet_plan.clusters * 10)
     assert pipeline.default_jobs(big) == pipeline.MAX_DEFAULT_JOBS
+
+
+def test_spawned_workers_render_the_same_fleet(fleet_plan, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """macOS and Windows spawn workers: the plan travels pickled and renders the same bytes."""
+    import multiprocessing
+
+    serial = render_outputs(fleet_plan, templates_dir=None, out_label="out", jobs=1)
+    monkeypatch.setattr(parallel, "_context", lambda: multiprocessing.get_context("spawn"))
+    spawned = render_outputs(fleet_plan, templates_dir=None, out_label="out", jobs=2)
+    assert spawned == serial
