@@ -187,7 +187,8 @@ _LINE_BREAKS = frozenset("\r\n\x85\u2028\u2029")
 
 def _scalar(value: Any) -> str:
     """The text :func:`dump_slow` writes for ``value`` as a mapping value (one line)."""
-    key = (type(value), value)
+    # By type, and floats by their repr: 0.0 == -0.0 (and 1 == 1.0 == True) as dict keys.
+    key = (type(value), repr(value) if type(value) is float else value)
     try:
         return _scalar_cache[key]
     except KeyError:

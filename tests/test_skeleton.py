@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -71,7 +72,9 @@ SHAPES = {
 }
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=int(os.environ.get("GEN_FUZZ_EXAMPLES", "150")), deadline=None,
+          derandomize="GEN_FUZZ_EXAMPLES" not in os.environ,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(shape=st.sampled_from(sorted(SHAPES)), v=JSONISH, w=JSONISH,
        k=st.one_of(st.text(max_size=6), st.integers(), st.sampled_from(["fixed", "yes"])))
 def test_any_values_in_any_position_parse_the_same(shape: str, v: Any, w: Any, k: Any) -> None:

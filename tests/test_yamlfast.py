@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 from typing import Any
 
 import pytest
@@ -40,7 +41,19 @@ JSONISH = st.recursive(
     max_leaves=25,
 )
 DOCS = st.one_of(st.dictionaries(KEYS, JSONISH, max_size=6), st.lists(JSONISH, max_size=6))
-FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=int(os.environ.get("GEN_FUZZ_EXAMPLES", "300")), deadline=None,
+    derandomize="GEN_FUZZ_EXAMPLES" not in os.environ,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+"""Fixed examples in CI; ``GEN_FUZZ_EXAMPLES=N`` for a longer, random run."""
+
+
+@pytest.mark.parametrize("value", [0.0, -0.0, 1, 1.0, True])
+def test_equal_numbers_of_other_spellings_keep_their_own_text(value: object) -> None:
+    for first in (0.0, -0.0, 1, 1.0, True):  # warm the cache with each spelling first
+        yamlfast.dump({"k": first})
+    assert yamlfast.dump({"k": value}) == yamlfast.dump_slow({"k": value})
 
 
 @FUZZ
