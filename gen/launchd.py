@@ -35,6 +35,7 @@ from typing import Literal, get_args
 
 from gen.apple import LLAMA_SERVER_ALL_LAYERS
 from gen.errors import LookupError_, ProfileValidationError
+from gen.output import GENERATED_COMMENT
 
 __all__ = [
     "DEFAULT_LOG_DIRECTORY",
@@ -298,4 +299,8 @@ def launchd_plist(server: MacServer) -> bytes:
     }
     if server.user_name is not None:
         job["UserName"] = server.user_name
-    return plistlib.dumps(job, fmt=plistlib.FMT_XML, sort_keys=True)
+    text = plistlib.dumps(job, fmt=plistlib.FMT_XML, sort_keys=True)
+    head, doctype, rest = text.partition(b"<!DOCTYPE")
+    line_end = rest.index(b"\n") + 1
+    # gen's comment after the DOCTYPE: launchd and plutil ignore XML comments.
+    return head + doctype + rest[:line_end] + GENERATED_COMMENT.encode() + b"\n" + rest[line_end:]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from xml.sax.saxutils import escape
 
 from gen.mig import LayoutCheck
+from gen.output import GENERATED_COMMENT
 
 __all__ = ["layout_svg"]
 
@@ -122,6 +123,7 @@ def layout_svg(check: LayoutCheck, title: str | None = None) -> str:
 
     return (
         "<?xml version='1.0' encoding='UTF-8'?>\n"
+        f"{GENERATED_COMMENT}\n"
         f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' "
         f"viewBox='0 0 {width} {height}'>\n"
         f"<rect width='{width}' height='{height}' fill='#ffffff'/>\n"
