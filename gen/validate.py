@@ -12,12 +12,13 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from gen.errors import Finding, SourceLocation
+from gen.loader import format_key_path
 
 __all__ = ["SchemaValidator", "schema_version_for"]
 
@@ -61,16 +62,6 @@ def _registry(minor: int) -> Any:
 def _schema_file(minor: int, api_version: str, kind: str) -> Path:
     group_version = _GROUP.sub(r"\1-", api_version)
     return _schema_root() / f"v1.{minor}.0-local-strict" / f"{kind.lower()}-{group_version}.json"
-
-
-def _json_path(path: Iterable[Any]) -> str:
-    out = ""
-    for part in path:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out
 
 
 class SchemaValidator:
@@ -149,6 +140,6 @@ class SchemaValidator:
         for error_path, message in validator(data):
             findings.append(Finding(
                 "GEN020", f"{kind} does not match the 1.{minor} schema: {message}",
-                where, _json_path(error_path), related=related,
+                where, format_key_path(list(error_path)), related=related,
             ))
         return findings
