@@ -38,9 +38,11 @@ def _fit(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
     length = service.serving.max_model_len
     where_len = (svc.located.at("serving", "max_model_len") if length
                  else svc.located.at("model"))
-    selectable = _selectable_pools(cluster, svc)
+    if cluster.dra_api_version is not None and not _nvidia_class(svc):
+        return findings  # a claim of another driver's class gets no NVIDIA GPU at all
+    # fit_reports covers only the pools the class admits (gen.sizing.class_admits).
     for cand, report in fit_reports(svc, length):
-        if report.fits or cand.pool.name not in selectable:
+        if report.fits:
             continue
         parallel = [e for e in report.errors if _PARALLEL.search(e)]
         if parallel:
@@ -64,30 +66,11 @@ def _fit(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
     return findings
 
 
-def _selectable_pools(cluster: ClusterPlan, svc: ServicePlan) -> set[str]:
-    """Pools whose whole GPUs a DRA claim of the service's class can get.
-
-    A claim gets only devices its class selects, so on a DRA cluster a class that names a
-    product (or another driver) rules out the pools of other GPUs: a model that does not
-    fit their memory is no finding. Device-plugin pods can land on any pool their node
-    selector allows, so there every pool counts. Only the product and driver are compared
-    here; GEN204 evaluates the full selectors.
-    """
-    from gen.gpus import gpu_catalog
+def _nvidia_class(svc: ServicePlan) -> bool:
     from gen.models.gpu_class import NVIDIA_DRIVER
 
-    names = {p.name for p in svc.pools}
     gpu_class = svc.gpu_class
-    if cluster.dra_api_version is None or gpu_class is None or gpu_class.device_type != "gpu":
-        return names
-    if gpu_class.driver != NVIDIA_DRIVER:
-        return set()
-    product = gpu_class.match.product
-    if product is None:
-        return names
-    known = gpu_catalog().find(product)
-    wanted = known.product_name if known is not None else product
-    return {p.name for p in svc.pools if p.gpu is not None and p.gpu.product_name == wanted}
+    return gpu_class is None or gpu_class.device_type != "gpu" or gpu_class.driver == NVIDIA_DRIVER
 
 
 def _cuda(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
