@@ -75,7 +75,7 @@ def bench_size(name: str, repeat: int) -> dict[str, Any]:
     from gen.checks import run_checks
     from gen.checks.satisfiability import Matcher, check_with_matcher
     from gen.output import write_tree
-    from gen.pipeline import render_outputs
+    from gen.pipeline import default_jobs, render_outputs
     from gen.profiles import load_profiles
     from gen.render import make_environment, render_cluster
     from gen.resolve import build_plan
@@ -142,7 +142,7 @@ def bench_size(name: str, repeat: int) -> dict[str, Any]:
     row["stages_us_per_object"] = {k: v * 1e6 / n for k, v in seconds.items()}
     row["peak_rss_mib_after"] = rss
     row["render_validate_vs_c_dump"] = (seconds["render"] + seconds["validate"]) / row["c_dump_s"]
-    row["jobs"] = _default_jobs(plan)
+    row["jobs"] = default_jobs(plan)
     return row
 
 
@@ -159,12 +159,6 @@ def _bare_write(outputs: dict[Any, bytes], folder: Path) -> float:
         os.write(fd, data)
         os.close(fd)
     return time.perf_counter() - start
-
-
-def _default_jobs(plan: Any) -> int:
-    from gen.pipeline import default_jobs
-
-    return default_jobs(plan)
 
 
 def _kubernetes_validate(objects: list[tuple[int, Any]]) -> dict[str, float]:
