@@ -183,3 +183,6 @@ class ToolNotFoundError(ToolError):
 
 class WorkerError(GenError):
     """A worker process of a parallel render died (killed, out of memory)."""
+
+    task: int | None = None
+    """The index of the task (cluster) the worker was on, when known."""

@@ -8,7 +8,7 @@ spawned and the task object is pickled to each worker once.
 
 A task is a picklable callable ``task(index) -> result``. An exception it raises is sent
 back and re-raised in the parent; a worker that dies (killed, out of memory) raises
-:class:`~gen.errors.WorkerError`.
+:class:`~gen.errors.WorkerError` whose ``task`` is the index it was on.
 """
 
 from __future__ import annotations
@@ -107,26 +107,28 @@ def _dispatch(
     workers: list[tuple[Any, Connection]], count: int, on_result: Callable[[int, Any], None]
 ) -> None:
     next_index = 0
-    busy: dict[Any, tuple[Any, Connection]] = {}
+    busy: dict[Any, tuple[Any, Connection, int]] = {}  # conn -> (process, conn, its task)
     for process, conn in workers:
         if next_index < count:
             conn.send(next_index)
-            busy[conn] = (process, conn)
+            busy[conn] = (process, conn, next_index)
             next_index += 1
     while busy:
         for ready in wait(list(busy)):
-            process, conn = busy.pop(ready)
+            process, conn, task = busy.pop(ready)
             try:
                 index, ok, value = conn.recv()
             except EOFError:
                 process.join(timeout=5)
-                raise WorkerError(
+                error = WorkerError(
                     f"a render worker exited unexpectedly (exit code {process.exitcode})"
-                ) from None
+                )
+                error.task = task
+                raise error from None
             if not ok:
                 raise value
             on_result(index, value)
             if next_index < count:
                 conn.send(next_index)
-                busy[conn] = (process, conn)
+                busy[conn] = (process, conn, next_index)
                 next_index += 1

@@ -18,6 +18,7 @@ from gen.errors import (
     SourceLocation,
     StaleOutputError,
     TemplateError,
+    WorkerError,
     sort_findings,
 )
 from gen.output import Changes, compute_changes, unified_diff, write_tree
@@ -186,7 +187,15 @@ def render_outputs(
         if progress is not None:
             progress(plan.clusters[index].name, len(results), total)
 
-    run_tasks(task, total, default_jobs(plan) if jobs is None else jobs, collect)
+    try:
+        run_tasks(task, total, default_jobs(plan) if jobs is None else jobs, collect)
+    except WorkerError as err:
+        if err.task is None:
+            raise
+        raise WorkerError(
+            f"{err.message} while rendering cluster {plan.clusters[err.task].name!r}; "
+            "nothing was written (out of memory? try --jobs 1)"
+        ) from None
     template_findings = [f for i in sorted(results) for f in results[i].template_findings]
     if template_findings:
         raise TemplateError(

@@ -53,8 +53,9 @@ def test_a_task_error_is_raised_in_the_parent_with_its_findings() -> None:
 
 
 def test_a_killed_worker_is_a_clear_error_not_a_hang() -> None:
-    with pytest.raises(WorkerError, match="exited unexpectedly"):
+    with pytest.raises(WorkerError, match="exited unexpectedly") as info:
         parallel.run_tasks(_die_on_two, 6, 2, _ignore)
+    assert info.value.task == 2
 
 
 def test_spawned_workers_give_the_same_results(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -67,8 +68,14 @@ def test_spawned_workers_give_the_same_results(monkeypatch: pytest.MonkeyPatch) 
     assert seen == {i: i * i for i in range(5)}
 
 
-def test_available_cpus_is_positive() -> None:
-    assert parallel.available_cpus() >= 1
+def test_available_cpus_follows_affinity(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CPUs this process may run on, not the machine's; never below one."""
+    monkeypatch.delattr(os, "process_cpu_count", raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 2, 5}, raising=False)
+    assert parallel.available_cpus() == 3
+    monkeypatch.delattr(os, "sched_getaffinity")
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert parallel.available_cpus() == 1
 
 
 @pytest.fixture(scope="module")
@@ -122,3 +129,22 @@ def test_spawned_workers_render_the_same_fleet(fleet_plan, monkeypatch: pytest.M
     monkeypatch.setattr(parallel, "_context", lambda: multiprocessing.get_context("spawn"))
     spawned = render_outputs(fleet_plan, templates_dir=None, out_label="out", jobs=2)
     assert spawned == serial
+
+
+def test_a_dead_worker_names_its_cluster(fleet_plan, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """A render worker killed mid-cluster: the error says which cluster, and what to try."""
+    from gen import pipeline
+
+    real = pipeline._RenderCluster.__call__
+
+    def dies_on_second(self, index):  # type: ignore[no-untyped-def]
+        if index == 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(self, index)
+
+    monkeypatch.setattr(pipeline._RenderCluster, "__call__", dies_on_second)
+    with pytest.raises(WorkerError) as info:
+        render_outputs(fleet_plan, templates_dir=None, out_label="out", jobs=2)
+    name = fleet_plan.clusters[1].name
+    assert f"while rendering cluster {name!r}" in str(info.value)
+    assert "--jobs 1" in str(info.value)
