@@ -75,9 +75,20 @@ def _check_relative(path: PurePosixPath) -> str:
 
 def read_index(out_dir: Path) -> set[str]:
     """The files out/.gen-files lists (empty when it is missing or unreadable)."""
+    return _parse_index(_index_bytes_now(out_dir))
+
+
+def _index_bytes_now(out_dir: Path) -> bytes | None:
     try:
-        text = (out_dir / INDEX_NAME).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        return (out_dir / INDEX_NAME).read_bytes()
+    except OSError:
+        return None
+
+
+def _parse_index(data: bytes | None) -> set[str]:
+    try:
+        text = (data or b"").decode("utf-8")
+    except UnicodeDecodeError:
         return set()
     return {line for line in text.splitlines() if line and not line.startswith("#")}
 
@@ -139,13 +150,12 @@ def _index_bytes(paths: list[str]) -> bytes:
 def compute_changes(outputs: Mapping[PurePosixPath, bytes], out_dir: Path) -> Changes:
     """Compare a render with what out/ holds now."""
     wanted = {_check_relative(p): data for p, data in outputs.items()}
-    return _changes(wanted, out_dir, _existing_files(out_dir))
+    return _changes(wanted, _existing_files(out_dir), read_index(out_dir))
 
 
 def _changes(
-    wanted: Mapping[str, bytes], out_dir: Path, existing: Mapping[str, tuple[str, bool]]
+    wanted: Mapping[str, bytes], existing: Mapping[str, tuple[str, bool]], index: set[str]
 ) -> Changes:
-    index = read_index(out_dir)
     added, changed = [], []
     unchanged = 0
     for rel, data in sorted(wanted.items()):
@@ -322,13 +332,13 @@ def write_tree(outputs: Mapping[PurePosixPath, bytes], out_dir: Path) -> Changes
         with _exclusive(out_dir.parent):
             recover(out_dir)
             existing = _existing_files(out_dir)
-            changes = _changes(wanted, out_dir, existing)
+            index_then = _index_bytes_now(out_dir)
+            old_index = _parse_index(index_then)
+            changes = _changes(wanted, existing, old_index)
             index_now = _index_bytes(list(wanted))
-            index_path = out_dir / INDEX_NAME
-            index_same = index_path.is_file() and index_path.read_bytes() == index_now
-            if changes.empty and index_same:
+            if changes.empty and index_then == index_now:
                 return changes
-            _swap_in(wanted, out_dir, changes, index_now, existing)
+            _swap_in(wanted, out_dir, changes, index_now, existing, old_index)
     except OSError as err:
         reason = err.strerror or str(err)
         raise OutputError(
@@ -340,13 +350,12 @@ def write_tree(outputs: Mapping[PurePosixPath, bytes], out_dir: Path) -> Changes
 
 def _swap_in(
     wanted: dict[str, bytes], out_dir: Path, changes: Changes, index: bytes,
-    existing: Mapping[str, tuple[str, bool]],
+    existing: Mapping[str, tuple[str, bool]], old_index: set[str],
 ) -> None:
     tmp = _tmp_path(out_dir)
     _remove(tmp)
     tmp.mkdir()
     try:
-        old_index = read_index(out_dir)
         changed = set(changes.added) | set(changes.changed)
         tmp_s = os.fspath(tmp)
         made: set[str] = {tmp_s}
