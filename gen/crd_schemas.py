@@ -54,19 +54,14 @@ def schema_file_name(api_version: str, kind: str) -> str:
 
 
 @functools.cache
-def _index() -> dict[tuple[str, str], Path]:
-    """(apiVersion, kind) → schema file, read from the ``const`` values of each file."""
-    index: dict[tuple[str, str], Path] = {}
+def _index() -> dict[tuple[str, str], dict[str, Any]]:
+    """(apiVersion, kind) → schema, read once from the ``const`` values of each file."""
+    index: dict[tuple[str, str], dict[str, Any]] = {}
     for path in sorted(_SCHEMA_DIR.glob("*.json")):
-        props = json.loads(path.read_text(encoding="utf-8"))["properties"]
-        index[(props["apiVersion"]["const"], props["kind"]["const"])] = path
+        schema: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        props = schema["properties"]
+        index[(props["apiVersion"]["const"], props["kind"]["const"])] = schema
     return index
-
-
-@functools.cache
-def _load(path: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    return data
 
 
 def custom_schema(api_version: str, kind: str) -> dict[str, Any] | None:
@@ -74,8 +69,7 @@ def custom_schema(api_version: str, kind: str) -> dict[str, Any] | None:
 
     The result is cached and shared between callers: treat it as read-only.
     """
-    path = _index().get((api_version, kind))
-    return None if path is None else _load(path)
+    return _index().get((api_version, kind))
 
 
 def known_custom_kinds() -> tuple[tuple[str, str], ...]:
