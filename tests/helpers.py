@@ -48,3 +48,32 @@ def stat_tree(root: Path) -> dict[str, tuple[int, int]]:
             st = p.stat()
             out[p.relative_to(root).as_posix()] = (st.st_ino, st.st_mtime_ns)
     return out
+
+
+APPLE_GGUF_MODEL = """\
+    kind: Model
+    name: org/Llama-8B-GGUF/llama-8b-q8_0.gguf
+    parameters: 8030261248
+    layers: 32
+    hidden_size: 4096
+    attention_heads: 32
+    kv_heads: 8
+    head_dim: 128
+    max_context: 131072
+    weight_dtype: int8
+"""
+"""An 8B GGUF model profile for the Apple VM (llama-server) tests."""
+
+APPLE_VULKAN_SERVICE = """\
+    kind: InferenceService
+    name: llama-vk
+    model: org/Llama-8B-GGUF/llama-8b-q8_0.gguf
+    engine: llama-server
+    clusters: [lab]
+    node_pool: studio
+    gpu: {gpu_class: apple-venus}
+    serving: {max_model_len: 16384}
+    auth: {api_key: {name: vk-key, key: key}}
+    resources: {cpu: "2", memory: 8Gi}
+"""
+"""A llama-server (Vulkan) service on the ``studio`` Apple VM pool of cluster ``lab``."""

@@ -12,7 +12,7 @@ import yaml
 from gen.build.apple import DRI_NAMESPACE, build, gguf_file
 from gen.pipeline import load_plan, render_outputs
 from gen.plan import ClusterPlan
-from tests.helpers import write_tree
+from tests.helpers import APPLE_GGUF_MODEL, APPLE_VULKAN_SERVICE, write_tree
 
 CLUSTER = """\
     kind: Cluster
@@ -28,34 +28,13 @@ CLUSTER = """\
         taints:
           - {key: gen.dev/apple, effect: NoSchedule}
     """
-MODEL = """\
-    kind: Model
-    name: org/Llama-8B-GGUF/llama-8b-q8_0.gguf
-    parameters: 8030261248
-    layers: 32
-    hidden_size: 4096
-    attention_heads: 32
-    kv_heads: 8
-    head_dim: 128
-    max_context: 131072
-    weight_dtype: int8
+MODEL = APPLE_GGUF_MODEL + """\
     ---
     kind: GPUClass
     name: apple-venus
     driver: squat.ai
     """
-VULKAN = """\
-    kind: InferenceService
-    name: llama-vk
-    model: org/Llama-8B-GGUF/llama-8b-q8_0.gguf
-    engine: llama-server
-    clusters: [lab]
-    node_pool: studio
-    gpu: {gpu_class: apple-venus}
-    serving: {max_model_len: 16384}
-    auth: {api_key: {name: vk-key, key: key}}
-    resources: {cpu: "2", memory: 8Gi}
-    """
+VULKAN = APPLE_VULKAN_SERVICE
 MACS = """\
     kind: InferenceService
     name: llama-mac

@@ -14,7 +14,7 @@ from gen.models import NodePool
 from gen.models.service import MacHost
 from gen.pipeline import lint
 from gen.plan import ServicePlan
-from tests.helpers import REPO, copy_fleet, write_tree
+from tests.helpers import APPLE_GGUF_MODEL, APPLE_VULKAN_SERVICE, REPO, copy_fleet, write_tree
 
 CLUSTER = """\
     kind: Cluster
@@ -41,17 +41,6 @@ MODELS = """\
     max_context: 131072
     weight_dtype: int8
     ---
-    kind: Model
-    name: org/Llama-8B-GGUF/llama-8b-q8_0.gguf
-    parameters: 8030261248
-    layers: 32
-    hidden_size: 4096
-    attention_heads: 32
-    kv_heads: 8
-    head_dim: 128
-    max_context: 131072
-    weight_dtype: int8
-    ---
     kind: GPUClass
     name: apple-venus
     driver: squat.ai
@@ -59,19 +48,9 @@ MODELS = """\
     kind: GPUClass
     name: l4
     match: {product: l4}
-    """
-VULKAN = """\
-    kind: InferenceService
-    name: llama-vk
-    model: org/Llama-8B-GGUF/llama-8b-q8_0.gguf
-    engine: llama-server
-    clusters: [lab]
-    node_pool: studio
-    gpu: {gpu_class: apple-venus}
-    serving: {max_model_len: 16384}
-    auth: {api_key: {name: vk-key, key: key}}
-    resources: {cpu: "2", memory: 8Gi}
-    """
+    ---
+""" + APPLE_GGUF_MODEL
+VULKAN = APPLE_VULKAN_SERVICE
 MACS = """\
     kind: InferenceService
     name: llama-mac
@@ -244,7 +223,7 @@ def test_fp8_kv_cache_on_apple_engine_warns(tmp_path: Path) -> None:
 
 def test_autoscaling_on_apple_engine_warns(tmp_path: Path) -> None:
     """Autoscaling is not rendered for Apple engines: the setting is flagged as ignored."""
-    service = VULKAN + "autoscaling: {max_replicas: 3}\n"
+    service = VULKAN + "    autoscaling: {max_replicas: 3}\n"
     finding = only(run(tmp_path, vulkan=service), "GEN608")
     assert finding.severity is Severity.WARNING
     assert finding.key_path == "autoscaling"
