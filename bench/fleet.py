@@ -58,11 +58,15 @@ def _service(c: int, s: int) -> str:
         """)
 
 
-COMMON = textwrap.dedent("""\
+MIG_LAYOUT = textwrap.dedent("""\
     kind: MIGLayout
     name: mixed
     gpu: h100-sxm5-80gb
     profiles: {3g.40gb: 1, 2g.20gb: 1, 1g.10gb: 2}
+    """)
+"""The H100 layout both benchmark fleets use: 3g.40gb + 2g.20gb + 2 × 1g.10gb."""
+
+COMMON = MIG_LAYOUT + textwrap.dedent("""\
     ---
     kind: GPUClass
     name: h100

@@ -28,11 +28,10 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-COMMON = textwrap.dedent("""\
-    kind: MIGLayout
-    name: mixed
-    gpu: h100-sxm5-80gb
-    profiles: {3g.40gb: 1, 2g.20gb: 1, 1g.10gb: 2}
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fleet import MIG_LAYOUT  # beside this script
+
+COMMON = MIG_LAYOUT + textwrap.dedent("""\
     ---
     kind: GPUClass
     name: h100
