@@ -97,7 +97,7 @@ def test_overlapping_entries_rejected() -> None:
 
 def test_disjoint_entries_accepted() -> None:
     """Different filters, or different indexes, make entries disjoint."""
-    build_mig_parted_config(
+    by_filter = build_mig_parted_config(
         {
             "x": [
                 LayoutEntry("all", True, {"7g.80gb": 1}, device_filter_for(H100)),
@@ -105,9 +105,11 @@ def test_disjoint_entries_accepted() -> None:
             ]
         }
     )
-    build_mig_parted_config(
+    by_index = build_mig_parted_config(
         {"y": [LayoutEntry((0,), True, {"7g.80gb": 1}), LayoutEntry((1,), False)]}
     )
+    assert len(by_filter["mig-configs"]["x"]) == 2
+    assert len(by_index["mig-configs"]["y"]) == 2
 
 
 def test_builder_checks_layouts_of_known_gpus() -> None:
