@@ -38,7 +38,11 @@ _MAX_FAST_SCALAR = 512
 
 
 class DuplicateKeyError(ValueError):
-    """A mapping in the parsed text repeats a key."""
+    """A mapping in the parsed text repeats a key; ``problem_mark`` is where (as PyYAML's)."""
+
+    def __init__(self, message: str, problem_mark: Any = None) -> None:
+        super().__init__(message)
+        self.problem_mark = problem_mark
 
 
 class _Fallback(Exception):  # control flow only: never escapes this module
@@ -127,7 +131,7 @@ def _build(parser: Any) -> list[Any]:  # noqa: C901 - one hot loop, kept inline 
             if type(value) is dict or type(value) is list:
                 raise _Fallback  # a collection as a key
             if value in container:
-                raise DuplicateKeyError(f"duplicate key {value!r}")
+                raise DuplicateKeyError(f"duplicate key {value!r}", event.start_mark)
             keys[-1] = value
             continue
         else:

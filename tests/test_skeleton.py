@@ -136,6 +136,7 @@ def test_a_value_that_duplicates_a_key_is_still_an_error(tmp_path: Path) -> None
         render_manifest(make_environment(tmp_path), "c1", spec)
     assert info.value.findings[0].rule == "GEN011"
     assert "duplicate key" in info.value.findings[0].message
+    assert "(rendered line 7)" in info.value.findings[0].message  # the second team-a
 
 
 def test_threads_rendering_at_once_keep_their_values_apart(tmp_path: Path) -> None:
