@@ -129,6 +129,9 @@ def render_data(
             _skeletons.clear()
         _skeletons[text] = compiled
     if compiled is None or compiled[1] != len(recorded):
+        # The template writes values where a skeleton cannot stand for them (a comment, a
+        # block string): stop rendering it twice and take the full parse from now on.
+        _plain_templates(env)[template.name or ""] = False
         return None
     try:
         return [_fill(plan, recorded) for plan in compiled[0]]
