@@ -91,10 +91,9 @@ def write_fleet(root: Path, clusters: int) -> Path:
 
 def run(clusters: int) -> dict[str, Any]:
     """Build the fleet, lint it, and return the figures."""
-    from gen.checks import run_checks
-    from gen.checks.satisfiability import Matcher, check_with_matcher
-    from gen.pipeline import load_plan
-    from gen.simulate import node_inventory
+    from gen.dra.satisfiability import Matcher, check_with_matcher
+    from gen.dra.simulate import node_inventory
+    from gen.pipeline import load_plan, run_checks
 
     with tempfile.TemporaryDirectory() as tmp:
         profiles = write_fleet(Path(tmp), clusters)

@@ -71,15 +71,13 @@ def bench_size(name: str, repeat: int) -> dict[str, Any]:
     """Every figure for one size (run in a child process: see ``--one``)."""
     import yaml
 
-    from gen.build import build_manifests
-    from gen.checks import run_checks
-    from gen.checks.satisfiability import Matcher, check_with_matcher
-    from gen.output import write_tree
-    from gen.pipeline import default_jobs, render_outputs
-    from gen.profiles import load_profiles
-    from gen.render import make_environment, render_cluster
-    from gen.resolve import build_plan
-    from gen.validate import SchemaValidator
+    from gen.dra.satisfiability import Matcher, check_with_matcher
+    from gen.emit.output import write_tree
+    from gen.emit.render import make_environment, render_cluster
+    from gen.emit.validate import SchemaValidator
+    from gen.fleet.profiles import load_profiles
+    from gen.fleet.resolve import build_plan
+    from gen.pipeline import build_manifests, default_jobs, render_outputs, run_checks
 
     clusters, services = SIZES[name]
     row: dict[str, Any] = {"size": name, "clusters": clusters, "services": clusters * services}
@@ -165,7 +163,7 @@ def _kubernetes_validate(objects: list[tuple[int, Any]]) -> dict[str, float]:
     """Both validators on the same sample of core and resource.k8s.io objects."""
     import kubernetes_validate
 
-    from gen.validate import SchemaValidator
+    from gen.emit.validate import SchemaValidator
 
     core = {"apps/v1", "v1", "policy/v1", "networking.k8s.io/v1"}
     sample = [(m, o) for m, o in objects

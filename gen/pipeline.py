@@ -1,6 +1,12 @@
 """The façade that wires the stages: load → resolve → build → check → render → validate → write.
 
 Library users call :func:`lint` or :func:`render`; the CLI is a thin layer over these.
+
+This module is also the capability registry. Each capability package (``gen.nvidia``,
+``gen.dra``, ``gen.serving``, ``gen.apple``, ``gen.gitops``, ``gen.security``) exposes
+its builders and checks; :func:`build_cluster` runs the builders in the order their
+outputs depend on each other, and :data:`CHECKS` lists every capability's check. The
+capabilities never import each other: they meet here and in the Plan (``gen.fleet``).
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
+from gen.emit.output import Changes, compute_changes, unified_diff, write_tree
 from gen.errors import (
     Finding,
     LintError,
@@ -21,28 +28,86 @@ from gen.errors import (
     WorkerError,
     sort_findings,
 )
-from gen.output import Changes, compute_changes, unified_diff, write_tree
-from gen.plan import Plan
+from gen.fleet.plan import ClusterPlan, Plan
 
 __all__ = [
     "Progress",
     "RenderResult",
     "Validator",
+    "build_cluster",
+    "build_manifests",
     "default_jobs",
     "lint",
     "load_plan",
     "render",
     "render_outputs",
+    "run_checks",
 ]
 
 Validator = Literal["auto", "embedded", "kubeconform", "none"]
 
 
+def build_cluster(plan: ClusterPlan) -> ClusterPlan:
+    """The cluster plan with its manifests and files filled in, capability by capability.
+
+    The order is the data flow: MIG decides the strategy the serving builder reads; the
+    GitOps builder wraps everything built before it.
+    """
+    import dataclasses
+
+    from gen.apple import build as apple
+    from gen.dra import build as dra
+    from gen.fleet.manifests import namespaces
+    from gen.gitops import build as gitops
+    from gen.nvidia import build as nvidia
+    from gen.serving import build as serving
+
+    plan = dataclasses.replace(plan, mig_strategy=nvidia.strategy(plan))
+    specs = namespaces(plan)
+    mig_specs, files = nvidia.build(plan)
+    specs += mig_specs
+    specs += dra.build(plan)
+    specs += serving.build(plan)
+    apple.extend_cluster(plan, specs, files)
+    specs += gitops.build(plan, specs)
+    return dataclasses.replace(plan, manifests=tuple(specs), files=tuple(files))
+
+
+def build_manifests(plan: Plan) -> Plan:
+    """Fill in every cluster's manifests."""
+    import dataclasses
+
+    return dataclasses.replace(plan, clusters=tuple(build_cluster(c) for c in plan.clusters))
+
+
+Check = Callable[[Plan], list[Finding]]
+"""A capability's lint rules: the findings they raise on a Plan."""
+
+
+def _checks() -> tuple[Check, ...]:
+    from gen.apple.checks import check as apple_check
+    from gen.dra.checks import check as dra_check
+    from gen.dra.satisfiability import check as satisfiability_check
+    from gen.nvidia.checks import check as mig_check
+    from gen.security.checks import check as security_check
+    from gen.serving.checks import check as serving_check
+
+    return (mig_check, dra_check, serving_check, security_check, satisfiability_check,
+            apple_check)
+
+
+def run_checks(plan: Plan) -> list[Finding]:
+    """All findings of all capabilities' rules (and those resolve recorded in the Plan)."""
+    findings: list[Finding] = list(plan.findings)
+    for check in _checks():
+        findings.extend(check(plan))
+    return findings
+
+
 def load_plan(profiles_dir: Path, *, base: Path | None = None) -> Plan:
     """Load, validate and resolve the profiles; build every cluster's manifest list."""
-    from gen.build import build_manifests
-    from gen.profiles import load_profiles
-    from gen.resolve import build_plan
+    from gen.fleet.profiles import load_profiles
+    from gen.fleet.resolve import build_plan
 
     profiles = load_profiles(profiles_dir, base=base)
     return build_manifests(build_plan(profiles))
@@ -50,8 +115,6 @@ def load_plan(profiles_dir: Path, *, base: Path | None = None) -> Plan:
 
 def lint(profiles_dir: Path, *, base: Path | None = None) -> list[Finding]:
     """Every check on the profiles, nothing written. Raises on unreadable or invalid input."""
-    from gen.checks import run_checks
-
     plan = load_plan(profiles_dir, base=base)
     return sort_findings(run_checks(plan))
 
@@ -124,8 +187,8 @@ class _RenderCluster:
         return {**self.__dict__, "_env": None, "_schema": None}
 
     def __call__(self, index: int) -> _ClusterOutput:
-        from gen.render import kustomizations, make_environment, render_cluster
-        from gen.validate import SchemaValidator
+        from gen.emit.render import kustomizations, make_environment, render_cluster
+        from gen.emit.validate import SchemaValidator
 
         if self._env is None:
             self._env = make_environment(self.templates_dir)
@@ -152,7 +215,7 @@ class _RenderCluster:
 def default_jobs(plan: Plan) -> int:
     """Worker processes for a render of ``plan``: one per CPU (at most
     :data:`MAX_DEFAULT_JOBS`) for large fleets, else 1."""
-    from gen.parallel import available_cpus
+    from gen.emit.parallel import available_cpus
 
     manifests = sum(len(c.manifests) for c in plan.clusters)
     if manifests < PARALLEL_MIN_MANIFESTS:
@@ -175,7 +238,7 @@ def render_outputs(
     rendered in that many worker processes. The result does not depend on ``jobs``.
     Template errors of every cluster are raised together as one :class:`TemplateError`.
     """
-    from gen.parallel import run_tasks
+    from gen.emit.parallel import run_tasks
 
     task = _RenderCluster(plan, templates_dir, out_label,
                           validate=validator in ("auto", "embedded", "kubeconform"))
@@ -217,7 +280,7 @@ def _kubeconform(
     """Run kubeconform on a scratch copy of the synced folders (never on out/ itself)."""
     import tempfile
 
-    from gen.kubeconform import find_kubeconform, run_kubeconform
+    from gen.emit.kubeconform import find_kubeconform, run_kubeconform
 
     binary = find_kubeconform()
     if binary is None and not required:
@@ -262,8 +325,6 @@ def render(
     written. With ``check``, a stale out/ raises :class:`StaleOutputError`. ``jobs`` and
     ``progress`` are passed to :func:`render_outputs`.
     """
-    from gen.checks import run_checks
-
     plan = load_plan(profiles_dir, base=base)
     lint_findings = run_checks(plan)
     errors = [f for f in lint_findings if f.severity is Severity.ERROR]
@@ -314,7 +375,7 @@ def _merge_unselected(
     outputs: dict[PurePosixPath, bytes], out_dir: Path, clusters: Iterable[str]
 ) -> dict[PurePosixPath, bytes]:
     """With --cluster, keep the files gen wrote for the other clusters exactly as they are."""
-    from gen.output import gen_files
+    from gen.emit.output import gen_files
 
     selected = set(clusters)
     merged = dict(outputs)
@@ -328,6 +389,6 @@ def _merge_unselected(
 
 
 def _label(out_dir: Path, base: Path | None) -> str:
-    from gen.loader import display_path
+    from gen.fleet.loader import display_path
 
     return display_path(out_dir, base if base is not None else Path.cwd())

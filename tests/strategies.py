@@ -29,8 +29,8 @@ from typing import Any
 import yaml
 from hypothesis import strategies as st
 
-from gen.gpus import GPU, gpu_catalog
-from gen.model_catalog import LLMSpec, model_catalog
+from gen.nvidia.gpus import GPU, gpu_catalog
+from gen.serving.model_catalog import LLMSpec, model_catalog
 
 GIB = 1 << 30
 MIB = 1 << 20

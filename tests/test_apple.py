@@ -1,4 +1,4 @@
-"""Tests for gen.apple: the chip catalog, memory budgets and the in-cluster Vulkan helpers."""
+"""Tests for gen.apple.chips: the chip catalog, memory budgets and the in-cluster Vulkan helpers."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from gen.apple import (
+from gen.apple.chips import (
     APPLE_GPU_BACKEND,
     DEFAULT_DRI_RESOURCE,
     GENERIC_DEVICE_PLUGIN_IMAGE,

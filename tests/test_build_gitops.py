@@ -1,4 +1,4 @@
-"""Tests for gen.build.gitops: Argo CD / Flux bootstrap objects and the NVIDIA platform charts."""
+"""Tests for gen.gitops.build: Argo CD / Flux bootstrap objects and the NVIDIA platform charts."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 import yaml
 
-from gen.build import gitops
-from gen.build.mig import CONFIGMAP_NAME
+from gen.emit.render import BUILTIN_TEMPLATES
+from gen.fleet.plan import BOOTSTRAP_DIR, ClusterPlan
+from gen.gitops import build as gitops
+from gen.nvidia.build import CONFIGMAP_NAME
 from gen.pipeline import load_plan, render
-from gen.plan import BOOTSTRAP_DIR, ClusterPlan
-from gen.render import BUILTIN_TEMPLATES
 from tests.helpers import copy_fleet, write_tree
 
 H100_POOL = """
@@ -56,7 +56,7 @@ def _plan(tmp_path: Path, files: dict[str, str], name: str = "c1") -> ClusterPla
 
 def _render_one(plan: ClusterPlan) -> dict[str, dict[str, Any]]:
     """Render one cluster's manifests: {relative path: object}."""
-    from gen.render import make_environment, render_cluster
+    from gen.emit.render import make_environment, render_cluster
 
     objects, _ = render_cluster(make_environment(), plan)
     return {str(o.path): dict(o.data) for o in objects}

@@ -5,7 +5,7 @@ from decimal import Decimal
 
 import pytest
 
-from gen.cel import (
+from gen.dra.cel import (
     CELCompileError,
     CELRuntimeError,
     SelectorResult,
@@ -13,8 +13,8 @@ from gen.cel import (
     evaluate,
     explain_miss,
 )
-from gen.devices import Device, DeviceError, device_from_resourceslice_entry
-from gen.semver import Version, VersionError, parse_version
+from gen.dra.devices import Device, DeviceError, device_from_resourceslice_entry
+from gen.k8s.semver import Version, VersionError, parse_version
 
 NV = "gpu.nvidia.com"
 MEM = f"device.capacity['{NV}'].memory"

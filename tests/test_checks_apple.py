@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from gen.build.apple import fit_report, host_device, vm_device
-from gen.checks import RULES
+from gen.apple.build import fit_report, host_device, vm_device
 from gen.errors import Finding, Severity
-from gen.model_catalog import LLMSpec
+from gen.fleet.plan import ServicePlan
 from gen.models import NodePool
 from gen.models.service import MacHost
 from gen.pipeline import lint
-from gen.plan import ServicePlan
+from gen.rules import RULES
+from gen.serving.model_catalog import LLMSpec
 from tests.helpers import APPLE_GGUF_MODEL, APPLE_VULKAN_SERVICE, REPO, copy_fleet, write_tree
 
 CLUSTER = """\

@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from gen.cli import cli
-from gen.gpus import gpu_catalog
-from gen.model_catalog import model_catalog
+from gen.nvidia.gpus import gpu_catalog
+from gen.serving.model_catalog import model_catalog
 
 
 @pytest.fixture

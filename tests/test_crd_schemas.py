@@ -1,4 +1,4 @@
-"""Tests for gen.crd_schemas: gen's strict schemas of the custom resources it emits."""
+"""Tests for gen.emit.crd_schemas: gen's strict schemas of the custom resources it emits."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft7Validator  # type: ignore[import-untyped]
 
-from gen.crd_schemas import (
+from gen.emit.crd_schemas import (
     custom_schema,
     custom_schema_dir,
     known_custom_kinds,

@@ -1,10 +1,11 @@
-"""Tests for gen.engines: pinned engine images, their CUDA runtime and driver floors."""
+"""Tests for gen.serving.engines: pinned engine images, their CUDA runtime and driver floors."""
 
 from __future__ import annotations
 
 import pytest
 
-from gen.engines import (
+from gen.errors import GenError, LookupError_
+from gen.serving.engines import (
     CUDA_DRIVER_MINIMUMS,
     compatible_image,
     default_image,
@@ -15,7 +16,6 @@ from gen.engines import (
     minor_version_floor,
     parse_driver_version,
 )
-from gen.errors import GenError, LookupError_
 
 
 def test_default_vllm_image_is_pinned_by_tag() -> None:

@@ -23,7 +23,7 @@ validation runs before anything is written, so it only makes each trial slower.
 Disk errors are simulated. The tests run as root, where permission bits stop nothing, and
 a real full or read-only file system needs mount privileges (a loop device, a small tmpfs,
 a read-only bind mount in a mount namespace) that CI containers do not grant. So the
-functions gen.output writes through (``Path.mkdir``, ``Path.write_bytes``, ``os.link``,
+functions gen.emit.output writes through (``Path.mkdir``, ``Path.write_bytes``, ``os.link``,
 ``shutil.copy2``, ``Path.symlink_to``, ``Path.rename`` and the ``renameat2`` exchange) are
 replaced by ones that fail with the errno a full (ENOSPC) or read-only (EROFS) file
 system, or a folder we may not write (EACCES), gives. Once one write fails, every later
@@ -49,10 +49,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from gen import output
 from gen.cli import cli
+from gen.emit import output
+from gen.emit.output import write_tree
 from gen.errors import OutputError
-from gen.output import write_tree
 from tests.helpers import REPO, copy_fleet, snapshot_tree
 
 pytestmark = pytest.mark.skipif(

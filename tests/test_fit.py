@@ -1,4 +1,4 @@
-"""Tests for gen.fit: the per-GPU memory budget of a vLLM worker."""
+"""Tests for gen.serving.fit: the per-GPU memory budget of a vLLM worker."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gen.errors import LookupError_
-from gen.fit import (
+from gen.serving.fit import (
     GIB,
     KV_BLOCK_TOKENS,
     FitDevice,
@@ -19,7 +19,7 @@ from gen.fit import (
     kv_cache_bytes,
     resolve_device,
 )
-from gen.model_catalog import LLMSpec, model_catalog
+from gen.serving.model_catalog import LLMSpec, model_catalog
 
 H100 = FitDevice(name="NVIDIA H100 80GB HBM3", memory_mib=81559)
 MIG_1G_10GB = FitDevice(name="NVIDIA H100 80GB HBM3 MIG 1g.10gb", memory_mib=9984, is_mig=True)

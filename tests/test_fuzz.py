@@ -32,13 +32,13 @@ import yaml
 from click.testing import CliRunner, Result
 from hypothesis import HealthCheck, Phase, given, settings
 
-from gen import loader
 from gen.cli import cli
+from gen.emit.validate import SchemaValidator
 from gen.errors import SourceLocation
-from gen.fit import FitDevice, FitRequest, check_fit
-from gen.mig import check_layout
+from gen.fleet import loader
+from gen.nvidia.mig import check_layout
 from gen.pipeline import load_plan
-from gen.validate import SchemaValidator
+from gen.serving.fit import FitDevice, FitRequest, check_fit
 from tests.helpers import stat_tree
 from tests.strategies import (
     Fleet,
@@ -599,7 +599,7 @@ serving: {{max_model_len: 8192}}
 def test_fit_is_checked_on_the_gpus_a_class_selects(tmp_path: Path) -> None:
     """An H200 class never gets the cluster's L4s: no GEN301 for them (found by the
     fuzzer: a valid fleet failed lint). A DRA claim cannot get them; device-plugin pods
-    are kept off the L4 pool by their node selector (gen.sizing.class_admits)."""
+    are kept off the L4 pool by their node selector (gen.serving.sizing.class_admits)."""
     for allocation in ("dra", "device-plugin"):
         write_profiles(tmp_path, {"f.yaml": _TWO_GPUS.format(allocation=allocation).encode()})
         result = lint(tmp_path)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gen.errors import LookupError_
-from gen.gpus import GPU, GPUCatalog, gpu_catalog, normalize_pci_id
+from gen.nvidia.gpus import GPU, GPUCatalog, gpu_catalog, normalize_pci_id
 
 # Every MIG-capable GPU the reference covers, by catalog id.
 MIG_GPUS = [

@@ -1,4 +1,4 @@
-"""Tests for gen.kubeconform: a fake kubeconform on PATH, and the real one when installed."""
+"""Tests for gen.emit.kubeconform: a fake kubeconform on PATH, and the real one when installed."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from gen.crd_schemas import custom_schema_dir
+from gen.emit.crd_schemas import custom_schema_dir
+from gen.emit.kubeconform import KubeconformError, find_kubeconform, run_kubeconform
 from gen.errors import Severity, SourceLocation, ToolError, ToolNotFoundError
-from gen.kubeconform import KubeconformError, find_kubeconform, run_kubeconform
 
 FAKES = Path(__file__).parent / "fakes"
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gen.fleet.plan import BOOTSTRAP_DIR
 from gen.pipeline import load_plan, render
-from gen.plan import BOOTSTRAP_DIR
 from tests.helpers import copy_fleet
 
 KUBECTL = shutil.which("kubectl")

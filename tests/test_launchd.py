@@ -1,4 +1,4 @@
-"""Tests for gen.launchd: launchd plists and argv for native macOS model servers."""
+"""Tests for gen.apple.launchd: launchd plists and argv for native macOS model servers."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from gen.errors import LookupError_, ProfileValidationError
-from gen.launchd import (
+from gen.apple.launchd import (
     ENGINES,
     MacServer,
     health_path,
@@ -23,6 +22,7 @@ from gen.launchd import (
     program_arguments,
     server_arguments,
 )
+from gen.errors import LookupError_, ProfileValidationError
 
 SECRET = "sk-test-9f8e7d6c5b4a"
 

@@ -1,4 +1,4 @@
-"""gen.loader: YAML with source positions, safe limits and syntax errors as findings."""
+"""gen.fleet.loader: YAML with source positions, safe limits and syntax errors as findings."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gen import loader
 from gen.errors import ProfileSyntaxError, SourceLocation
-from gen.loader import format_key_path, load_documents, parse_text
+from gen.fleet import loader
+from gen.fleet.loader import format_key_path, load_documents, parse_text
 from tests.helpers import write_tree
 
 

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gen.errors import GenError
-from gen.gpus import GPU, gpu_catalog
-from gen.mig import (
+from gen.nvidia.gpus import GPU, gpu_catalog
+from gen.nvidia.mig import (
     LayoutCheck,
     LayoutSyntaxError,
     MIGLayoutError,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from gen.gpus import gpu_catalog
-from gen.mig import check_layout
-from gen.mig_svg import layout_svg
+from gen.nvidia.gpus import gpu_catalog
+from gen.nvidia.mig import check_layout
+from gen.nvidia.mig_svg import layout_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
 

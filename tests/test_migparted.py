@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gen.gpus import gpu_catalog
-from gen.mig import check_layout
-from gen.migparted import (
+from gen.nvidia.gpus import gpu_catalog
+from gen.nvidia.mig import check_layout
+from gen.nvidia.migparted import (
     LayoutEntry,
     MigPartedConfigError,
     all_profile_config_name,

@@ -1,4 +1,4 @@
-"""Tests for gen.model_catalog: the built-in LLM catalog and its arithmetic."""
+"""Tests for gen.serving.model_catalog: the built-in LLM catalog and its arithmetic."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from gen.errors import LookupError_
-from gen.model_catalog import LLMSpec, ModelCatalog, model_catalog
+from gen.serving.model_catalog import LLMSpec, ModelCatalog, model_catalog
 
 
 def _dense_parameters(spec: LLMSpec, *, qkv_bias: bool = False, norms: int = 2) -> int:

@@ -1,4 +1,4 @@
-"""gen.output: atomic swap, no rewrite of unchanged files, pruning, foreign files, drift."""
+"""gen.emit.output: atomic swap, no rewrite of unchanged files, pruning, foreign files, drift."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from gen import output
+from gen.emit import output
+from gen.emit.output import INDEX_NAME, compute_changes, recover, unified_diff, write_tree
 from gen.errors import OutputError
-from gen.output import INDEX_NAME, compute_changes, recover, unified_diff, write_tree
 from tests.helpers import snapshot_tree, stat_tree
 from tests.helpers import write_tree as write_files
 

@@ -1,4 +1,4 @@
-"""gen.parallel and parallel renders: same result for any number of workers."""
+"""gen.emit.parallel and parallel renders: same result for any number of workers."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gen import parallel
+from gen.emit import parallel
 from gen.errors import Finding, LintError, SourceLocation, TemplateError, WorkerError
 from gen.pipeline import load_plan, render_outputs
 from tests.helpers import REPO

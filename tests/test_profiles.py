@@ -1,4 +1,4 @@
-"""gen.profiles and gen.models: pydantic errors located at file:line:col with key paths."""
+"""gen.fleet.profiles and gen.models: pydantic errors located at file:line:col with key paths."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gen.errors import Finding, ProfileValidationError
-from gen.profiles import load_profiles
+from gen.fleet.profiles import load_profiles
 from tests.helpers import copy_fleet, write_tree
 
 CLUSTER = """

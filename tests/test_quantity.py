@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gen.quantity import (
+from gen.k8s.quantity import (
     Quantity,
     QuantityError,
     QuantityFormat,

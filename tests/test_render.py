@@ -1,4 +1,4 @@
-"""gen.render: tojson everywhere, parse-back, template overrides and template errors."""
+"""gen.emit.render: tojson everywhere, parse-back, template overrides and template errors."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gen.emit.render import dump_yaml, make_environment, manifest_path, render_manifest
 from gen.errors import SourceLocation, TemplateError
+from gen.fleet.plan import ManifestSpec
 from gen.pipeline import render
-from gen.plan import ManifestSpec
-from gen.render import dump_yaml, make_environment, manifest_path, render_manifest
 from tests.helpers import copy_fleet, write_tree
 
 HOSTILE = "a\nb: c\n---\nkind: Secret\n{{ x }} {% if %} # not a comment\n'\"\\ \t: - [x] &a *a"

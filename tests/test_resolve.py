@@ -1,4 +1,4 @@
-"""gen.resolve: reference errors located at the referring line, with known names and hints."""
+"""gen.fleet.resolve: reference errors located at the referring line, with known names and hints."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from gen.errors import Finding, ReferenceError_
-from gen.profiles import load_profiles
-from gen.resolve import build_plan, dra_api_version, kubernetes_minor
+from gen.fleet.profiles import load_profiles
+from gen.fleet.resolve import build_plan, dra_api_version, kubernetes_minor
 from tests.helpers import copy_fleet
 
 

@@ -1,12 +1,12 @@
-"""Tests for gen.sarif: findings as SARIF 2.1.0."""
+"""Tests for gen.emit.sarif: findings as SARIF 2.1.0."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from gen.emit.sarif import to_sarif
 from gen.errors import Finding, Severity, SourceLocation
-from gen.sarif import to_sarif
 
 FINDINGS = [
     Finding(

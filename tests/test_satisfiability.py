@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from gen.checks.satisfiability import Matcher, analyze_service, check, check_with_matcher
+from gen.dra.satisfiability import Matcher, analyze_service, check, check_with_matcher
 from gen.errors import Finding, Severity
+from gen.fleet.plan import Plan
 from gen.pipeline import load_plan
-from gen.plan import Plan
 
 D = textwrap.dedent
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""Tests for gen.schemac: compiled schema checks agree with jsonschema, error for error."""
+"""Tests for gen.emit.schemac: compiled schema checks agree with jsonschema, error for error."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft7Validator, Draft202012Validator
 
-from gen import schemac
-from gen.crd_schemas import custom_schema
+from gen.emit import schemac
+from gen.emit.crd_schemas import custom_schema
+from gen.emit.validate import SchemaValidator, _registry, _schema_file, schema_version_for
 from gen.errors import SourceLocation
 from gen.pipeline import load_plan, render_outputs
-from gen.validate import SchemaValidator, _registry, _schema_file, schema_version_for
 from tests.helpers import REPO
 
 DEFS_URI = "https://kubernetes.io/api/_definitions.json"
@@ -446,7 +446,7 @@ def test_schema_validator_falls_back_to_jsonschema(monkeypatch: pytest.MonkeyPat
     """A custom schema the compiler cannot take is still enforced, through jsonschema."""
     schema = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
               "properties": {"items": {"type": "array", "uniqueItems": True}}}
-    monkeypatch.setattr("gen.crd_schemas.custom_schema",
+    monkeypatch.setattr("gen.emit.crd_schemas.custom_schema",
                         lambda _api_version, kind: schema if kind == "Odd" else None)
     findings = SchemaValidator().validate(
         {"apiVersion": "example.com/v1", "kind": "Odd", "items": [1, 1]}, 34,

@@ -4,7 +4,7 @@ Checked on the committed example render (out/) and on a render of the benchmark 
 (bench/fleet.py, NVIDIA clusters on Argo CD and Flux): every workload meets Pod Security
 "restricted", or its namespace enforces a lower level and both carry the reason; no file
 holds anything that looks like a credential; every image and chart is pinned. The checks
-of :mod:`gen.podsecurity` are unit-tested at the end.
+of :mod:`gen.security.podsecurity` are unit-tested at the end.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gen.podsecurity import (
+from gen.security.podsecurity import (
     ENFORCE_LABEL,
     EXCEPTION_ANNOTATION,
     LEVELS,
@@ -218,7 +218,7 @@ def _literal_secret_settings(obj: Any) -> Iterator[str]:
 
 def test_no_literal_secret_in_any_file(files: Files) -> None:
     """No file holds a credential: token formats, high-entropy strings, literal env values."""
-    from gen.checks.security import literal_secrets
+    from gen.security.checks import literal_secrets
 
     for path, data in files.items():
         text = data.decode("utf-8")
@@ -348,7 +348,7 @@ def test_device_plugin_image_must_be_pinned(tmp_path: Path) -> None:
     assert "device_plugin_image" in raised.value.format_message()
 
 
-# --------------------------------------------------------------------------- gen.podsecurity
+# ------------------------------------------------------------------ gen.security.podsecurity
 
 RESTRICTED_POD: dict[str, Any] = {
     "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},

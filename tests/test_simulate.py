@@ -6,11 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gen.errors import SourceLocation
-from gen.pipeline import load_plan
-from gen.plan import PoolPlan
-from gen.semver import Version
-from gen.simulate import (
+from gen.dra.simulate import (
     DRIVER,
     cuda_driver_version,
     group_key,
@@ -18,7 +14,11 @@ from gen.simulate import (
     pool_device_shapes,
     resource_slices,
 )
-from gen.validate import SchemaValidator
+from gen.emit.validate import SchemaValidator
+from gen.errors import SourceLocation
+from gen.fleet.plan import PoolPlan
+from gen.k8s.semver import Version
+from gen.pipeline import load_plan
 
 FLEET = """\
 kind: Cluster

@@ -1,4 +1,4 @@
-"""gen.sizing: which pools a service's class can take, and so where its pods may land."""
+"""gen.serving.sizing: which pools a service's class can take, and so where its pods may land."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def test_a_class_no_pool_matches_is_a_located_error(tmp_path: Path) -> None:
 
 
 def test_candidates_follow_the_class(tmp_path: Path) -> None:
-    from gen.sizing import candidates
+    from gen.serving.sizing import candidates
 
     root = _fleet(tmp_path, "h200")
     (cluster,) = load_plan(root / "profiles", base=root).clusters

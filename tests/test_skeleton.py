@@ -1,4 +1,4 @@
-"""gen.skeleton: the cached-skeleton shortcut gives exactly the data a full parse gives."""
+"""gen.emit.skeleton: the cached-skeleton shortcut gives exactly the data a full parse gives."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gen import skeleton, yamlfast
+from gen.emit import skeleton, yamlfast
+from gen.emit.render import make_environment, render_manifest
 from gen.errors import SourceLocation, TemplateError
+from gen.fleet.plan import ManifestSpec
 from gen.pipeline import load_plan
-from gen.plan import ManifestSpec
-from gen.render import make_environment, render_manifest
 from tests.helpers import REPO, copy_fleet
 
 sys.path.insert(0, str(REPO / "bench"))

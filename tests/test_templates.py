@@ -7,8 +7,8 @@ from pathlib import Path
 import jinja2
 import pytest
 
-from gen.render import BUILTIN_TEMPLATES, make_environment
-from gen.skeleton import EXPRESSION, TOJSON_LAST, is_plain
+from gen.emit.render import BUILTIN_TEMPLATES, make_environment
+from gen.emit.skeleton import EXPRESSION, TOJSON_LAST, is_plain
 
 TEMPLATES = sorted(BUILTIN_TEMPLATES.rglob("*.j2"))
 IDS = [p.relative_to(BUILTIN_TEMPLATES).as_posix() for p in TEMPLATES]
@@ -30,7 +30,7 @@ def test_every_expression_ends_with_tojson(path: Path) -> None:
 
 @pytest.mark.parametrize("path", TEMPLATES, ids=IDS)
 def test_every_builtin_template_is_plain(path: Path) -> None:
-    """Built-ins take the cached-skeleton path (gen.skeleton): values only via a final tojson."""
+    """Built-ins take the cached-skeleton path (gen.emit.skeleton): values only via tojson."""
     assert is_plain(path.read_text(encoding="utf-8"))
 
 

@@ -1,4 +1,4 @@
-"""gen.validate: strict embedded JSON Schema per Kubernetes version, cached validators."""
+"""gen.emit.validate: strict embedded JSON Schema per Kubernetes version, cached validators."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from gen import validate as validate_module
+from gen.emit import validate as validate_module
+from gen.emit.render import make_environment, render_cluster
+from gen.emit.validate import SchemaValidator, schema_version_for
 from gen.errors import ManifestValidationError, SourceLocation
 from gen.pipeline import load_plan, render, render_outputs
-from gen.render import make_environment, render_cluster
-from gen.validate import SchemaValidator, schema_version_for
 from tests.helpers import copy_fleet, write_tree
 
 WHERE = SourceLocation("out/c1/workloads/ns/deployment-x.yaml")

@@ -1,4 +1,4 @@
-"""gen.yamlfast against PyYAML: the same documents parsed, the same bytes written."""
+"""gen.emit.yamlfast against PyYAML: the same documents parsed, the same bytes written."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gen import yamlfast
-from gen.render import tojson
+from gen.emit import yamlfast
+from gen.emit.render import tojson
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

@@ -10,8 +10,8 @@ import click
 
 def gpu_rows() -> list[dict[str, Any]]:
     """Every catalog accelerator as a JSON-ready row: NVIDIA GPUs, then Apple chips."""
-    from gen.apple import apple_chips
-    from gen.gpus import gpu_catalog
+    from gen.apple.chips import apple_chips
+    from gen.nvidia.gpus import gpu_catalog
 
     rows: list[dict[str, Any]] = []
     for gpu in gpu_catalog().all():
@@ -49,7 +49,7 @@ def gpu_rows() -> list[dict[str, Any]]:
 
 def model_rows() -> list[dict[str, Any]]:
     """Every catalog model as a JSON-ready row."""
-    from gen.model_catalog import model_catalog
+    from gen.serving.model_catalog import model_catalog
 
     return [m.to_json() for m in model_catalog().all()]
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import click
 import yaml
 
-from gen.cel import CELCompileError, compile_selector, evaluate, explain_miss
 from gen.cli._boundary import handle_errors
-from gen.devices import Device, DeviceError, device_from_resourceslice_entry
+from gen.dra.cel import CELCompileError, compile_selector, evaluate, explain_miss
+from gen.dra.devices import Device, DeviceError, device_from_resourceslice_entry
 
 __all__ = ["cel_command"]
 

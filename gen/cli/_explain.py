@@ -9,7 +9,7 @@ import click
 
 from gen.cli._boundary import handle_errors
 from gen.errors import Finding, ReferenceError_, Severity
-from gen.plan import ClusterPlan, Plan, ServicePlan
+from gen.fleet.plan import ClusterPlan, Plan, ServicePlan
 
 __all__ = ["explain_command", "explain_text"]
 
@@ -43,8 +43,8 @@ def _clusters(plan: Plan, service: str | None, wanted: Sequence[str]) -> list[Cl
 
 
 def _pool_lines(analysis: object) -> list[str]:
-    from gen.checks.satisfiability import ChoiceAnalysis
-    from gen.simulate import shape_summary
+    from gen.dra.satisfiability import ChoiceAnalysis
+    from gen.dra.simulate import shape_summary
 
     assert isinstance(analysis, ChoiceAnalysis)
     lines = []
@@ -73,10 +73,10 @@ def _pool_lines(analysis: object) -> list[str]:
 
 def _service_text(cluster: ClusterPlan, svc: ServicePlan, findings: list[Finding]) -> list[str]:
     """The explanation of one service in one cluster (its findings included)."""
-    from gen.checks.satisfiability import Matcher, analyze_service
+    from gen.dra.satisfiability import Matcher, analyze_service
 
     service = svc.service
-    from gen.checks.satisfiability import nvidia_pools
+    from gen.dra.satisfiability import nvidia_pools
 
     api = cluster.dra_api_version or (
         "device plugin: no DRA claims; selectors shown as a DRA cluster would apply them"
@@ -112,7 +112,7 @@ def _findings_of(findings: list[Finding], service: str, cluster: str) -> list[Fi
 
 
 def _fit_lines(svc: ServicePlan) -> list[str]:
-    from gen.sizing import fit_reports
+    from gen.serving.sizing import fit_reports
 
     lines = []
     for cand, report in fit_reports(svc, svc.service.serving.max_model_len):
@@ -128,7 +128,7 @@ def explain_text(
     plan: Plan, service: str | None, clusters: Sequence[str], runbook: bool, slices: bool
 ) -> tuple[str, bool]:
     """The explanation and whether the service's claims are allocatable everywhere asked."""
-    from gen.checks.satisfiability import check
+    from gen.dra.satisfiability import check
 
     findings = check(plan) if service is not None else []
     lines: list[str] = []
@@ -142,7 +142,7 @@ def explain_text(
         if slices:
             lines += _slice_lines(cluster)
         if runbook:
-            from gen.build.mig import runbook as mig_runbook
+            from gen.nvidia.build import runbook as mig_runbook
 
             lines.append(mig_runbook(cluster).rstrip())
         lines.append("")
@@ -152,7 +152,7 @@ def explain_text(
 def _slice_lines(cluster: ClusterPlan) -> list[str]:
     import yaml
 
-    from gen.simulate import resource_slices
+    from gen.dra.simulate import resource_slices
 
     lines = []
     for pool in cluster.pools:

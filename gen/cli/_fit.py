@@ -7,8 +7,8 @@ import json
 import click
 
 from gen.cli._boundary import handle_errors
-from gen.fit import GIB, FitReport, FitRequest, check_fit, resolve_device
-from gen.model_catalog import model_catalog
+from gen.serving.fit import GIB, FitReport, FitRequest, check_fit, resolve_device
+from gen.serving.model_catalog import model_catalog
 
 __all__ = ["fit_command", "format_report"]
 

@@ -23,8 +23,8 @@ def _emit(findings: list[Finding], fmt: str) -> None:
             "summary": counts,
         }, indent=2, sort_keys=True))
     elif fmt == "sarif":
-        from gen.checks import RULES
-        from gen.sarif import to_sarif
+        from gen.emit.sarif import to_sarif
+        from gen.rules import RULES
 
         click.echo(json.dumps(to_sarif(findings, tool_version=VERSION, rules=RULES),
                               indent=2, sort_keys=True))

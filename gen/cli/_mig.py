@@ -10,8 +10,8 @@ import click
 
 from gen.cli._boundary import handle_errors
 from gen.errors import LookupError_
-from gen.gpus import gpu_catalog
-from gen.mig import LayoutCheck, LayoutSyntaxError, check_layout, parse_layout_args
+from gen.nvidia.gpus import gpu_catalog
+from gen.nvidia.mig import LayoutCheck, LayoutSyntaxError, check_layout, parse_layout_args
 
 __all__ = ["mig_command"]
 
@@ -76,7 +76,7 @@ def check_command(
         sys.exit(1)
     result = check_layout(gpu, counts, driver_version)
     if svg_path is not None:
-        from gen.mig_svg import layout_svg
+        from gen.nvidia.mig_svg import layout_svg
 
         svg_path.write_text(layout_svg(result), encoding="utf-8")
     click.echo(json.dumps(result.to_json(), indent=2) if as_json else _text(result))

@@ -1,0 +1,606 @@
+"""Apple Silicon: the two working ways to serve a model from an Apple GPU.
+
+* **In-cluster** (node pools with ``platform: apple-vm``: Linux VMs run by krunkit/libkrun on
+  Macs, whose Venus paravirtual GPU appears as ``/dev/dri/renderD128``): squat's generic device
+  plugin as a DaemonSet per pool (stage "platform", in its own privileged namespace), and for
+  each ``engine: llama-server`` service a llama.cpp Vulkan Deployment that requests the device
+  as an extended resource, with its Service, model volume, PDB, NetworkPolicy and
+  ServiceMonitor. The GPU budget is the VM's VRAM window, not the Mac's memory.
+* **Native macOS hosts** (``mac_hosts``): in every cluster of the service a selectorless Service
+  and one ``discovery.k8s.io/v1`` EndpointSlice per address family; per host a launchd plist and
+  per service a README under ``_hosts/<service>/`` (outside every synced path). The GPU budget
+  is the Mac's Metal working-set cap.
+
+Builders never raise for a profile that cannot be built: they skip it, and the GEN6xx rules
+(:mod:`gen.apple.checks`) report why, located at the profile line. The helpers that can raise
+(:func:`vm_device`, :func:`host_device`, :func:`mac_server`) are shared with those rules.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+from collections.abc import Iterable, Sequence
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from gen.apple.chips import GENERIC_DEVICE_PLUGIN_IMAGE
+from gen.emit.output import GENERATED_COMMENT
+from gen.errors import GenError
+from gen.fleet.manifests import labels, manifest
+from gen.fleet.plan import HOSTS_DIR, ClusterPlan, FileSpec, ManifestSpec, PoolPlan, ServicePlan
+
+if TYPE_CHECKING:
+    from gen.apple.launchd import MacServer
+    from gen.models import InferenceService, NodePool
+    from gen.models.service import MacHost
+    from gen.serving.fit import FitDevice, FitReport, FitRequest
+
+__all__ = [
+    "DEVICE_PLUGIN_IMAGE",
+    "DEVICE_PLUGIN_WAIVERS",
+    "DRI_NAMESPACE",
+    "LLAMA_PORT",
+    "MAC_ROOT",
+    "MODELS_MOUNT",
+    "apple_pools",
+    "build",
+    "context_length",
+    "extend_cluster",
+    "fit_report",
+    "gguf_file",
+    "host_device",
+    "mac_api_key_file",
+    "mac_server",
+    "vm_device",
+]
+
+MIB = 1 << 20
+GIB = 1 << 30
+
+DRI_NAMESPACE = "gen-apple-dri"
+"""Namespace of the generic device plugin: Pod Security 'privileged' (it needs host /dev)."""
+DEVICE_PLUGIN_IMAGE = GENERIC_DEVICE_PLUGIN_IMAGE
+"""The plugin's default image, pinned by digest (``chips.GENERIC_DEVICE_PLUGIN_IMAGE``)."""
+DEVICE_PLUGIN_PORT = 8080
+"""The plugin's ``--listen`` default: ``/health`` and ``/metrics``."""
+LLAMA_PORT = 8080
+PORT_NAME = "http"
+MODELS_MOUNT = "/models"
+KEY_MOUNT = "/var/run/secrets/gen"
+KEY_FILE = "api-key"
+HOME = "/home/llama"
+RUN_AS = 2000
+PROBE_PERIOD = 10
+LOAD_BYTES_PER_S = 256 * MIB
+"""Assumed rate of reading GGUF weights from the volume into Venus memory [unverified]."""
+WARMUP_SECONDS = 300
+"""Vulkan device init and first shader compilation (Mesa Venus) [unverified]."""
+SHUTDOWN_SECONDS = 30
+FALLBACK_CONTEXT = 8192
+MAC_ROOT = "/Library/Application Support/gen"
+"""Folder of a service on a Mac: the key file, the GGUF file, the engine's caches."""
+
+DRI_NOTE = """\
+The generic device plugin cannot run under Pod Security 'restricted' or 'baseline': it
+mounts the host's /dev (to find /dev/dri/renderD128, the Venus GPU of the krunkit VM) and
+/var/lib/kubelet/device-plugins (to register with the kubelet), and runs privileged. It
+therefore lives alone in a namespace labelled pod-security.kubernetes.io/enforce: privileged;
+the model servers that use the device stay 'restricted' in their own namespace."""
+
+PLUGIN_NAMESPACE_NOTE = """\
+Pod Security 'privileged' on purpose: only squat's generic device plugin runs here, and it
+needs hostPath /dev and /var/lib/kubelet/device-plugins (see its DaemonSet). Keep every
+other workload out of this namespace. A NetworkPolicy denies all traffic to and from its
+pods: the plugin talks to the kubelet over a Unix socket only."""
+
+DRI_EXCEPTION = (
+    "squat's generic device plugin mounts the host's /dev (to find the Venus render node) "
+    "and /var/lib/kubelet/device-plugins (to register with the kubelet) as hostPath volumes "
+    "and runs privileged; only the plugin runs in this namespace"
+)
+"""The Pod Security exception of the plugin's namespace and DaemonSet (inherent to a device
+plugin, so not a profile setting)."""
+
+DEVICE_PLUGIN_WAIVERS = {
+    "CKV_K8S_16": "a device plugin needs the host's /dev; it runs alone in a privileged "
+                  "namespace",
+    "CKV_K8S_20": "privileged implies privilege escalation (the API rejects "
+                  "allowPrivilegeEscalation false on a privileged container)",
+    "CKV_K8S_23": "runs as root to create its socket in the root-owned "
+                  "/var/lib/kubelet/device-plugins",
+    "CKV_K8S_28": "a privileged container holds every capability; dropping NET_RAW has no "
+                  "effect",
+    "CKV_K8S_29": "a pod securityContext would only restate root and privileged",
+    "CKV_K8S_31": "seccomp profiles do not apply to privileged containers (always Unconfined)",
+    "CKV_K8S_37": "a privileged container holds every capability; dropping them has no effect",
+    "CKV_K8S_40": "runs as root (CKV_K8S_23)",
+}
+"""checkov checks the plugin fails by design, rendered as ``checkov.io/skipN`` annotations on
+its DaemonSet so the waiver (and its reason) travels with the object; see docs/security.md."""
+
+LLAMA_NOTE = """\
+llama.cpp (Vulkan) on a krunkit/libkrun VM node: the Apple GPU reaches the guest through
+Mesa Venus as /dev/dri/renderD128, allocated by the generic device plugin. vLLM has no
+Vulkan backend and cannot run here. The GGUF file must already be on the volume at the
+path given by -m (see docs/apple-silicon.md). Non-root access to the render node needs the
+container runtime's device_ownership_from_security_context = true on the VM nodes."""
+
+MAC_NOTE = """\
+Native macOS hosts, outside the cluster: there is no kubelet on macOS. Traffic to this
+Service leaves the pod network for the Macs listed in the EndpointSlice, so the servers
+require the API key (Secret {secret}, key {key}) and clients must send it. Nothing
+probes these endpoints: a Mac that is down still receives traffic until it is removed
+here. The launchd jobs are in _hosts/{service}/ (not synced)."""
+
+ARGO_NOTE = """
+Argo CD's default argocd-cm resource.exclusions skip EndpointSlice (discovery.k8s.io):
+remove that exclusion in this cluster's Argo CD, or the EndpointSlice is never applied
+and the Service has no endpoints."""
+
+
+# --------------------------------------------------------------------------- shared helpers
+
+
+def apple_pools(pools: Iterable[PoolPlan]) -> list[PoolPlan]:
+    """The pools that are krunkit VM nodes on Macs."""
+    return [p for p in pools if p.pool.platform == "apple-vm" and p.pool.apple_vm is not None]
+
+
+def vm_device(pool: NodePool) -> FitDevice:
+    """The GPU a model server sees inside a krunkit VM node of ``pool``.
+
+    Raises:
+        LookupError_: the pool's chip is not in the catalog.
+        ProfileValidationError: the VM is larger than krunkit allows.
+    """
+    from gen.apple.chips import krunkit_vm_gpu_memory_bytes, lookup_chip
+    from gen.serving.fit import FitDevice
+
+    vm = pool.apple_vm
+    assert vm is not None
+    chip = lookup_chip(vm.chip)
+    memory = krunkit_vm_gpu_memory_bytes(vm.vm_memory_gb, vm.host_memory_gb)
+    return FitDevice(
+        f"{chip.name} Venus GPU (krunkit VM with {vm.vm_memory_gb} GB RAM)",
+        memory // MIB, unified_memory=True,
+    )
+
+
+def host_device(host: MacHost) -> FitDevice:
+    """The GPU of a native macOS host: Metal's share of its unified memory.
+
+    Raises:
+        LookupError_: the host's chip is not in the catalog.
+    """
+    from gen.apple.chips import lookup_chip, usable_unified_memory_bytes
+    from gen.serving.fit import FitDevice
+
+    chip = lookup_chip(host.chip)
+    memory = usable_unified_memory_bytes(host.memory_gb)
+    return FitDevice(f"{chip.name} ({host.memory_gb} GB)", memory // MIB, unified_memory=True)
+
+
+def _fit_request(svc: ServicePlan, device: FitDevice, max_model_len: int | None) -> FitRequest:
+    from gen.serving.fit import FitRequest
+
+    service = svc.service
+    serving = service.serving
+    assert svc.model is not None
+    return FitRequest(
+        model=svc.model,
+        device=device,
+        gpus=1,
+        tensor_parallel=service.parallelism.tensor,
+        pipeline_parallel=service.parallelism.pipeline,
+        max_model_len=max_model_len,
+        gpu_memory_utilization=serving.gpu_memory_utilization,
+        kv_cache_dtype="auto",  # no Apple engine gen drives is given an fp8 KV cache
+        max_num_seqs=serving.max_num_seqs,
+        max_num_batched_tokens=serving.max_num_batched_tokens,
+    )
+
+
+def fit_report(svc: ServicePlan, device: FitDevice, max_model_len: int | None) -> FitReport:
+    """Budget the service's model on one Apple GPU (one worker, unified memory)."""
+    from gen.serving.fit import check_fit
+
+    return check_fit(_fit_request(svc, device, max_model_len))
+
+
+def context_length(svc: ServicePlan, devices: Sequence[FitDevice]) -> int:
+    """The context served: the profile's, else the longest that fits every device."""
+    length = svc.service.serving.max_model_len
+    if length is not None:
+        return length
+    if svc.model is None:
+        return FALLBACK_CONTEXT
+    fits = [fit_report(svc, d, None).max_model_len_fit for d in devices]
+    fits = [f for f in fits if f > 0]
+    if not fits:
+        return min(svc.model.max_context, FALLBACK_CONTEXT)
+    return min(min(fits), svc.model.max_context)
+
+
+def gguf_file(model: str) -> str:
+    """The GGUF file name of a service's model.
+
+    A model id that ends in ``.gguf`` names a file in a Hugging Face repository
+    (``<org>/<repo>/<file>.gguf``): its last segment. Any other id is served from
+    ``<repo name>.gguf``.
+    """
+    name = model.rstrip("/").rsplit("/", 1)[-1]
+    return name if name.endswith(".gguf") else f"{name}.gguf"
+
+
+def mac_api_key_file(service: str) -> str:
+    """Where the API key lies on each Mac (mode 0600, owner root)."""
+    return f"{MAC_ROOT}/{service}/api-key"
+
+
+def _served_name(service: InferenceService) -> str:
+    return service.serving.served_model_name or service.name
+
+
+def mac_server(svc: ServicePlan, devices: Sequence[FitDevice]) -> MacServer:
+    """The launchd job description of a service on its Macs (the same on every host).
+
+    Raises:
+        ProfileValidationError: a setting the engine cannot take (e.g. a max_model_len for
+            vllm-mlx, a key flag in extra_args).
+        LookupError_: an engine launchd does not know.
+    """
+    from gen.apple.launchd import MacServer
+
+    service = svc.service
+    serving = service.serving
+    engine = service.engine
+    if engine == "llama-server":
+        model = f"{MAC_ROOT}/{service.name}/models/{gguf_file(service.model)}"
+    else:
+        model = service.model
+    extra: list[str] = []
+    if engine == "vllm-metal":
+        extra += ["--gpu-memory-utilization", f"{serving.gpu_memory_utilization:.2f}"]
+    extra += serving.extra_args
+    return MacServer(
+        service=service.name,
+        engine=engine,  # type: ignore[arg-type]  # validated by MacServer
+        model=model,
+        port=service.exposure.port,
+        served_model_name=_served_name(service),
+        max_model_len=(
+            serving.max_model_len if engine == "vllm-mlx" else context_length(svc, devices)
+        ),
+        api_key_file=mac_api_key_file(service.name),
+        extra_args=tuple(extra),
+    )
+
+
+def _model_label(value: str) -> str:
+    text = "".join(c if c.isalnum() or c in "-_." else "_" for c in value)[-63:]
+    return text.strip("-_.") or "model"
+
+
+def _placement(pools: Sequence[PoolPlan]) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    common = set(pools[0].node_labels.items()) if pools else set()
+    for pool in pools[1:]:
+        common &= set(pool.node_labels.items())
+    tolerations: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for pool in pools:
+        for taint in pool.pool.taints:
+            toleration: dict[str, Any] = {"key": taint.key, "effect": taint.effect}
+            if taint.value:
+                toleration.update(operator="Equal", value=taint.value)
+            else:
+                toleration["operator"] = "Exists"
+            tolerations[(taint.key, taint.value, taint.effect)] = toleration
+    return dict(sorted(common)), [tolerations[k] for k in sorted(tolerations)]
+
+
+# --------------------------------------------------------------------------- in-cluster
+
+
+def _plugin_specs(plan: ClusterPlan) -> list[ManifestSpec]:
+    from gen.apple.chips import generic_device_plugin_args
+    from gen.security.podsecurity import ENFORCE_LABEL, EXCEPTION_ANNOTATION
+
+    exception = {EXCEPTION_ANNOTATION: DRI_EXCEPTION}
+    waivers = {
+        f"checkov.io/skip{i}": f"{check}={reason}"
+        for i, (check, reason) in enumerate(sorted(DEVICE_PLUGIN_WAIVERS.items()), start=1)
+    }
+    specs: list[ManifestSpec] = []
+    for pool in apple_pools(plan.pools):
+        vm = pool.pool.apple_vm
+        assert vm is not None
+        try:
+            args = generic_device_plugin_args(vm.resource_name, vm.sharing)
+        except GenError:
+            continue  # GEN605 reports the malformed resource name
+        name = f"dri-{pool.name}"[:63].rstrip("-")
+        selector = {"app.kubernetes.io/name": name, "app.kubernetes.io/component": "device-plugin"}
+        node_selector, tolerations = _placement([pool])
+        specs.append(manifest(
+            "apple/daemonset.yaml.j2", pool.located_at, note=DRI_NOTE, stage="platform",
+            name=name, namespace=DRI_NAMESPACE,
+            labels=labels(name, "device-plugin", **{"gen.dev/pool": pool.name}),
+            selector=selector, image=vm.device_plugin_image or DEVICE_PLUGIN_IMAGE, args=args,
+            port=DEVICE_PLUGIN_PORT, annotations={**exception, **waivers},
+            node_selector=node_selector, tolerations=tolerations,
+        ))
+    if specs:
+        origin = plan.located.document.location
+        specs[:0] = [
+            manifest(
+                "core/namespace.yaml.j2", origin,
+                note=PLUGIN_NAMESPACE_NOTE, stage="platform", name=DRI_NAMESPACE,
+                labels={
+                    **labels(DRI_NAMESPACE, "namespace"),
+                    ENFORCE_LABEL: "privileged",
+                    "pod-security.kubernetes.io/enforce-version": "latest",
+                },
+                annotations=exception,
+            ),
+            manifest(
+                "apple/networkpolicy-deny.yaml.j2", origin, stage="platform",
+                name="default-deny", namespace=DRI_NAMESPACE,
+                labels=labels("default-deny", "device-plugin"),
+            ),
+        ]
+    return specs
+
+
+def _startup_threshold(svc: ServicePlan) -> int:
+    weights = svc.model.weight_bytes if svc.model is not None else 20 * GIB
+    return math.ceil((WARMUP_SECONDS + weights / LOAD_BYTES_PER_S) / PROBE_PERIOD)
+
+
+def _llama_specs(plan: ClusterPlan, svc: ServicePlan) -> list[ManifestSpec]:
+    from gen.apple.chips import RAMALAMA_IMAGE, llama_server_vulkan_args
+
+    service = svc.service
+    pools = apple_pools(svc.pools)
+    api_key = service.auth.api_key
+    if not pools or service.gpu is None or api_key is None:
+        return []  # GEN606 / GEN608 say why
+    try:
+        devices = [vm_device(p.pool) for p in pools]
+        args = llama_server_vulkan_args(
+            f"{MODELS_MOUNT}/{gguf_file(service.model)}", LLAMA_PORT,
+            context_length(svc, devices), _served_name(service), service.serving.extra_args,
+            api_key_file=f"{KEY_MOUNT}/{KEY_FILE}",
+        )
+    except GenError:
+        return []  # GEN603 / GEN605 / GEN608 say why
+    origin = svc.located.document.location
+    name, ns = service.name, service.namespace
+    meta = labels(name, "inference", **{
+        "gen.dev/model": _model_label(service.model), "gen.dev/engine": "llama-server",
+    })
+    selector = {"app.kubernetes.io/name": name, "app.kubernetes.io/component": "inference"}
+    vm = pools[0].pool.apple_vm
+    assert vm is not None
+    devices_per_pod = str(service.gpu.count)
+    resources = {
+        "requests": {"cpu": service.resources.cpu, "memory": service.resources.memory,
+                     vm.resource_name: devices_per_pod},
+        "limits": {"memory": service.resources.memory, vm.resource_name: devices_per_pod},
+    }
+    node_selector, tolerations = _placement(pools)
+    claim = f"{name}-models"
+    specs = [
+        manifest(
+            "apple/deployment.yaml.j2", origin, note=LLAMA_NOTE,
+            name=name, namespace=ns, labels=meta, selector=selector,
+            replicas=service.replicas, image=service.serving.image or RAMALAMA_IMAGE,
+            args=args,
+            env=[{"name": "HOME", "value": HOME},
+                 {"name": "XDG_CACHE_HOME", "value": f"{HOME}/.cache"}],
+            port=LLAMA_PORT, port_name=PORT_NAME, resources=resources,
+            probe_period=PROBE_PERIOD, startup_failure_threshold=_startup_threshold(svc),
+            grace_seconds=SHUTDOWN_SECONDS, uid=RUN_AS,
+            node_selector=node_selector, tolerations=tolerations,
+            models_mount=MODELS_MOUNT, models_claim=claim, home=HOME,
+            key_mount=KEY_MOUNT, key_file=KEY_FILE,
+            key_secret=api_key.name, key_key=api_key.key,
+        ),
+        manifest(
+            "apple/service.yaml.j2", origin,
+            name=name, namespace=ns, labels=meta, selector=selector,
+            port=service.exposure.port, port_name=PORT_NAME, target_port=PORT_NAME,
+        ),
+        manifest(
+            "apple/pvc.yaml.j2", origin,
+            name=claim, namespace=ns, labels=meta,
+            access_mode="ReadWriteOnce" if service.replicas <= 1 else "ReadWriteMany",
+            size=service.storage.cache_size, storage_class=service.storage.storage_class,
+        ),
+        manifest(
+            "apple/pdb.yaml.j2", origin,
+            name=name, namespace=ns, labels=meta, selector=selector,
+        ),
+        manifest(
+            "apple/networkpolicy.yaml.j2", origin,
+            name=name, namespace=ns, labels=meta, selector=selector, port=LLAMA_PORT,
+            namespaces=sorted({*service.exposure.allow_from_namespaces,
+                               plan.cluster.monitoring.namespace}),
+        ),
+    ]
+    if plan.cluster.monitoring.service_monitors:
+        specs.append(manifest(
+            "apple/servicemonitor.yaml.j2", origin,
+            name=name, namespace=ns, labels=meta, selector=selector, port_name=PORT_NAME,
+            key_secret=api_key.name, key_key=api_key.key,
+        ))
+    return specs
+
+
+# --------------------------------------------------------------------------- native macOS
+
+
+def _address_type(address: str) -> str:
+    return "IPv6" if ipaddress.ip_address(address).version == 6 else "IPv4"
+
+
+def _mac_specs(plan: ClusterPlan, svc: ServicePlan) -> list[ManifestSpec]:
+    service = svc.service
+    api_key = service.auth.api_key
+    if api_key is None:  # pragma: no cover - the model requires it with mac_hosts
+        return []
+    origin = svc.located.document.location
+    name, ns = service.name, service.namespace
+    meta = labels(name, "inference", **{
+        "gen.dev/model": _model_label(service.model), "gen.dev/engine": service.engine,
+    })
+    note = MAC_NOTE.format(secret=api_key.name, key=api_key.key, service=name)
+    if plan.cluster.gitops is not None and plan.cluster.gitops.engine == "argocd":
+        note += ARGO_NOTE
+    port = service.exposure.port
+    specs = [manifest(
+        "apple/service.yaml.j2", origin, note=note,
+        name=name, namespace=ns, labels=meta, selector={},
+        port=port, port_name=PORT_NAME, target_port=port,
+    )]
+    families: dict[str, list[dict[str, str]]] = {}
+    for host in service.mac_hosts:
+        families.setdefault(_address_type(host.address), []).append(
+            {"address": str(ipaddress.ip_address(host.address)), "hostname": host.name}
+        )
+    for family in sorted(families):
+        slice_name = f"{name}-{family.lower()}"
+        specs.append(manifest(
+            "apple/endpointslice.yaml.j2", origin, note=note,
+            name=slice_name, namespace=ns,
+            labels={
+                **labels(slice_name, "inference", **{"gen.dev/engine": service.engine}),
+                "kubernetes.io/service-name": name,
+                "endpointslice.kubernetes.io/managed-by": "gen.dev",
+            },
+            address_type=family, endpoints=families[family],
+            port=port, port_name=PORT_NAME,
+        ))
+    return specs
+
+
+def _mac_files(svc: ServicePlan) -> list[FileSpec]:
+    from gen.apple.launchd import launchd_plist, plist_filename
+
+    service = svc.service
+    try:
+        devices = [host_device(h) for h in service.mac_hosts]
+        server = mac_server(svc, devices)
+        plist = launchd_plist(server)
+    except GenError:
+        return []  # GEN603 / GEN608 say why
+    base = PurePosixPath(HOSTS_DIR, service.name)
+    files = [
+        FileSpec(base / host.name / plist_filename(server), plist,
+                 svc.located.at("mac_hosts", i))
+        for i, host in enumerate(service.mac_hosts)
+    ]
+    readme = _mac_readme(svc, server, devices)
+    files.append(FileSpec(base / "README.md", readme.encode("utf-8"),
+                          svc.located.at("mac_hosts")))
+    return files
+
+
+_ENGINE_INSTALL = {
+    "llama-server": "`brew install llama.cpp` (Metal build; `llama-server` lands in "
+                    "/opt/homebrew/bin). Put the GGUF file at `{model}`.",
+    "vllm-metal": "install vllm-metal (macOS 15+, arm64 Python 3.12; it creates "
+                  "`~/.venv-vllm-metal`) and link its `vllm` into /usr/local/bin. The model is "
+                  "downloaded into the service folder on first start.",
+    "vllm-mlx": "install vllm-mlx (e.g. `pipx install vllm-mlx`) and link its `vllm-mlx` "
+                "into /usr/local/bin. The model is downloaded into the service folder on "
+                "first start. vllm-mlx takes the key only on its command line: local users "
+                "of the Mac can read it with `ps`, so keep the Mac single-tenant.",
+}
+
+
+def _mac_readme(svc: ServicePlan, server: MacServer, devices: Sequence[FitDevice]) -> str:
+    from gen.apple.launchd import health_url, launchd_label, plist_filename
+
+    service = svc.service
+    label = launchd_label(service.name)
+    plist = plist_filename(server)
+    folder = f"{MAC_ROOT}/{service.name}"
+    key = service.auth.api_key
+    assert key is not None
+    rows = "\n".join(
+        f"| {h.name} | {h.address} | {h.chip} | {h.memory_gb} GB | "
+        f"{d.memory_bytes / GIB:.1f} GiB | {health_url(server, h.address)} |"
+        for h, d in zip(service.mac_hosts, devices, strict=True)
+    )
+    install = _ENGINE_INSTALL[service.engine].format(model=server.model)
+    clusters = ", ".join(service.clusters)
+    return f"""\
+{GENERATED_COMMENT}
+# {service.name} on native macOS hosts
+
+Generated by gen from the InferenceService `{service.name}`; do not edit. These files are
+not synced to any cluster. In-cluster clients ({clusters}) reach the Macs through the
+selectorless Service `{service.namespace}/{service.name}` and its EndpointSlice: traffic
+leaves the pod network, so every request must carry the API key.
+
+Engine: `{service.engine}`, model `{service.model}`, served as `{server.served_model_name}`
+on port {server.port}.
+
+| host | address | chip | memory | Metal budget | health |
+| --- | --- | --- | --- | --- | --- |
+{rows}
+
+The Metal budget is macOS's default GPU working-set cap (2/3 of memory up to 36 GB, 3/4
+above); gen's fit check uses it. `sudo sysctl iogpu.wired_limit_mb=<MiB>` raises it until
+the next reboot.
+
+## Install on each host
+
+1. Engine: {install}
+2. The API key, from the Secret `{key.name}` (key `{key.key}`) in namespace
+   `{service.namespace}`, into `{server.api_key_file}`, owned by root, mode 0600:
+
+       sudo mkdir -p "{folder}" /Library/Logs/gen
+       kubectl -n {service.namespace} get secret {key.name} -o jsonpath='{{.data.{key.key}}}' \\
+         | base64 -d | sudo sh -c 'umask 077 && cat > "$1"' sh "{server.api_key_file}"
+
+   The plist names only this file; the job refuses to start (exit 78) when it is
+   missing or empty.
+3. The job (a LaunchDaemon: it runs at boot, as root, with no user logged in):
+
+       # <host> is the host's folder next to this README
+       sudo install -m 0644 -o root -g wheel <host>/{plist} /Library/LaunchDaemons/{plist}
+       sudo launchctl bootstrap system /Library/LaunchDaemons/{plist}
+
+   After an update: `sudo launchctl bootout system/{label}`, then bootstrap again.
+   Logs: `/Library/Logs/gen/{service.name}.out.log` and `.err.log`.
+4. Let only the clusters' node and pod addresses reach port {server.port} (macOS
+   firewall or the network): the server listens on all interfaces.
+
+Nothing in Kubernetes probes these hosts. When a Mac goes away for long, remove it from
+`mac_hosts` and render again.
+"""
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def build(plan: ClusterPlan) -> tuple[list[ManifestSpec], list[FileSpec]]:
+    """Apple Silicon objects of one cluster, and the files for its services' Macs."""
+    specs = _plugin_specs(plan)
+    files: list[FileSpec] = []
+    for svc in plan.services:
+        service = svc.service
+        if service.mac_hosts:
+            specs += _mac_specs(plan, svc)
+            files += _mac_files(svc)
+        elif service.engine == "llama-server":
+            specs += _llama_specs(plan, svc)
+    return specs, files
+
+
+def extend_cluster(plan: ClusterPlan, specs: list[ManifestSpec], files: list[FileSpec]) -> None:
+    """Append :func:`build`'s objects and files to a cluster builder's lists."""
+    new_specs, new_files = build(plan)
+    specs.extend(new_specs)
+    files.extend(new_files)

@@ -1,0 +1,297 @@
+"""Apple Silicon rules (GEN601–GEN610): engines that cannot use an Apple GPU, memory fit on
+krunkit VM nodes and native Macs, the chip catalog, VM sizing, and native-host plumbing.
+
+Apple's GPU backend is ``apple-metal`` in gen, never a bare "mps" (NVIDIA's Multi-Process
+Service is ``nvidia-mps``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from gen.errors import Finding, GenError, Severity, SourceLocation
+from gen.fleet.plan import ClusterPlan, Plan, PoolPlan, ServicePlan
+
+if TYPE_CHECKING:
+    from gen.serving.fit import FitDevice
+
+Device = tuple[str, "FitDevice", str]
+"""(where it is, the device, how to make room) for the fit rule."""
+
+__all__ = ["check"]
+
+GIB = 1 << 30
+
+_TWO_PATHS = (
+    "use engine: llama-server (llama.cpp with Vulkan) on this pool, or serve the model from "
+    "native macOS hosts (mac_hosts with engine vllm-metal, vllm-mlx or llama-server) "
+    "reached through a selectorless Service; see docs/apple-silicon.md"
+)
+
+
+def _chip(value: str, memory_gb: int, where: SourceLocation, memory_at: SourceLocation,
+          key: str, memory_key: str) -> list[Finding]:
+    """GEN603 (unknown chip) and GEN604 (a memory size Apple never sold with it)."""
+    from gen.apple.chips import lookup_chip
+
+    try:
+        chip = lookup_chip(value)
+    except GenError as err:
+        return [Finding("GEN603", err.message, where, f"{key}.chip",
+                        hint="see 'gen catalog gpus' for the Apple chips gen knows")]
+    if chip.supports(memory_gb=memory_gb):
+        return []
+    sizes = ", ".join(f"{m} GB" for m in chip.memory_gb_options)
+    return [Finding(
+        "GEN604", f"Apple does not sell the {chip.name} with {memory_gb} GB (it comes with "
+        f"{sizes}); the memory budget may be wrong", memory_at, f"{key}.{memory_key}",
+        severity=Severity.WARNING, hint="check the chip and the memory of the host",
+    )]
+
+
+def _pool_findings(cluster: ClusterPlan) -> Iterator[Finding]:
+    """GEN603–GEN605, GEN609 on each Apple VM pool."""
+    from gen.apple.chips import KRUNKIT_MAX_VM_MEMORY_MIB, generic_device_plugin_config
+
+    located = cluster.located
+    for i, pool in enumerate(cluster.cluster.node_pools):
+        vm = pool.apple_vm
+        if pool.platform != "apple-vm" or vm is None:
+            continue
+        key = f"node_pools[{i}].apple_vm"
+        yield from _chip(vm.chip, vm.host_memory_gb, located.at("node_pools", i, "apple_vm",
+                         "chip"), located.at("node_pools", i, "apple_vm", "host_memory_gb"),
+                         key, "host_memory_gb")
+        vm_at = located.at("node_pools", i, "apple_vm", "vm_memory_gb")
+        limit_gb = KRUNKIT_MAX_VM_MEMORY_MIB // 1024
+        if vm.vm_memory_gb > limit_gb:
+            yield Finding(
+                "GEN605", f"krunkit gives a VM at most {limit_gb} GB of RAM (RAM and the GPU's "
+                f"VRAM window share one 62 GiB guest address space); {vm.vm_memory_gb} GB "
+                "cannot start", vm_at, f"{key}.vm_memory_gb",
+                hint="give the VM less RAM: what it does not take is left to the GPU",
+            )
+        elif vm.vm_memory_gb >= vm.host_memory_gb:
+            yield Finding(
+                "GEN605", f"the VM ({vm.vm_memory_gb} GB) cannot have as much memory as its "
+                f"Mac ({vm.host_memory_gb} GB)", vm_at, f"{key}.vm_memory_gb",
+                hint="leave memory to macOS and to the GPU",
+            )
+        try:
+            generic_device_plugin_config(vm.resource_name, vm.sharing)
+        except GenError as err:
+            yield Finding("GEN605", err.message,
+                          located.at("node_pools", i, "apple_vm", "resource_name"),
+                          f"{key}.resource_name")
+        if not pool.labels:
+            yield Finding(
+                "GEN609", f"Apple VM pool {pool.name!r} has no labels: the device plugin "
+                "DaemonSet runs on every node and llama-server pods cannot be pinned to the "
+                "VM nodes", located.at("node_pools", i), f"node_pools[{i}].labels",
+                severity=Severity.WARNING,
+                hint="label the VM nodes (e.g. gen.dev/accelerator: apple-venus) and list "
+                "the labels here",
+            )
+
+
+def _fit_findings(svc: ServicePlan, devices: list[Device]) -> Iterator[Finding]:
+    """GEN602 for each device the model does not fit."""
+    from gen.apple.build import fit_report
+
+    service = svc.service
+    if svc.model is None:
+        return
+    length = service.serving.max_model_len
+    where = svc.located.at("serving", "max_model_len") if length else svc.located.at("model")
+    seen: set[str] = set()
+    for what, device, hint in devices:
+        if device.name in seen:
+            continue
+        seen.add(device.name)
+        report = fit_report(svc, device, length)
+        if report.fits:
+            continue
+        best = report.max_model_len_fit
+        yield Finding(
+            "GEN602",
+            f"{service.model} does not fit the {device.name}, {what}: "
+            f"{device.memory_bytes / GIB:.1f} GiB of GPU memory; " + "; ".join(report.errors),
+            where, "serving.max_model_len" if length else "model",
+            hint=(f"the largest max_model_len that fits is {best}; or " if best else "")
+            + hint,
+        )
+
+
+def _engine_findings(svc: ServicePlan) -> Iterator[Finding]:
+    """GEN608: a setting the Apple engine cannot take."""
+    service = svc.service
+    if service.autoscaling is not None:
+        yield Finding(
+            "GEN608", f"gen does not autoscale {service.engine} on Apple GPUs; 'autoscaling' "
+            "is ignored", svc.located.at("autoscaling"), "autoscaling",
+            severity=Severity.WARNING,
+            hint="set replicas (in-cluster) or list the Macs in mac_hosts",
+        )
+    if service.serving.kv_cache_dtype != "auto":
+        yield Finding(
+            "GEN608", f"engine {service.engine} is not given an fp8 KV cache by gen; the "
+            "setting is ignored", svc.located.at("serving", "kv_cache_dtype"),
+            "serving.kv_cache_dtype", severity=Severity.WARNING,
+            hint="remove serving.kv_cache_dtype",
+        )
+
+
+def _llama_findings(cluster: ClusterPlan, svc: ServicePlan) -> Iterator[Finding]:
+    """GEN602, GEN606–GEN608 for an in-cluster llama-server service."""
+    from gen.apple.build import apple_pools, gguf_file, vm_device
+    from gen.apple.chips import llama_server_vulkan_args
+    from gen.k8s.quantity import parse_quantity
+
+    service = svc.service
+    pools = apple_pools(svc.pools)
+    if not pools:
+        where = "node_pool" if service.node_pool else "clusters"
+        yield Finding(
+            "GEN606", f"cluster {cluster.name!r} has no Apple VM node pool (platform: "
+            f"apple-vm) for this llama-server service; gen runs llama-server in a cluster "
+            "only on Apple VM nodes", svc.located.at(where), where,
+            hint="pin node_pool to an apple-vm pool, or list another cluster",
+        )
+        return
+    if service.auth.api_key is None:
+        yield Finding(
+            "GEN608", "llama-server needs an API key: the pod reads it with --api-key-file",
+            svc.located.at("auth"), "auth.api_key",
+            hint="auth.api_key: {name: <secret>, key: <key>}",
+        )
+    try:
+        llama_server_vulkan_args(f"/models/{gguf_file(service.model)}", 8080, 1, "x",
+                                 service.serving.extra_args)
+    except GenError as err:
+        yield Finding("GEN608", err.message, svc.located.at("serving", "extra_args"),
+                      "serving.extra_args")
+    yield from _engine_findings(svc)
+    if len({p.pool.apple_vm.resource_name for p in pools if p.pool.apple_vm}) > 1:
+        yield Finding(
+            "GEN607", "the Apple VM pools this service may use advertise different device "
+            "resources; one Deployment can request only one", svc.located.at("node_pool"),
+            "node_pool", hint="pin node_pool to one pool",
+        )
+    if service.gpu is not None and service.gpu.count != 1:
+        yield Finding(
+            "GEN607", f"a krunkit VM node has one Venus GPU; gpu.count {service.gpu.count} "
+            "cannot be met by one pod", svc.located.at("gpu", "count"), "gpu.count",
+            hint="gpu.count: 1; add replicas to use more VM nodes",
+        )
+    memory = parse_quantity(service.resources.memory)
+    devices: list[Device] = []
+    for pool in pools:
+        vm = pool.pool.apple_vm
+        assert vm is not None
+        if memory >= vm.vm_memory_gb * GIB:
+            yield Finding(
+                "GEN607", f"resources.memory {service.resources.memory} does not fit the "
+                f"{vm.vm_memory_gb} GB VM nodes of pool {pool.name!r}",
+                svc.located.at("resources", "memory"), "resources.memory",
+                hint="llama-server keeps the model in GPU memory; a few GiB of RAM suffice",
+            )
+        try:
+            device = vm_device(pool.pool)
+        except GenError:
+            continue  # GEN603 / GEN605 on the pool
+        window = device.memory_bytes / GIB
+        devices.append((
+            f"pool {pool.name!r} of cluster {cluster.name!r}", device,
+            f"{vm.vm_memory_gb} GB of VM RAM leaves {window:.0f} GiB to the GPU; give the VM "
+            "less RAM (krunkit's RAM and VRAM share 62 GiB), use a smaller quantization or "
+            "context, or serve from native Macs (mac_hosts)",
+        ))
+    yield from _fit_findings(svc, devices)
+
+
+def _mac_findings(svc: ServicePlan) -> Iterator[Finding]:
+    """GEN602–GEN604, GEN608 for a service on native macOS hosts (once per service)."""
+    from gen.apple.build import host_device, mac_server
+
+    service = svc.service
+    devices: list[Device] = []
+    hint = ("a Mac with more memory, a smaller quantization, a shorter context, or a higher "
+            "Metal limit (sudo sysctl iogpu.wired_limit_mb=<MiB>)")
+    for i, host in enumerate(service.mac_hosts):
+        yield from _chip(host.chip, host.memory_gb, svc.located.at("mac_hosts", i, "chip"),
+                         svc.located.at("mac_hosts", i, "memory_gb"), f"mac_hosts[{i}]",
+                         "memory_gb")
+        try:
+            devices.append((f"host {host.name!r}", host_device(host), hint))
+        except GenError:
+            continue  # GEN603 above
+    yield from _engine_findings(svc)
+    if len(devices) != len(service.mac_hosts):
+        return
+    if service.engine == "vllm-mlx" and service.serving.max_model_len is not None:
+        yield Finding(
+            "GEN608", "vllm-mlx has no max-model-len flag (its --max-kv-size truncates the "
+            "context instead)", svc.located.at("serving", "max_model_len"),
+            "serving.max_model_len",
+            hint="remove serving.max_model_len, or use engine llama-server or vllm-metal",
+        )
+        return
+    try:
+        mac_server(svc, [d for _, d, _ in devices])
+    except GenError as err:
+        yield Finding("GEN608", f"engine {service.engine} on macOS: {err.message}",
+                      svc.located.at("serving"), "serving")
+    yield from _fit_findings(svc, devices)
+
+
+def _located_vllm_on_apple(cluster: ClusterPlan, svc: ServicePlan,
+                           pools: list[PoolPlan]) -> Finding:
+    names = ", ".join(repr(p.name) for p in pools)
+    where = "node_pool" if svc.service.node_pool else "engine"
+    return Finding(
+        "GEN601",
+        f"vLLM cannot use the Apple GPU of pool {names} in cluster {cluster.name!r}: the "
+        "nodes are Linux VMs whose GPU is Vulkan (Mesa Venus); vLLM has no Vulkan backend, "
+        "and vllm-metal needs macOS and Metal, which no Linux pod has",
+        svc.located.at(where), where, hint=_TWO_PATHS,
+    )
+
+
+def _argocd(cluster: ClusterPlan, svc: ServicePlan) -> Finding | None:
+    gitops = cluster.cluster.gitops
+    if gitops is None or gitops.engine != "argocd":
+        return None
+    return Finding(
+        "GEN610",
+        f"cluster {cluster.name!r} is synced by Argo CD, whose default resource.exclusions "
+        "(argocd-cm) skip EndpointSlice: the Service to the Macs would have no endpoints",
+        svc.located.at("clusters"), "clusters", severity=Severity.WARNING,
+        hint="remove discovery.k8s.io/EndpointSlice from resource.exclusions in argocd-cm",
+    )
+
+
+def check(plan: Plan) -> list[Finding]:
+    """GEN601–GEN610."""
+    from gen.apple.build import apple_pools
+
+    findings: list[Finding] = []
+    macs_seen: set[str] = set()
+    for cluster in plan.clusters:
+        findings += _pool_findings(cluster)
+        for svc in cluster.services:
+            service = svc.service
+            if service.mac_hosts:
+                if service.name not in macs_seen:
+                    macs_seen.add(service.name)
+                    findings += _mac_findings(svc)
+                argo = _argocd(cluster, svc)
+                if argo is not None:
+                    findings.append(argo)
+            elif service.engine == "llama-server":
+                findings += _llama_findings(cluster, svc)
+            elif service.engine == "vllm":
+                pools = apple_pools(svc.pools)
+                if pools:
+                    findings.append(_located_vllm_on_apple(cluster, svc, pools))
+    return findings

@@ -1,0 +1,153 @@
+"""DRA objects: DeviceClass per GPUClass, ResourceClaimTemplate per service, quotas.
+
+The resource.k8s.io version follows the cluster (v1 from 1.34, v1beta2 on 1.33, v1beta1
+on 1.32, v1alpha3 on 1.31), and with it the request shape: v1 and v1beta2 wrap a request
+in ``exactly`` or ``firstAvailable``; v1beta1 and v1alpha3 are flat.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gen.dra.selectors import class_selectors
+from gen.fleet.manifests import labels, manifest
+from gen.fleet.plan import ClusterPlan, ManifestSpec, ServicePlan
+from gen.models import GPUClass, InferenceService
+
+# DeviceClasses the NVIDIA DRA driver chart installs itself; gen never emits these.
+CHART_CLASSES = frozenset({
+    "gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com",
+    "compute-domain-daemon.nvidia.com", "compute-domain-default-channel.nvidia.com",
+})
+
+IMMUTABLE_NOTE = (
+    "ResourceClaimTemplate.spec is immutable: the API server rejects edits.\n"
+    "A changed template must be replaced (delete + create); gen marks it for that\n"
+    "(Argo CD Force=true,Replace=true; Flux force)."
+)
+
+
+def claim_template_name(service: InferenceService) -> str:
+    """Name of the service's ResourceClaimTemplate."""
+    return f"{service.name}-gpu"
+
+
+def _product_name(gpu_class: GPUClass) -> str | None:
+    from gen.nvidia.gpus import gpu_catalog
+
+    if gpu_class.match.product is None:
+        return None
+    gpu = gpu_catalog().find(gpu_class.match.product)
+    return gpu.product_name if gpu is not None else gpu_class.match.product
+
+
+def class_cel(gpu_class: GPUClass) -> tuple[str, ...]:
+    """The CEL selectors of a class, product names resolved through the catalog."""
+    return class_selectors(gpu_class, _product_name(gpu_class))
+
+
+def sharing_config(gpu_class: GPUClass) -> dict[str, Any] | None:
+    """The NVIDIA opaque config for a class's sharing settings."""
+    sharing = gpu_class.sharing
+    if sharing is None:
+        return None
+    kind = "MigDeviceConfig" if gpu_class.device_type == "mig" else "GpuConfig"
+    if sharing.strategy == "time-slicing":
+        body: dict[str, Any] = {"strategy": "TimeSlicing"}
+        if sharing.interval and kind == "GpuConfig":
+            body["timeSlicingConfig"] = {"interval": sharing.interval}
+    else:
+        body = {"strategy": "MPS"}
+        mps: dict[str, Any] = {}
+        if sharing.active_thread_percentage is not None:
+            mps["defaultActiveThreadPercentage"] = sharing.active_thread_percentage
+        if sharing.pinned_memory_limit is not None:
+            mps["defaultPinnedDeviceMemoryLimit"] = sharing.pinned_memory_limit
+        if mps:
+            body["mpsConfig"] = mps
+    return {
+        "driver": gpu_class.driver,
+        "parameters": {
+            "apiVersion": "resource.nvidia.com/v1beta1", "kind": kind, "sharing": body,
+        },
+    }
+
+
+def _request(
+    name: str, class_name: str, count: int, mode: str, selectors: tuple[str, ...]
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"deviceClassName": class_name, "allocationMode": mode}
+    if mode == "ExactCount":
+        body["count"] = count
+    if selectors:
+        body["selectors"] = [{"cel": {"expression": s}} for s in selectors]
+    return {"name": name, **body}
+
+
+def claim_requests(plan: ClusterPlan, svc: ServicePlan) -> list[dict[str, Any]]:
+    """The device requests of a service's claim, in the cluster's API shape."""
+    gpu = svc.service.gpu
+    assert gpu is not None and svc.gpu_class is not None
+    flat = plan.dra_api_version in ("resource.k8s.io/v1alpha3", "resource.k8s.io/v1beta1")
+    first = _request("gpu", svc.gpu_class.name, gpu.count, gpu.allocation_mode, gpu.selectors)
+    if svc.alternatives:
+        subs = [{**first, "name": "first"}] + [
+            _request(f"alt-{i}", cls.name, count, "ExactCount", ())
+            for i, (cls, count) in enumerate(svc.alternatives)
+        ]
+        return [{"name": "gpu", "firstAvailable": subs}]
+    if flat:
+        return [first]
+    body = {k: v for k, v in first.items() if k != "name"}
+    return [{"name": "gpu", "exactly": body}]
+
+
+def build(plan: ClusterPlan) -> list[ManifestSpec]:
+    """DeviceClasses, ResourceClaimTemplates and quotas of a DRA cluster."""
+    if plan.dra_api_version is None:
+        return []
+    specs = []
+    used = sorted({
+        name
+        for svc in plan.services if svc.gpu_class is not None
+        for name in (svc.gpu_class.name, *(c.name for c, _ in svc.alternatives))
+    } | {q.gpu_class for q in plan.cluster.quotas})
+    for name in used:
+        located = plan.gpu_classes[name]
+        gpu_class = located.value
+        if gpu_class.name in CHART_CLASSES:
+            continue
+        config = sharing_config(gpu_class)
+        specs.append(manifest(
+            "dra/deviceclass.yaml.j2", located.document.location, stage="gpu",
+            api_version=plan.dra_api_version,
+            name=gpu_class.name,
+            labels=labels(gpu_class.name, "gpu-class"),
+            selectors=list(class_cel(gpu_class)),
+            config=[{"opaque": config}] if config else [],
+            extended_resource_name=gpu_class.extended_resource_name,
+        ))
+    for svc in plan.services:
+        service = svc.service
+        if service.gpu is None or svc.gpu_class is None or service.engine != "vllm":
+            continue
+        constraints = [{"requests": [], "matchAttribute": attr} for attr in service.gpu.same]
+        specs.append(manifest(
+            "dra/resourceclaimtemplate.yaml.j2", svc.located.document.location,
+            note=IMMUTABLE_NOTE,
+            api_version=plan.dra_api_version,
+            name=claim_template_name(service),
+            namespace=service.namespace,
+            labels=labels(service.name, "gpu-claim"),
+            requests=claim_requests(plan, svc),
+            constraints=constraints,
+        ))
+    for quota in plan.cluster.quotas:
+        specs.append(manifest(
+            "dra/resourcequota.yaml.j2", plan.located.at("quotas"), stage="gpu",
+            name=f"gpu-{quota.gpu_class}".replace(".", "-")[:63],
+            namespace=quota.namespace,
+            labels=labels(quota.gpu_class, "gpu-quota"),
+            hard={f"{quota.gpu_class}.deviceclass.resource.k8s.io/devices": str(quota.devices)},
+        ))
+    return specs

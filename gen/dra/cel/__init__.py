@@ -1,0 +1,49 @@
+"""DRA device selectors compiled and evaluated the way Kubernetes does (cel-expr-python).
+
+The environment is Kubernetes' DRA selector environment (see ``reference/dra.md`` §3):
+one variable ``device`` with ``driver`` (string), ``attributes`` (domain → name → value) and
+``capacity`` (domain → name → quantity); Kubernetes' ``quantity``/``semver`` libraries; the
+strings extension (version 2), optionals and ``cel.bind``.
+
+Kubernetes semantics kept:
+
+* an unknown attribute or capacity *domain* is an empty map; an unknown *key* is the run-time
+  error ``no such key: X``; ``'d' in device.attributes`` sees only the device's real domains;
+* a result that is not a bool is a compile error when the type is known and a run-time error
+  ("CEL result of type X could not be converted to bool") otherwise;
+* expressions longer than 10 Ki (10240 UTF-8 bytes, Go's ``len``) are rejected before compiling;
+* an estimated cost above 1,000,000 is rejected at compile time ("too complex, exceeds cost
+  limit"), see :mod:`gen.dra.cel._cost`; at run time cel-expr-python's comprehension iteration
+  budget stops a runaway loop.
+
+How the pieces fit: :mod:`gen.dra.cel._library` holds a typed checker environment and an untyped
+runtime environment (cel-expr-python cannot pass Python objects through CEL values);
+:mod:`gen.dra.cel._ast` reads the parsed AST; the source is rewritten so that
+``device.attributes[D]`` runs as ``device.attributes[?D].orValue({})`` (the empty-map default).
+"""
+
+from __future__ import annotations
+
+from gen.dra.cel._engine import (
+    MAX_COST,
+    MAX_EXPRESSION_LENGTH,
+    CELCompileError,
+    CELRuntimeError,
+    CompiledSelector,
+    SelectorResult,
+    compile_selector,
+    evaluate,
+)
+from gen.dra.cel._explain import explain_miss
+
+__all__ = [
+    "MAX_COST",
+    "MAX_EXPRESSION_LENGTH",
+    "CELCompileError",
+    "CELRuntimeError",
+    "CompiledSelector",
+    "SelectorResult",
+    "compile_selector",
+    "evaluate",
+    "explain_miss",
+]

@@ -1,0 +1,140 @@
+"""A static worst-case cost estimate of a selector, in the spirit of cel-go's ``EstimateCost``.
+
+cel-expr-python has no cost tracking, so gen estimates the cost itself from the AST, with
+cel-go's unit costs (1 per identifier, select, call and operator; 10 per list literal, 30 per
+map literal; 0.1 per character for string work; 0.25 per regex character) and Kubernetes'
+size bounds for device data (strings ≤ 64 characters, maps ≤ 32 entries; gen uses 64 for
+every device-derived value). A comprehension costs its range size times its loop body, so
+nesting multiplies; sizes grow through ``+``, ``replace``, ``join`` and ``format``, so the
+string- or list-doubling chains that would exhaust memory have an astronomically high cost.
+The estimate is an upper bound of the same order as cel-go's, not the same number.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gen.dra.cel._ast import Node
+
+__all__ = ["estimate_cost"]
+
+DEVICE_VALUE_SIZE = 64
+
+_STRING_WORK = {
+    "lowerAscii",
+    "upperAscii",
+    "trim",
+    "substring",
+    "charAt",
+    "contains",
+    "startsWith",
+    "endsWith",
+    "indexOf",
+    "lastIndexOf",
+    "size",
+    "string",
+    "quantity",
+    "isQuantity",
+    "semver",
+    "isSemver",
+    "@in",
+}
+_COMPARISONS = {"_==_", "_!=_", "_<_", "_<=_", "_>_", "_>=_"}
+
+
+@dataclass(frozen=True)
+class _Est:
+    cost: int
+    size: int  # length of a string / list / map; 1 for scalars
+    elem: int  # the largest size of an element (lists, maps)
+
+
+def _tenth(n: int) -> int:
+    return math.ceil(n / 10)
+
+
+def _call(node: Node, parts: list[_Est]) -> _Est:
+    """The own cost and result size of a call, given its (target +) argument estimates."""
+    name = node.name
+    big = max((p.size for p in parts), default=1)
+    elem = max((p.elem for p in parts), default=1)
+    if name == "_+_" and len(parts) == 2:
+        size = parts[0].size + parts[1].size
+        return _Est(1 + _tenth(size), size, elem)
+    if name in _COMPARISONS:
+        return _Est(1 + _tenth(min(p.size for p in parts)), 1, 1)
+    if name in {"_[_]", "_[?_]"} and parts:
+        return _Est(1, parts[0].elem, parts[0].elem)
+    if name == "matches" and len(parts) == 2:
+        return _Est(1 + _tenth(parts[0].size) * max(1, math.ceil(parts[1].size / 4)), 1, 1)
+    if name == "replace" and len(parts) >= 3:
+        size = parts[0].size + (parts[0].size + 1) * parts[2].size
+        return _Est(1 + _tenth(size), size, 1)
+    if name == "split" and parts:
+        return _Est(1 + _tenth(parts[0].size), parts[0].size + 1, parts[0].size)
+    if name == "join" and parts:
+        sep = parts[1].size if len(parts) > 1 else 0
+        size = parts[0].size * (parts[0].elem + sep)
+        return _Est(1 + _tenth(size), size, 1)
+    if name == "format" and len(parts) == 2:
+        size = parts[0].size * (1 + parts[1].size * max(parts[1].elem, 20))
+        return _Est(1 + _tenth(size), size, 1)
+    if name == "quote" and parts:
+        size = 2 * parts[0].size + 2
+        return _Est(1 + _tenth(size), size, 1)
+    if name in _STRING_WORK:
+        return _Est(1 + _tenth(sum(p.size for p in parts)), big, elem)
+    return _Est(1, big, elem)
+
+
+def _estimate(node: Node, scope: dict[str, _Est]) -> _Est:
+    kind = node.kind
+    if kind == "const":
+        value = node.value
+        size = len(value) if isinstance(value, str | bytes) else 1
+        return _Est(0, size, 1)
+    if kind == "ident":
+        known = scope.get(node.name)
+        if known is not None:
+            return _Est(1, known.size, known.elem)
+        return _Est(1, DEVICE_VALUE_SIZE, DEVICE_VALUE_SIZE)
+    if kind == "select":
+        operand = _estimate(node.children[0], scope)
+        return _Est(operand.cost + 1, operand.elem, operand.elem)
+    if kind in {"list", "map"}:
+        kids = [_estimate(c, scope) for c in node.children]
+        values = kids if kind == "list" else kids[1::2]
+        cost = (10 if kind == "list" else 30) + sum(k.cost for k in kids)
+        return _Est(cost, len(values), max((v.size for v in values), default=1))
+    if kind == "call":
+        parts = [_estimate(c, scope) for c in node.children]
+        own = _call(node, parts)
+        return _Est(own.cost + sum(p.cost for p in parts), own.size, own.elem)
+    if kind == "comp":
+        return _comprehension(node, scope)
+    return _Est(1, 1, 1)
+
+
+def _comprehension(node: Node, scope: dict[str, _Est]) -> _Est:
+    iter_range, init, cond, step, result = node.children
+    rng = _estimate(iter_range, scope)
+    start = _estimate(init, scope)
+    inner = dict(scope)
+    for var in node.iter_vars:
+        inner[var] = _Est(0, rng.elem, rng.elem)
+    inner[node.accu_var] = start
+    loop_cond = _estimate(cond, inner)
+    loop_step = _estimate(step, inner)
+    # Macro accumulators grow additively (map / filter append one element per iteration).
+    growth = max(0, loop_step.size - start.size)
+    final = _Est(0, start.size + rng.size * growth, max(start.elem, loop_step.elem))
+    inner[node.accu_var] = final
+    res = _estimate(result, inner)
+    cost = rng.cost + start.cost + rng.size * (loop_cond.cost + loop_step.cost) + res.cost
+    return _Est(cost, res.size, res.elem)
+
+
+def estimate_cost(root: Node) -> int:
+    """The estimated worst-case cost of evaluating ``root`` on any device."""
+    return _estimate(root, {}).cost

@@ -1,0 +1,93 @@
+"""Cheap human reasons for lint messages: why a selector is false or fails on a device."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+
+from gen.dra.cel._engine import CELCompileError, CELRuntimeError, compile_selector
+from gen.dra.cel._source import split_conjuncts
+from gen.dra.devices import Device
+from gen.k8s.quantity import QuantityFormat, format_quantity
+
+__all__ = ["explain_miss"]
+
+_NO_SUCH_KEY = re.compile(r"no such key: (\S+)")
+# device.capacity['d'].name, device.attributes["d"]['name'], ...
+_REFERENCE = re.compile(
+    r"device\s*\.\s*(?P<map>attributes|capacity)\s*\[\s*(?P<q>['\"])(?P<domain>[^'\"]+)(?P=q)\s*\]"
+    r"\s*(?:\.\s*\??\s*(?P<dot>[A-Za-z_][A-Za-z0-9_]*)|\[\s*(['\"])(?P<key>[^'\"]+)\5\s*\])"
+)
+
+
+def _show(value: object) -> str:
+    if isinstance(value, Decimal):
+        return format_quantity(value, QuantityFormat.BINARY_SI)
+    if isinstance(value, str):
+        return repr(value)
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _values(text: str, device: Device) -> str:
+    """``(memory = 81559Mi, productName = 'NVIDIA H100')`` for the device data ``text`` names."""
+    shown: list[str] = []
+    for match in _REFERENCE.finditer(text):
+        name = match["dot"] or match["key"]
+        qualified = f"{match['domain']}/{name}"
+        table = device.capacity if match["map"] == "capacity" else device.attributes
+        value = table.get(qualified)
+        item = f"{name} = {_show(value)}" if value is not None else f"{name} is not set"
+        if item not in shown:
+            shown.append(item)
+    return f" ({', '.join(shown)})" if shown else ""
+
+
+def _missing_key(name: str, device: Device) -> str:
+    """Where ``name`` really lives on the device, or that it is absent."""
+    for qualified in sorted(device.capacity):
+        domain, _, key = qualified.partition("/")
+        if key == name:
+            return f"{name} is a capacity: use device.capacity['{domain}'].{name}"
+    for qualified in sorted(device.attributes):
+        domain, _, key = qualified.partition("/")
+        if key == name:
+            return (
+                f"{name} is an attribute of domain {domain}: "
+                f"use device.attributes['{domain}'].{name}"
+            )
+    return (
+        f"device {device.name} has no attribute or capacity {name}: guard it with "
+        f"has(...) or .?{name}.orValue(...)"
+    )
+
+
+def _explain_error(error: str, text: str, device: Device) -> str:
+    match = _NO_SUCH_KEY.search(error)
+    if match is not None:
+        return f"{error}: {_missing_key(match[1], device)}"
+    return f"{error}{_values(text, device)}"
+
+
+def explain_miss(expression: str, device: Device) -> str | None:
+    """A short reason why ``expression`` is false or fails on ``device``; None if it matches.
+
+    A compile error is returned as its message. A run-time "no such key: X" says where X
+    really is (a capacity, another domain) or that the device lacks it. A false top-level
+    ``a && b && ...`` names the first false operand and the device values it reads.
+    """
+    try:
+        selector = compile_selector(expression)
+    except CELCompileError as err:
+        return err.message
+    try:
+        if selector.evaluate(device):
+            return None
+    except CELRuntimeError as err:
+        return _explain_error(err.message, expression, device)
+    for part in split_conjuncts(expression):
+        try:
+            if not compile_selector(part).evaluate(device):
+                return f"{part} is false{_values(part, device)}"
+        except (CELCompileError, CELRuntimeError):
+            continue
+    return f"{expression.strip()} is false{_values(expression, device)}"

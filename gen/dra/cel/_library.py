@@ -1,0 +1,319 @@
+"""The two cel-expr-python environments: a typed one to check, an untyped one to run.
+
+cel-expr-python (0.1.3) cannot carry a Python object through CEL: a function declared to
+return an abstract type such as ``kubernetes.Quantity`` fails at run time ("Unimplemented
+type"). So the Kubernetes types live twice:
+
+* the **checker** environment declares ``kubernetes.Quantity``, ``kubernetes.Semver`` and
+  ``kubernetes.DRADevice`` as abstract types, with Kubernetes' overloads, so type errors are
+  compile errors as in Kubernetes (``quantity('1') < 2``, ``device.driver == 1``);
+* the **runtime** environment is untyped (every overload takes ``dyn``): expressions are
+  compiled with ``disable_check=True`` and a quantity or semver travels as a one-entry map
+  (``{"kubernetes.Quantity": "85520809984"}``) that the Python implementations unwrap. The
+  key is the exact normalised value, so CEL's own ``==`` on two carriers is Kubernetes'
+  semantic ``Quantity.Equal`` / ``Semver.Equal``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+from cel_expr_python import cel
+from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
+
+from gen.dra.devices import Device
+from gen.k8s.quantity import QuantityError, parse_quantity
+from gen.k8s.semver import Version, VersionError, parse_version
+
+__all__ = [
+    "QUANTITY_KEY",
+    "SEMVER_KEY",
+    "checker_env",
+    "device_data",
+    "quantity_value",
+    "runtime_env",
+]
+
+QUANTITY_KEY = "kubernetes.Quantity"
+SEMVER_KEY = "kubernetes.Semver"
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+_Q = cel.Type.AbstractType(QUANTITY_KEY)
+_S = cel.Type.AbstractType(SEMVER_KEY)
+_DEVICE = cel.Type.AbstractType("kubernetes.DRADevice")
+_STR, _INT, _BOOL, _DBL, _DYN = (
+    cel.Type.STRING,
+    cel.Type.INT,
+    cel.Type.BOOL,
+    cel.Type.DOUBLE,
+    cel.Type.DYN,
+)
+
+
+class _LibraryError(ValueError):
+    """Raised inside an implementation; cel-expr-python turns it into a CEL error value."""
+
+
+# --- carriers ------------------------------------------------------------------------------
+
+
+def _key(value: Decimal) -> str:
+    return "0" if value == 0 else str(value.normalize())
+
+
+def quantity_carrier(value: Decimal) -> dict[str, str]:
+    """The runtime CEL value of a quantity."""
+    return {QUANTITY_KEY: _key(value)}
+
+
+def semver_carrier(version: Version) -> dict[str, str]:
+    """The runtime CEL value of a version (build metadata dropped: it never compares)."""
+    return {
+        SEMVER_KEY: str(Version(version.major, version.minor, version.patch, version.prerelease))
+    }
+
+
+_decimal = functools.lru_cache(maxsize=4096)(Decimal)
+
+
+def quantity_value(value: object) -> Decimal | None:
+    """The quantity a runtime CEL value carries, if it is one."""
+    if type(value) is dict and len(value) == 1:
+        text = value.get(QUANTITY_KEY)
+        if type(text) is str:
+            return _decimal(text)
+    return None
+
+
+def _semver_value(value: object) -> Version | None:
+    if type(value) is dict and len(value) == 1:
+        text = value.get(SEMVER_KEY)
+        if type(text) is str:
+            return parse_version(text)
+    return None
+
+
+def _q(value: object) -> Decimal:
+    q = quantity_value(value)
+    if q is None:
+        raise _LibraryError("no such overload")
+    return q
+
+
+def _pair(left: object, right: object) -> tuple[Decimal, Decimal] | tuple[Version, Version]:
+    lq, rq = quantity_value(left), quantity_value(right)
+    if lq is not None and rq is not None:
+        return lq, rq
+    ls, rs = _semver_value(left), _semver_value(right)
+    if ls is not None and rs is not None:
+        return ls, rs
+    raise _LibraryError("no such overload")
+
+
+def _compare(left: object, right: object) -> int:
+    a, b = _pair(left, right)
+    if isinstance(a, Version) and isinstance(b, Version):
+        return a.compare(b)
+    return (a > b) - (a < b)  # type: ignore[operator]
+
+
+def _int64(value: Decimal, what: str) -> int:
+    if value != value.to_integral_value() or not _INT64[0] <= value <= _INT64[1]:
+        raise _LibraryError(f"cannot convert value to {what}")
+    return int(value)
+
+
+# --- implementations ------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=4096)
+def _quantity_text(text: str) -> dict[str, str]:
+    return quantity_carrier(parse_quantity(text))
+
+
+def _quantity(text: object) -> dict[str, str]:
+    try:
+        return dict(_quantity_text(str(text)))
+    except QuantityError as err:
+        raise _LibraryError(err.message) from err
+
+
+def _is_quantity(text: object) -> bool:
+    try:
+        parse_quantity(str(text))
+    except QuantityError:
+        return False
+    return True
+
+
+def _semver(text: object, normalize: object = False) -> dict[str, str]:
+    try:
+        return semver_carrier(parse_version(str(text), normalize=bool(normalize)))
+    except VersionError as err:
+        raise _LibraryError(err.message) from err
+
+
+def _is_semver(text: object, normalize: object = False) -> bool:
+    try:
+        parse_version(str(text), normalize=bool(normalize))
+    except VersionError:
+        return False
+    return True
+
+
+def _add(left: object, right: object, sign: int = 1) -> dict[str, str]:
+    base = _q(left)
+    other = Decimal(right) if type(right) is int else _q(right)
+    return quantity_carrier(base + sign * other)
+
+
+def _sub(left: object, right: object) -> dict[str, str]:
+    return _add(left, right, -1)
+
+
+def _sign(value: object) -> int:
+    q = _q(value)
+    return (q > 0) - (q < 0)
+
+
+def _is_integer(value: object) -> bool:
+    q = _q(value)
+    return q == q.to_integral_value() and _INT64[0] <= q <= _INT64[1]
+
+
+def _version_part(index: int) -> Callable[[object], int]:
+    def part(value: object) -> int:
+        version = _semver_value(value)
+        if version is None:
+            raise _LibraryError("no such overload")
+        return (version.major, version.minor, version.patch)[index]
+
+    return part
+
+
+# name -> [(overload id, return type, checker parameter types, is_member, implementation)]
+_Overload = tuple[str, Any, list[Any], bool, Callable[..., Any]]
+_LIBRARY: dict[str, list[_Overload]] = {
+    "quantity": [("quantity_string", _Q, [_STR], False, _quantity)],
+    "isQuantity": [("is_quantity_string", _BOOL, [_STR], False, _is_quantity)],
+    "semver": [
+        ("semver_string", _S, [_STR], False, _semver),
+        ("semver_string_bool", _S, [_STR, _BOOL], False, _semver),
+    ],
+    "isSemver": [
+        ("is_semver_string", _BOOL, [_STR], False, _is_semver),
+        ("is_semver_string_bool", _BOOL, [_STR, _BOOL], False, _is_semver),
+    ],
+    "compareTo": [
+        ("quantity_compareTo", _INT, [_Q, _Q], True, _compare),
+        ("semver_compareTo", _INT, [_S, _S], True, _compare),
+    ],
+    "isGreaterThan": [
+        ("quantity_isGreaterThan", _BOOL, [_Q, _Q], True, lambda a, b: _compare(a, b) > 0),
+        ("semver_isGreaterThan", _BOOL, [_S, _S], True, lambda a, b: _compare(a, b) > 0),
+    ],
+    "isLessThan": [
+        ("quantity_isLessThan", _BOOL, [_Q, _Q], True, lambda a, b: _compare(a, b) < 0),
+        ("semver_isLessThan", _BOOL, [_S, _S], True, lambda a, b: _compare(a, b) < 0),
+    ],
+    "add": [
+        ("quantity_add", _Q, [_Q, _Q], True, _add),
+        ("quantity_add_int", _Q, [_Q, _INT], True, _add),
+    ],
+    "sub": [
+        ("quantity_sub", _Q, [_Q, _Q], True, _sub),
+        ("quantity_sub_int", _Q, [_Q, _INT], True, _sub),
+    ],
+    "asInteger": [("quantity_asInteger", _INT, [_Q], True, lambda v: _int64(_q(v), "integer"))],
+    "asApproximateFloat": [
+        ("quantity_asApproximateFloat", _DBL, [_Q], True, lambda v: float(_q(v)))
+    ],
+    "sign": [("quantity_sign", _INT, [_Q], True, _sign)],
+    "isInteger": [("quantity_isInteger", _BOOL, [_Q], True, _is_integer)],
+    "major": [("semver_major", _INT, [_S], True, _version_part(0))],
+    "minor": [("semver_minor", _INT, [_S], True, _version_part(1))],
+    "patch": [("semver_patch", _INT, [_S], True, _version_part(2))],
+}
+
+
+def _standard_extensions() -> list[cel.CelExtensionBase]:
+    # Kubernetes' base environment uses ext.Strings version 2.
+    return [
+        ext_strings.ExtStrings(version=2),
+        ext_optional.ExtOptional(),
+        ext_bindings.ExtBindings(),
+    ]
+
+
+def checker_env() -> cel.Env:
+    """The typed environment: Kubernetes' declarations, never evaluated."""
+    decls = [
+        cel.FunctionDecl(
+            name,
+            [
+                cel.Overload(oid, ret, params, is_member=member)
+                for oid, ret, params, member, _ in ovs
+            ],
+        )
+        for name, ovs in _LIBRARY.items()
+    ]
+    attr_map = cel.Type.Map(_STR, cel.Type.Map(_STR, _DYN))
+    cap_map = cel.Type.Map(_STR, cel.Type.Map(_STR, _Q))
+    variables = {
+        "device": _DEVICE,
+        "device.driver": _STR,
+        "device.attributes": attr_map,
+        "device.capacity": cap_map,
+    }
+    # Declared as plain functions, not an extension: an extension would also register lazy
+    # run-time overloads, and those collide (both abstract types are "opaque" at run time).
+    return cel.NewEnv(variables=variables, extensions=_standard_extensions(), functions=decls)
+
+
+def runtime_env() -> cel.Env:
+    """The untyped environment selectors run in; every Kubernetes overload takes ``dyn``."""
+    decls = []
+    for name, ovs in _LIBRARY.items():
+        arities: dict[tuple[int, bool], Callable[..., Any]] = {}
+        for _, _, params, member, impl in ovs:
+            arities.setdefault((len(params), member), impl)
+        decls.append(
+            cel.FunctionDecl(
+                name,
+                [
+                    cel.Overload(
+                        f"{name}_dyn_{n}{'_member' if member else ''}",
+                        _DYN,
+                        [_DYN] * n,
+                        is_member=member,
+                        impl=impl,
+                    )
+                    for (n, member), impl in arities.items()
+                ],
+            )
+        )
+    extensions = [*_standard_extensions(), cel.CelExtension("kubernetes", decls)]
+    return cel.NewEnv(variables={"device": _DYN}, extensions=extensions)
+
+
+def _split_name(qualified: str, driver: str) -> tuple[str, str]:
+    # Kubernetes' parseQualifiedName: split at the first "/"; no domain means the driver's.
+    domain, sep, name = qualified.partition("/")
+    return (domain, name) if sep else (driver, qualified)
+
+
+def device_data(device: Device) -> dict[str, object]:
+    """The runtime value of ``device``: driver, attributes and capacity by domain, then name."""
+    attributes: dict[str, dict[str, object]] = {}
+    for qualified, value in device.attributes.items():
+        domain, name = _split_name(qualified, device.driver)
+        cel_value: object = semver_carrier(value) if isinstance(value, Version) else value
+        attributes.setdefault(domain, {})[name] = cel_value
+    capacity: dict[str, dict[str, object]] = {}
+    for qualified, amount in device.capacity.items():
+        domain, name = _split_name(qualified, device.driver)
+        capacity.setdefault(domain, {})[name] = quantity_carrier(amount)
+    return {"driver": device.driver, "attributes": attributes, "capacity": capacity}

@@ -1,0 +1,156 @@
+"""DRA rules: API versions and gates the cluster serves, selectors, sharing gates."""
+
+from __future__ import annotations
+
+from gen.errors import Finding, Severity
+from gen.fleet.plan import ClusterPlan, Plan
+
+_RUNTIME_CONFIG = {31: "resource.k8s.io/v1alpha3", 32: "resource.k8s.io/v1beta1",
+                   33: "resource.k8s.io/v1beta2"}
+
+
+def _version_findings(cluster: ClusterPlan) -> list[Finding]:
+    spec = cluster.cluster
+    where = cluster.located.at("allocation")
+    if spec.allocation != "dra":
+        return []
+    if cluster.minor < 31:
+        return [Finding(
+            "GEN201",
+            f"Kubernetes 1.{cluster.minor} has no structured-parameters DRA "
+            "(resource.k8s.io/v1alpha3 arrived in 1.31)",
+            where, "allocation", hint="use allocation: device-plugin on this cluster",
+        )]
+    findings = []
+    if cluster.minor in _RUNTIME_CONFIG:
+        needed = _RUNTIME_CONFIG[cluster.minor]
+        if needed not in spec.runtime_config:
+            findings.append(Finding(
+                "GEN201",
+                f"gen renders {needed} for Kubernetes 1.{cluster.minor}, which the API server "
+                f"serves only with --runtime-config={needed}=true",
+                cluster.located.at("runtime_config") if spec.runtime_config else where,
+                "runtime_config",
+                hint=f"enable it on the API server and add '{needed}' to runtime_config",
+            ))
+        if not spec.feature_gates.get("DynamicResourceAllocation", False):
+            findings.append(Finding(
+                "GEN201",
+                f"DynamicResourceAllocation is off by default on 1.{cluster.minor}",
+                cluster.located.at("feature_gates") if spec.feature_gates else where,
+                "feature_gates",
+                hint="set the gate on apiserver, controller-manager, scheduler and kubelet, "
+                "then declare DynamicResourceAllocation: true",
+            ))
+    return findings
+
+
+def _gate(cluster: ClusterPlan, gate: str, ga_minor: int, since_minor: int) -> str | None:
+    """Why a gated field would be dropped, or None when it is served."""
+    if cluster.minor >= ga_minor:
+        return None
+    if cluster.minor < since_minor:
+        return f"Kubernetes 1.{cluster.minor} does not have it (added in 1.{since_minor})"
+    if cluster.cluster.feature_gates.get(gate, False):
+        return None
+    return f"the {gate} feature gate is off on 1.{cluster.minor}"
+
+
+def _service_findings(cluster: ClusterPlan) -> list[Finding]:
+    findings = []
+    gates = cluster.cluster.dra_driver.feature_gates
+    for svc in cluster.services:
+        service = svc.service
+        if service.gpu is None:
+            continue
+        if service.gpu.alternatives:
+            # firstAvailable: alpha 1.33, beta (on) 1.34, GA 1.36.
+            why = _gate(cluster, "DRAPrioritizedList", 34, 33)
+            if why:
+                findings.append(Finding(
+                    "GEN202",
+                    f"gpu.alternatives renders firstAvailable, but {why}: the API server "
+                    "would silently drop the field and the claim would request nothing "
+                    "(or be rejected)",
+                    svc.located.at("gpu", "alternatives"), "gpu.alternatives",
+                    hint="enable DRAPrioritizedList (1.33) or remove the alternatives",
+                ))
+        for gpu_class in [svc.gpu_class, *(c for c, _ in svc.alternatives)]:
+            if gpu_class is None:
+                continue
+            located = cluster.gpu_classes[gpu_class.name]
+            if gpu_class.extended_resource_name:
+                why = _gate(cluster, "DRAExtendedResource", 36, 34)
+                if why:
+                    findings.append(Finding(
+                        "GEN202",
+                        f"extendedResourceName of class {gpu_class.name!r} needs "
+                        f"DRAExtendedResource, but {why}: the API server would drop it "
+                        f"(cluster {cluster.name})",
+                        located.at("extended_resource_name"), "extended_resource_name",
+                    ))
+            if gpu_class.sharing is not None:
+                gate = ("TimeSlicingSettings" if gpu_class.sharing.strategy == "time-slicing"
+                        else "MPSSupport")
+                if not gates.get(gate, False):
+                    findings.append(Finding(
+                        "GEN207",
+                        f"class {gpu_class.name!r} shares devices with "
+                        f"{gpu_class.sharing.strategy}, which the NVIDIA DRA driver rejects "
+                        f"unless its {gate} feature gate is on (cluster {cluster.name}): "
+                        f"'unknown GPU sharing strategy'",
+                        located.at("sharing", "strategy"), "sharing.strategy",
+                        hint=f"set dra_driver.feature_gates.{gate}: true in cluster "
+                        f"{cluster.name!r}",
+                    ))
+    return findings
+
+
+def _selector_findings(plan: Plan) -> list[Finding]:
+    from gen.dra.build import class_cel
+    from gen.dra.cel import CELCompileError, compile_selector
+
+    findings = []
+    for located in plan.profiles.gpu_classes.values():
+        for j, expression in enumerate(class_cel(located.value)):
+            try:
+                compile_selector(expression)
+            except CELCompileError as err:
+                raw = j - 1
+                where = located.at("cel", raw) if raw >= 0 else located.at("match")
+                key = f"cel[{raw}]" if raw >= 0 else "match"
+                findings.append(Finding("GEN203", err.message, where, key))
+    for svc_located in plan.profiles.services.values():
+        gpu = svc_located.value.gpu
+        if gpu is None:
+            continue
+        for j, expression in enumerate(gpu.selectors):
+            try:
+                compile_selector(expression)
+            except CELCompileError as err:
+                findings.append(Finding(
+                    "GEN203", err.message, svc_located.at("gpu", "selectors", j),
+                    f"gpu.selectors[{j}]",
+                ))
+    return findings
+
+
+def check(plan: Plan) -> list[Finding]:
+    """GEN201–GEN208 (satisfiability lives in gen.dra.satisfiability)."""
+    findings: list[Finding] = []
+    for cluster in plan.clusters:
+        findings += _version_findings(cluster)
+        if cluster.dra_api_version is not None:
+            findings += _service_findings(cluster)
+        elif any(s.service.gpu and s.service.gpu.alternatives for s in cluster.services):
+            for svc in cluster.services:
+                if svc.service.gpu and svc.service.gpu.alternatives:
+                    findings.append(Finding(
+                        "GEN208",
+                        f"cluster {cluster.name!r} uses the device plugin: alternatives "
+                        "(firstAvailable) need DRA and are ignored",
+                        svc.located.at("gpu", "alternatives"), "gpu.alternatives",
+                        severity=Severity.WARNING,
+                    ))
+    findings += _selector_findings(plan)
+    return findings

@@ -1,0 +1,228 @@
+"""Parse each template *shape* once, not each rendered object.
+
+Every value a template writes goes through ``tojson``. While a template renders here,
+``tojson`` writes a numbered placeholder instead of the value's JSON and records the
+JSON. The rendered text, the *skeleton*, is then the same for every object that took the
+same branches and loops through the same template, so it is parsed once and cached; each
+object's data is the cached parse with the placeholders replaced by ``json.loads`` of the
+recorded JSON. That is exactly what parsing the real text gives, because ``tojson``
+writes JSON that YAML reads as the same value (see :func:`gen.emit.render.tojson`).
+
+The shortcut is taken only when it provably gives the same data as the full parse:
+
+* the template is *plain* (:func:`is_plain`): every ``{{ … }}`` ends in ``|tojson``,
+  statements are only ``if``/``for``/``set`` and never call ``tojson``, so a placeholder
+  can neither steer a branch nor be transformed after it is written;
+* every placeholder is found, exactly once, as a whole key or value of the parse;
+* no two keys of a mapping become equal once the values are in.
+
+Anything else (YAML errors included) returns ``None`` and the caller renders and parses
+the real text, so errors are reported exactly as before.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import jinja2
+
+__all__ = ["EXPRESSION", "TOJSON_LAST", "is_plain", "render_data"]
+
+EXPRESSION = re.compile(r"\{\{-?(.*?)-?\}\}", re.DOTALL)
+"""A ``{{ … }}`` expression (its inside in group 1)."""
+
+TOJSON_LAST = re.compile(
+    r"^[A-Za-z_][\w.]*(\[[^\]]+\])*"           # a name, attribute or item
+    r"(\s*\|\s*(string|default\([^()]*\)))*"   # optional string / default(...) filters
+    r"\s*\|\s*tojson$"                         # and always tojson last
+)
+"""The only expression form a plain template uses."""
+
+_STATEMENT = re.compile(r"\{%-?\s*(\w+)(.*?)-?%\}", re.DOTALL)
+_PLAIN_STATEMENTS = frozenset({"if", "elif", "else", "endif", "for", "endfor", "set"})
+_PLACEHOLDER = re.compile("\x00Gn([0-9]+)\x00")
+_IMMUTABLE = frozenset({str, int, float, bool, type(None)})
+
+_recording: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "gen_skeleton_recording", default=None,
+)
+"""The JSON texts ``tojson`` has written during the current skeleton render (per thread)."""
+
+_scalars: dict[str, Any] = {}
+
+
+class _Miss(Exception):  # control flow only: never escapes this module
+    """The skeleton cannot stand for the real text."""
+
+
+def is_plain(source: str) -> bool:
+    """True when a template's source only ever writes values through a final ``tojson``."""
+    for match in EXPRESSION.finditer(source):
+        if not TOJSON_LAST.match(match.group(1).strip()):
+            return False
+    for match in _STATEMENT.finditer(source):
+        keyword, body = match.group(1), match.group(2)
+        if keyword not in _PLAIN_STATEMENTS or "tojson" in body:
+            return False
+    return True
+
+
+def record(json_text: str) -> str | None:
+    """Called by ``tojson`` with the JSON it would write: the placeholder to write instead.
+
+    ``None`` outside a skeleton render (``tojson`` then writes the JSON itself).
+    """
+    recorded = _recording.get()
+    if recorded is None:
+        return None
+    recorded.append(json_text)
+    return f'"\\u0000Gn{len(recorded) - 1}\\u0000"'
+
+
+def _plain_templates(env: jinja2.Environment) -> dict[str, bool]:
+    cache: dict[str, bool] | None = getattr(env, "gen_plain_templates", None)
+    if cache is None:
+        cache = {}
+        env.extend(gen_plain_templates=cache)
+    return cache
+
+
+def _template_is_plain(env: jinja2.Environment, template: jinja2.Template) -> bool:
+    cache = _plain_templates(env)
+    name = template.name or ""
+    if name not in cache:
+        try:
+            source = env.loader.get_source(env, name)[0] if env.loader else ""
+        except jinja2.TemplateNotFound:
+            source = "{{ unknown }}"
+        cache[name] = bool(name) and is_plain(source)
+    return cache[name]
+
+
+def render_data(
+    env: jinja2.Environment, template: jinja2.Template, context: Mapping[str, Any],
+    load_all: Any,
+) -> list[Any] | None:
+    """The documents the template renders to, from the cached skeleton; None: not here.
+
+    Template errors raise exactly as a normal render does. ``load_all`` parses YAML text.
+    Parts of the result without a value in them are shared between objects of the same
+    shape: rendered data is read-only.
+    """
+    if not _template_is_plain(env, template):
+        return None
+    recorded: list[str] = []
+    token = _recording.set(recorded)
+    try:
+        text = template.render(**context)
+    finally:
+        _recording.reset(token)
+    if text in _skeletons:
+        compiled = _skeletons[text]
+    else:
+        compiled = _compile(text, load_all)
+        if len(_skeletons) > 4096:
+            _skeletons.clear()
+        _skeletons[text] = compiled
+    if compiled is None or compiled[1] != len(recorded):
+        # The template writes values where a skeleton cannot stand for them (a comment, a
+        # block string): stop rendering it twice and take the full parse from now on.
+        _plain_templates(env)[template.name or ""] = False
+        return None
+    try:
+        return [_fill(plan, recorded) for plan in compiled[0]]
+    except _Miss:
+        return None
+
+
+_Plan = tuple[Any, ...]
+_skeletons: dict[str, tuple[list[_Plan], int] | None] = {}
+
+
+def _compile(text: str, load_all: Any) -> tuple[list[_Plan], int] | None:
+    """Parse a skeleton into fill plans; None when it cannot stand for the real text."""
+    try:
+        docs = load_all(text)
+    except Exception:  # noqa: BLE001 - the real text's parse reports it
+        return None
+    found: list[int] = []
+    try:
+        plans = [_plan(doc, found) for doc in docs]
+    except _Miss:
+        return None
+    if sorted(found) != list(range(len(found))):
+        return None  # a placeholder lost (in a comment, a block string) or repeated
+    return plans, len(found)
+
+
+def _index(text: str, found: list[int]) -> int:
+    match = _PLACEHOLDER.fullmatch(text)
+    if match is None:
+        raise _Miss  # a placeholder inside a longer string
+    found.append(int(match.group(1)))
+    return found[-1]
+
+
+def _plan(node: Any, found: list[int]) -> _Plan:
+    """("s", node): no value inside, shared as it is; ("p", i): value i; ("d"/"l", parts)."""
+    before = len(found)
+    kind = type(node)
+    plan: _Plan
+    if kind is str:
+        return ("p", _index(node, found)) if "\x00" in node else ("s", node)
+    if kind is dict:
+        items = []
+        for key, value in node.items():
+            key_plan: _Plan = (
+                ("p", _index(key, found)) if type(key) is str and "\x00" in key else ("s", key)
+            )
+            items.append((key_plan, _plan(value, found)))
+        plan = ("d", tuple(items))
+    elif kind is list:
+        plan = ("l", tuple(_plan(item, found) for item in node))
+    elif kind in _IMMUTABLE:
+        return ("s", node)
+    else:
+        raise _Miss  # timestamps, sets, binary: rare; the real parse handles them
+    return plan if len(found) > before else ("s", node)
+
+
+def _fill(plan: _Plan, recorded: list[str]) -> Any:
+    tag = plan[0]
+    if tag == "s":
+        return plan[1]
+    if tag == "p":
+        return _value(recorded[plan[1]])
+    if tag == "l":
+        return [_fill(item, recorded) for item in plan[1]]
+    out: dict[Any, Any] = {}
+    for key_plan, value_plan in plan[1]:
+        key = key_plan[1]
+        if key_plan[0] == "p":
+            key = _value(recorded[key])
+            if type(key) not in _IMMUTABLE:
+                raise _Miss
+        if key in out:
+            raise _Miss  # a value made two keys equal: the real parse reports it
+        out[key] = _fill(value_plan, recorded)
+    return out
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\ud[89a-f]", re.IGNORECASE)
+"""JSON joins an escaped surrogate pair into one character; YAML keeps two."""
+
+
+def _value(json_text: str) -> Any:
+    cached = _scalars.get(json_text)
+    if cached is not None or json_text == "null":
+        return cached
+    if "\\u" in json_text and _SURROGATE_ESCAPE.search(json_text):
+        raise _Miss
+    value = json.loads(json_text)
+    if type(value) in _IMMUTABLE and len(_scalars) < 100_000:
+        _scalars[json_text] = value
+    return value

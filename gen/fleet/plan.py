@@ -1,0 +1,156 @@
+"""The Plan: what resolve produces and render consumes. Immutable, one entry per cluster.
+
+A :class:`ClusterPlan` holds the resolved profiles of one cluster (node pools with their
+catalog GPUs and MIG layouts, the GPU classes and services that run there) and the list of
+:class:`ManifestSpec` to render: which template, with which context, to which file, and
+which profile location produced it. Templates only loop and branch over that context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from gen.errors import Finding, SourceLocation
+
+if TYPE_CHECKING:
+    from gen.fleet.profiles import Located, ProfileSet
+    from gen.models import Cluster, GPUClass, InferenceService, MIGLayout, NodePool
+    from gen.nvidia.gpus import GPU
+    from gen.nvidia.mig import LayoutCheck
+    from gen.serving.model_catalog import LLMSpec
+
+__all__ = [
+    "BOOTSTRAP_DIR",
+    "HOSTS_DIR",
+    "REPORTS_DIR",
+    "STAGES",
+    "ClusterPlan",
+    "FileSpec",
+    "ManifestSpec",
+    "Plan",
+    "PoolPlan",
+    "ServicePlan",
+]
+
+# Folders beside out/<cluster>/ that are never synced; '_' cannot start a cluster name.
+BOOTSTRAP_DIR = "_bootstrap"
+STAGES = ("platform", "gpu", "workloads")
+"""Sub-folders of out/<cluster>/, applied in this order (Flux dependsOn, Argo sync waves)."""
+REPORTS_DIR = "_reports"
+HOSTS_DIR = "_hosts"
+
+
+@dataclass(frozen=True)
+class ManifestSpec:
+    """One Kubernetes object to render from a template."""
+
+    template: str
+    context: Mapping[str, Any]
+    origin: SourceLocation
+    note: str = ""
+    """A comment written at the top of the output file (e.g. immutability warnings)."""
+    folder: str = ""
+    """Empty: the cluster's synced folder. Otherwise a folder under out/ (bootstrap)."""
+    stage: str = "workloads"
+    """Apply stage inside out/<cluster>/: 'platform', 'gpu' or 'workloads' (in that order)."""
+
+
+@dataclass(frozen=True)
+class FileSpec:
+    """A non-manifest file (report, diagram, launchd plist) written outside synced paths."""
+
+    path: PurePosixPath
+    content: bytes
+    origin: SourceLocation
+
+
+@dataclass(frozen=True)
+class PoolPlan:
+    """A node pool with its catalog GPU and MIG layout resolved."""
+
+    pool: NodePool
+    located_at: SourceLocation
+    gpu: GPU | None
+    mig_layout: MIGLayout | None = None
+    mig_checks: tuple[tuple[tuple[int, ...], LayoutCheck], ...] = ()
+    """(GPU indices, placement check) per distinct per-GPU layout."""
+
+    @property
+    def name(self) -> str:
+        """Pool name."""
+        return self.pool.name
+
+    @property
+    def node_labels(self) -> dict[str, str]:
+        """Labels the pool's nodes carry, with the MIG layout label gen requires."""
+        labels = dict(self.pool.labels)
+        if self.mig_layout is not None:
+            labels["nvidia.com/mig.config"] = self.mig_layout.name
+        return labels
+
+    @property
+    def total_gpus(self) -> int:
+        """GPUs in the pool."""
+        return self.pool.nodes * self.pool.gpus_per_node
+
+
+@dataclass(frozen=True)
+class ServicePlan:
+    """A service as it runs in one cluster."""
+
+    located: Located[InferenceService]
+    gpu_class: GPUClass | None
+    alternatives: tuple[tuple[GPUClass, int], ...]
+    model: LLMSpec | None
+    pools: tuple[PoolPlan, ...]
+    """Pools whose nodes may run it (by node_pool pin and platform)."""
+
+    @property
+    def service(self) -> InferenceService:
+        """The profile."""
+        return self.located.value
+
+
+@dataclass(frozen=True)
+class ClusterPlan:
+    """Everything gen knows about one cluster."""
+
+    located: Located[Cluster]
+    minor: int
+    pools: tuple[PoolPlan, ...]
+    gpu_classes: Mapping[str, Located[GPUClass]]
+    services: tuple[ServicePlan, ...]
+    dra_api_version: str | None
+    manifests: tuple[ManifestSpec, ...] = ()
+    files: tuple[FileSpec, ...] = ()
+    mig_strategy: str = "none"
+    """'single', 'mixed' or 'none' (no MIG pools)."""
+
+    @property
+    def cluster(self) -> Cluster:
+        """The profile."""
+        return self.located.value
+
+    @property
+    def name(self) -> str:
+        """Cluster name."""
+        return self.located.value.name
+
+    @property
+    def kubernetes_version(self) -> str:
+        """Full version string, e.g. '1.34.2' (a bare '1.34' becomes '1.34.0')."""
+        version = self.cluster.kubernetes_version.lstrip("v")
+        return version if version.count(".") == 2 else f"{version}.0"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The resolved fleet."""
+
+    profiles: ProfileSet
+    clusters: tuple[ClusterPlan, ...]
+    findings: tuple[Finding, ...] = ()
+    """Warnings found while resolving (errors are raised)."""

@@ -1,0 +1,260 @@
+"""Resolve cross-document references and defaults into an immutable per-cluster Plan.
+
+References are checked here, each error located where the reference is written:
+a service's clusters, GPU class and model; a node pool's GPU and MIG layout; a
+layout's GPU. Values derived from the catalogs (GPU of a pool, MIG placements, the
+DRA API version of a cluster) are computed once and kept in the Plan.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from gen.errors import Finding, ReferenceError_
+from gen.fleet.plan import ClusterPlan, Plan, PoolPlan, ServicePlan
+from gen.fleet.profiles import Located, ProfileSet
+
+if TYPE_CHECKING:
+    from gen.models import Cluster, GPUClass, InferenceService
+    from gen.serving.model_catalog import LLMSpec, ModelCatalog
+
+__all__ = ["build_plan", "dra_api_version", "kubernetes_minor"]
+
+
+def kubernetes_minor(version: str) -> int:
+    """``'1.34.2'`` → 34."""
+    return int(version.lstrip("v").split(".")[1])
+
+
+def dra_api_version(minor: int) -> str | None:
+    """The resource.k8s.io version gen renders for a Kubernetes minor (None before 1.31)."""
+    if minor >= 34:
+        return "resource.k8s.io/v1"
+    if minor == 33:
+        return "resource.k8s.io/v1beta2"
+    if minor == 32:
+        return "resource.k8s.io/v1beta1"
+    if minor == 31:
+        return "resource.k8s.io/v1alpha3"
+    return None
+
+
+def _known(names: Iterable[str], wanted: str) -> str:
+    names = sorted(names)
+    close = difflib.get_close_matches(wanted, names, n=1)
+    listing = ", ".join(names) if names else "none defined"
+    if close:
+        return f"did you mean {close[0]!r}? known: {listing}"
+    return f"known: {listing}"
+
+
+def _resolve_pools(
+    located: Located[Cluster], profiles: ProfileSet, findings: list[Finding]
+) -> tuple[PoolPlan, ...]:
+    from gen.errors import LookupError_
+    from gen.nvidia.gpus import gpu_catalog
+    from gen.nvidia.mig import check_layout
+
+    cluster = located.value
+    catalog = gpu_catalog()
+    pools = []
+    for i, pool in enumerate(cluster.node_pools):
+        gpu = None
+        if pool.platform == "nvidia":
+            try:
+                gpu = catalog.lookup(pool.gpu)
+            except LookupError_ as err:
+                findings.append(Finding(
+                    "GEN003", err.message, located.at("node_pools", i, "gpu"),
+                    f"node_pools[{i}].gpu", hint="see 'gen catalog gpus'",
+                ))
+                continue
+        layout = None
+        checks = []
+        if pool.mig_layout is not None:
+            ref = profiles.mig_layouts.get(pool.mig_layout)
+            if ref is None:
+                findings.append(Finding(
+                    "GEN003",
+                    f"MIG layout {pool.mig_layout!r} not found; "
+                    + _known(profiles.mig_layouts, pool.mig_layout),
+                    located.at("node_pools", i, "mig_layout"), f"node_pools[{i}].mig_layout",
+                ))
+                continue
+            layout = ref.value
+            assert gpu is not None
+            try:
+                layout_gpu = catalog.lookup(layout.gpu)
+            except LookupError_ as err:
+                findings.append(Finding("GEN003", err.message, ref.at("gpu"), "gpu"))
+                continue
+            if layout_gpu.id != gpu.id:
+                findings.append(Finding(
+                    "GEN003",
+                    f"MIG layout {layout.name!r} is for {layout_gpu.id}, but pool "
+                    f"{pool.name!r} has {gpu.id}",
+                    located.at("node_pools", i, "mig_layout"), f"node_pools[{i}].mig_layout",
+                ))
+                continue
+            if layout.profiles is not None:
+                indices = tuple(range(pool.gpus_per_node))
+                checks.append((indices, check_layout(gpu, layout.profiles, pool.driver_version)))
+            else:
+                for entry in layout.per_gpu or ():
+                    checks.append(
+                        (entry.gpus, check_layout(gpu, entry.profiles, pool.driver_version))
+                    )
+        pools.append(PoolPlan(
+            pool=pool, located_at=located.at("node_pools", i), gpu=gpu,
+            mig_layout=layout, mig_checks=tuple(checks),
+        ))
+    return tuple(pools)
+
+
+def _model_catalog(profiles: ProfileSet, findings: list[Finding]) -> ModelCatalog:
+    from gen.serving.model_catalog import LLMSpec, model_catalog
+
+    extra = []
+    for m in profiles.models.values():
+        try:
+            extra.append(LLMSpec(
+                id=m.value.name, parameters=m.value.parameters,
+                active_parameters=m.value.active_parameters, layers=m.value.layers,
+                hidden_size=m.value.hidden_size, attention_heads=m.value.attention_heads,
+                kv_heads=m.value.kv_heads, head_dim=m.value.head_dim,
+                max_context=m.value.max_context, weight_dtype=m.value.weight_dtype,
+                quantization=m.value.quantization, experts=m.value.experts,
+                experts_per_token=m.value.experts_per_token,
+                license_gated=m.value.license_gated,
+            ))
+        except ValueError as err:  # the catalog's own consistency rules
+            findings.append(Finding("GEN002", str(err), m.document.location))
+    return model_catalog().with_extra(extra)
+
+
+def _eligible_pools(
+    svc_located: Located[InferenceService], pools: Sequence[PoolPlan]
+) -> tuple[PoolPlan, ...]:
+    svc = svc_located.value
+    if svc.mac_hosts:
+        return ()
+    if svc.node_pool is not None:
+        return tuple(p for p in pools if p.name == svc.node_pool)
+    platform = "apple-vm" if svc.engine == "llama-server" else "nvidia"
+    return tuple(p for p in pools if p.pool.platform == platform)
+
+
+def _resolve_service(
+    svc_located: Located[InferenceService],
+    profiles: ProfileSet,
+    models: ModelCatalog,
+    findings: list[Finding],
+) -> tuple[GPUClass | None, list[tuple[GPUClass, int]], LLMSpec | None]:
+    """A service's GPU class, alternatives and model, each reference checked."""
+    from gen.errors import LookupError_
+
+    svc = svc_located.value
+    gpu_class = None
+    alternatives = []
+    if svc.gpu is not None:
+        ref = profiles.gpu_classes.get(svc.gpu.gpu_class)
+        if ref is None:
+            findings.append(Finding(
+                "GEN003",
+                f"GPU class {svc.gpu.gpu_class!r} not found; "
+                + _known(profiles.gpu_classes, svc.gpu.gpu_class),
+                svc_located.at("gpu", "gpu_class"), "gpu.gpu_class",
+            ))
+        else:
+            gpu_class = ref.value
+        for j, alt in enumerate(svc.gpu.alternatives):
+            alt_ref = profiles.gpu_classes.get(alt.gpu_class)
+            if alt_ref is None:
+                findings.append(Finding(
+                    "GEN003",
+                    f"GPU class {alt.gpu_class!r} not found; "
+                    + _known(profiles.gpu_classes, alt.gpu_class),
+                    svc_located.at("gpu", "alternatives", j, "gpu_class"),
+                    f"gpu.alternatives[{j}].gpu_class",
+                ))
+            else:
+                alternatives.append((alt_ref.value, alt.count))
+    model = None
+    try:
+        model = models.lookup(svc.model)
+    except LookupError_ as err:
+        findings.append(Finding(
+            "GEN003", err.message, svc_located.at("model"), "model",
+            hint="add a 'kind: Model' profile with its architecture numbers",
+        ))
+    return gpu_class, alternatives, model
+
+
+def build_plan(profiles: ProfileSet) -> Plan:
+    """Resolve references and build the per-cluster Plan (without manifests)."""
+
+    findings: list[Finding] = []
+    cluster_pools: dict[str, tuple[PoolPlan, ...]] = {}
+    for name, located in profiles.clusters.items():
+        cluster_pools[name] = _resolve_pools(located, profiles, findings)
+
+    models = _model_catalog(profiles, findings)
+    services_by_cluster: dict[str, list[ServicePlan]] = {name: [] for name in profiles.clusters}
+    for svc_located in profiles.services.values():
+        svc = svc_located.value
+        gpu_class, alternatives, model = _resolve_service(
+            svc_located, profiles, models, findings
+        )
+        for i, cluster_name in enumerate(svc.clusters):
+            if cluster_name not in profiles.clusters:
+                findings.append(Finding(
+                    "GEN003",
+                    f"cluster {cluster_name!r} not found; "
+                    + _known(profiles.clusters, cluster_name),
+                    svc_located.at("clusters", i), f"clusters[{i}]",
+                ))
+                continue
+            pools = cluster_pools[cluster_name]
+            if svc.node_pool is not None and all(p.name != svc.node_pool for p in pools):
+                findings.append(Finding(
+                    "GEN003",
+                    f"node pool {svc.node_pool!r} not found in cluster {cluster_name!r}; "
+                    + _known((p.name for p in pools), svc.node_pool),
+                    svc_located.at("node_pool"), "node_pool",
+                ))
+                continue
+            services_by_cluster[cluster_name].append(ServicePlan(
+                located=svc_located, gpu_class=gpu_class, alternatives=tuple(alternatives),
+                model=model, pools=_eligible_pools(svc_located, pools),
+            ))
+    for located in profiles.clusters.values():
+        for j, quota in enumerate(located.value.quotas):
+            if quota.gpu_class not in profiles.gpu_classes:
+                findings.append(Finding(
+                    "GEN003",
+                    f"GPU class {quota.gpu_class!r} not found; "
+                    + _known(profiles.gpu_classes, quota.gpu_class),
+                    located.at("quotas", j, "gpu_class"), f"quotas[{j}].gpu_class",
+                ))
+    if findings:
+        raise ReferenceError_(f"{len(findings)} unresolved reference(s)", findings=findings)
+
+    clusters = []
+    for name, located in profiles.clusters.items():
+        minor = kubernetes_minor(located.value.kubernetes_version)
+        clusters.append(ClusterPlan(
+            located=located,
+            minor=minor,
+            pools=cluster_pools[name],
+            gpu_classes=profiles.gpu_classes,
+            services=tuple(
+                sorted(services_by_cluster[name], key=lambda s: (s.service.namespace,
+                                                                 s.service.name))
+            ),
+            dra_api_version=(
+                dra_api_version(minor) if located.value.allocation == "dra" else None
+            ),
+        ))
+    return Plan(profiles=profiles, clusters=tuple(clusters))

@@ -1,0 +1,266 @@
+"""Production vLLM workloads: Deployment, Service, PVC, PDB, autoscaling, monitoring, policy.
+
+Defaults encode what hand-written vLLM pods get wrong: a startupProbe sized from the
+checkpoint (download + load) so a slow start is not killed by liveness; ``/dev/shm`` as
+a memory emptyDir sized for the parallelism; ``enableServiceLinks: false`` (a Service
+named ``vllm`` injects ``VLLM_PORT``); graceful drain (preStop, ``--shutdown-timeout``,
+a grace period covering both); Pod Security "restricted" with UID 2000 / GID 0 and
+writable HOME and caches; secrets only through ``secretKeyRef``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from gen.dra.build import claim_template_name
+from gen.fleet.manifests import labels, manifest
+from gen.fleet.plan import ClusterPlan, ManifestSpec, ServicePlan
+
+PORT_NAME = "http"
+CONTAINER_PORT = 8000
+PRESTOP_SECONDS = 15
+CACHE_MOUNT = "/models"
+DOWNLOAD_BYTES_PER_S = 200 * 1024**2
+"""Assumed checkpoint download rate for the startup budget (first start, cold cache)."""
+LOAD_BYTES_PER_S = 1024**3
+"""Assumed rate of loading weights from the cache volume into GPU memory."""
+WARMUP_SECONDS = 300
+"""Engine start, CUDA graph capture and compile warm-up."""
+PROBE_PERIOD = 10
+
+
+def startup_seconds(weight_bytes: int) -> int:
+    """Worst-case time from container start to a healthy server."""
+    download = weight_bytes / DOWNLOAD_BYTES_PER_S
+    return int(WARMUP_SECONDS + download + weight_bytes / LOAD_BYTES_PER_S)
+
+
+def shm_size(devices: int) -> str:
+    """``/dev/shm`` size: 2Gi for one device, 8Gi per device beyond (NCCL buffers), ≤ 64Gi."""
+    if devices <= 1:
+        return "2Gi"
+    return f"{min(64, 8 * devices)}Gi"
+
+
+def gpu_devices(svc: ServicePlan) -> int:
+    """Devices each replica gets (the first choice of its request)."""
+    return svc.service.gpu.count if svc.service.gpu is not None else 0
+
+
+def extended_resource(plan: ClusterPlan, svc: ServicePlan) -> str:
+    """Device-plugin resource name for a service on a non-DRA cluster."""
+    from gen.nvidia.migparted import extended_resource_name
+
+    gpu_class = svc.gpu_class
+    if gpu_class is not None and gpu_class.device_type == "mig" and gpu_class.match.mig_profile:
+        if plan.mig_strategy == "mixed":
+            return extended_resource_name(gpu_class.match.mig_profile, "mixed")
+        return extended_resource_name(gpu_class.match.mig_profile, "single")
+    return "nvidia.com/gpu"
+
+
+def _env(svc: ServicePlan) -> list[dict[str, Any]]:
+    service = svc.service
+    env: list[dict[str, Any]] = [
+        {"name": "HF_HOME", "value": f"{CACHE_MOUNT}/huggingface"},
+        {"name": "HOME", "value": "/home/vllm"},
+        {"name": "XDG_CACHE_HOME", "value": "/home/vllm/.cache"},
+        {"name": "XDG_CONFIG_HOME", "value": "/home/vllm/.config"},
+        {"name": "VLLM_CACHE_ROOT", "value": "/home/vllm/.cache/vllm"},
+        {"name": "TRITON_CACHE_DIR", "value": "/home/vllm/.cache/triton"},
+        {"name": "DO_NOT_TRACK", "value": "1"},
+        {"name": "VLLM_NO_USAGE_STATS", "value": "1"},
+    ]
+    if svc.model is not None:
+        env.append({
+            "name": "VLLM_ENGINE_READY_TIMEOUT_S",
+            "value": str(startup_seconds(svc.model.weight_bytes)),
+        })
+    if service.auth.hf_token is not None:
+        env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {
+            "name": service.auth.hf_token.name, "key": service.auth.hf_token.key,
+        }}})
+    if service.auth.api_key is not None:
+        env.append({"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {
+            "name": service.auth.api_key.name, "key": service.auth.api_key.key,
+        }}})
+    return env
+
+
+def max_model_len(svc: ServicePlan) -> int:
+    """The context length served: the profile's, else the largest that fits."""
+    from gen.serving.sizing import default_max_model_len
+
+    return default_max_model_len(svc)
+
+
+def engine_args(svc: ServicePlan) -> list[str]:
+    """``vllm serve`` arguments; every memory-relevant setting explicit."""
+    service = svc.service
+    serving = service.serving
+    length = max_model_len(svc)
+    batched = serving.max_num_batched_tokens or max(length, 8192)
+    args = [
+        service.model,
+        "--host", "0.0.0.0",
+        "--port", str(CONTAINER_PORT),
+        "--served-model-name", serving.served_model_name or service.name,
+        "--max-model-len", str(length),
+        "--tensor-parallel-size", str(service.parallelism.tensor),
+        "--pipeline-parallel-size", str(service.parallelism.pipeline),
+        "--gpu-memory-utilization", f"{serving.gpu_memory_utilization:.2f}",
+        "--max-num-seqs", str(serving.max_num_seqs),
+        "--max-num-batched-tokens", str(batched),
+        "--kv-cache-dtype", serving.kv_cache_dtype,
+        "--shutdown-timeout", str(serving.shutdown_timeout_seconds),
+        *serving.extra_args,
+    ]
+    return args
+
+
+def _image(svc: ServicePlan) -> str:
+    from gen.serving.engines import default_image
+
+    return svc.service.serving.image or default_image("vllm").image
+
+
+def _placement(svc: ServicePlan) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    from gen.serving.sizing import candidates
+
+    # Only pools that offer the devices the class asks for (a MIG class: MIG pools).
+    offering = {c.pool.name for c in candidates(svc)}
+    pools = tuple(p for p in svc.pools if p.name in offering) or svc.pools
+    selector: dict[str, str] = {}
+    if len(pools) == 1:
+        selector = pools[0].node_labels
+    elif pools:
+        common = set(pools[0].node_labels.items())
+        for pool in pools[1:]:
+            common &= set(pool.node_labels.items())
+        selector = dict(sorted(common))
+    tolerations = []
+    seen = set()
+    for pool in pools:
+        for taint in pool.pool.taints:
+            key = (taint.key, taint.value, taint.effect)
+            if key in seen:
+                continue
+            seen.add(key)
+            toleration: dict[str, Any] = {"key": taint.key, "effect": taint.effect}
+            if taint.value:
+                toleration.update(operator="Equal", value=taint.value)
+            else:
+                toleration["operator"] = "Exists"
+            tolerations.append(toleration)
+    tolerations.sort(key=lambda t: (t["key"], t.get("value", ""), t["effect"]))
+    return selector, tolerations
+
+
+def build_service(plan: ClusterPlan, svc: ServicePlan) -> list[ManifestSpec]:
+    """Every object of one vLLM service in one cluster."""
+    service = svc.service
+    origin = svc.located.document.location
+    name = service.name
+    ns = service.namespace
+    meta = labels(name, "inference", **{"gen.dev/model": _label_safe(service.model)})
+    selector_labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/component": "inference"}
+    devices = gpu_devices(svc)
+    weight_bytes = svc.model.weight_bytes if svc.model is not None else 20 * 1024**3
+    startup = startup_seconds(weight_bytes)
+    dra = plan.dra_api_version is not None
+    resources: dict[str, Any] = {
+        "requests": {"cpu": service.resources.cpu, "memory": service.resources.memory},
+        "limits": {"memory": service.resources.memory},
+    }
+    if dra:
+        resources["claims"] = [{"name": "gpu"}]
+    elif devices:
+        resource = extended_resource(plan, svc)
+        resources["limits"][resource] = str(devices)
+        resources["requests"][resource] = str(devices)
+    node_selector, tolerations = _placement(svc)
+    grace = PRESTOP_SECONDS + service.serving.shutdown_timeout_seconds + 15
+    replicas_access = "ReadWriteOnce" if service.max_replicas <= 1 else "ReadWriteMany"
+    specs = [
+        manifest(
+            "vllm/deployment.yaml.j2", origin,
+            name=name, namespace=ns, labels=meta, selector=selector_labels,
+            replicas=None if service.autoscaling else service.replicas,
+            image=_image(svc),
+            args=engine_args(svc),
+            env=_env(svc),
+            port=CONTAINER_PORT, port_name=PORT_NAME,
+            resources=resources,
+            startup_failure_threshold=math.ceil(startup / PROBE_PERIOD),
+            probe_period=PROBE_PERIOD,
+            shm_size=shm_size(devices),
+            cache_claim=f"{name}-model-cache",
+            node_selector=node_selector,
+            tolerations=tolerations,
+            resource_claims=(
+                [{"name": "gpu", "resourceClaimTemplateName": claim_template_name(service)}]
+                if dra else []
+            ),
+            grace_seconds=grace,
+            prestop_seconds=PRESTOP_SECONDS,
+            native_sleep=plan.minor >= 30,
+            max_surge=0 if devices else 1,
+        ),
+        manifest(
+            "vllm/service.yaml.j2", origin,
+            name=name, namespace=ns, labels=meta, selector=selector_labels,
+            port=service.exposure.port, port_name=PORT_NAME,
+        ),
+        manifest(
+            "vllm/pvc.yaml.j2", origin,
+            name=f"{name}-model-cache", namespace=ns, labels=meta,
+            access_mode=replicas_access, size=service.storage.cache_size,
+            storage_class=service.storage.storage_class,
+        ),
+        manifest(
+            "vllm/pdb.yaml.j2", origin,
+            name=name, namespace=ns, labels=meta, selector=selector_labels,
+        ),
+        manifest(
+            "vllm/networkpolicy.yaml.j2", origin,
+            name=name, namespace=ns, labels=meta, selector=selector_labels,
+            port=CONTAINER_PORT,
+            namespaces=sorted({*service.exposure.allow_from_namespaces,
+                               plan.cluster.monitoring.namespace}),
+        ),
+    ]
+    if plan.cluster.monitoring.service_monitors:
+        specs.append(manifest(
+            "vllm/servicemonitor.yaml.j2", origin,
+            name=name, namespace=ns, labels=meta, selector=selector_labels,
+            port_name=PORT_NAME,
+        ))
+    if service.autoscaling is not None:
+        auto = service.autoscaling
+        query = (
+            f'sum(vllm:num_requests_waiting{{namespace="{ns}",'
+            f'model_name="{service.serving.served_model_name or name}"}})'
+        )
+        specs.append(manifest(
+            "vllm/scaledobject.yaml.j2", origin,
+            name=name, namespace=ns, labels=meta,
+            min_replicas=auto.min_replicas, max_replicas=auto.max_replicas,
+            server=plan.cluster.monitoring.prometheus_url, query=query,
+            threshold=str(auto.waiting_requests_per_replica),
+        ))
+    return specs
+
+
+def _label_safe(value: str) -> str:
+    text = "".join(c if c.isalnum() or c in "-_." else "_" for c in value)[-63:]
+    return text.strip("-_.") or "model"
+
+
+def build(plan: ClusterPlan) -> list[ManifestSpec]:
+    """vLLM objects of every in-cluster vLLM service of the cluster."""
+    specs: list[ManifestSpec] = []
+    for svc in plan.services:
+        if svc.service.engine == "vllm" and svc.service.gpu is not None:
+            specs.extend(build_service(plan, svc))
+    return specs

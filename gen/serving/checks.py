@@ -1,0 +1,125 @@
+"""Serving rules: a pool to run on, parallelism, memory fit, CUDA driver compatibility."""
+
+from __future__ import annotations
+
+import re
+
+from gen.errors import Finding, Severity
+from gen.fleet.plan import ClusterPlan, Plan, ServicePlan
+
+_PARALLEL = re.compile(
+    r"divisible by tensor parallel|TP×PP|cannot be split over TP|not divisible by TP|"
+    r"TP shard|exceeds the model's .* layers|cannot run TP across MIG|parallel sizes must"
+)
+
+
+def _fit(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
+    from gen.serving.sizing import candidates, fit_reports
+
+    service = svc.service
+    findings: list[Finding] = []
+    # On DRA clusters a class that matches no pool's GPUs is GEN204's, with the reasons.
+    if not candidates(svc, match_class=cluster.dra_api_version is None):
+        whole = [p for p in svc.pools if p.gpu is not None and p.mig_layout is None]
+        if svc.gpu_class is not None and svc.gpu_class.device_type == "mig":
+            what = f"MIG {svc.gpu_class.match.mig_profile} devices"
+        elif whole and svc.gpu_class is not None:
+            what = (f"GPUs that class {svc.gpu_class.name!r} matches (its pools have "
+                    f"{', '.join(sorted({p.gpu.product_name for p in whole if p.gpu}))})")
+        else:
+            what = "full (non-MIG) GPUs"
+        findings.append(Finding(
+            "GEN304",
+            f"no node pool of cluster {cluster.name!r} offers {what} for this service",
+            svc.located.at("gpu", "gpu_class"), "gpu.gpu_class",
+            hint="add a pool (or a MIG layout with that profile), or change the GPU class",
+        ))
+        return findings
+    length = service.serving.max_model_len
+    where_len = (svc.located.at("serving", "max_model_len") if length
+                 else svc.located.at("model"))
+    if cluster.dra_api_version is not None and not _nvidia_class(svc):
+        return findings  # a claim of another driver's class gets no NVIDIA GPU at all
+    # fit_reports covers only the pools the class admits (gen.serving.sizing.class_admits).
+    for cand, report in fit_reports(svc, length):
+        if report.fits:
+            continue
+        parallel = [e for e in report.errors if _PARALLEL.search(e)]
+        if parallel:
+            findings.append(Finding(
+                "GEN302", "; ".join(parallel), svc.located.at("parallelism"), "parallelism",
+                hint=f"{service.model} has {svc.model.attention_heads if svc.model else '?'} "
+                f"attention heads and {svc.model.kv_heads if svc.model else '?'} KV heads; "
+                "TP×PP must fit the devices of the claim (gpu.count)",
+            ))
+            continue
+        errors = "; ".join(report.errors)
+        best = report.max_model_len_fit
+        hint = (f"the largest max_model_len that fits is {best}" if best
+                else "use more or larger devices, a quantized model, or kv_cache_dtype: fp8")
+        findings.append(Finding(
+            "GEN301",
+            f"{service.model} does not fit {cand.name} (pool {cand.pool.name!r}, cluster "
+            f"{cluster.name!r}): {errors}",
+            where_len, "serving.max_model_len" if length else "model", hint=hint,
+        ))
+    return findings
+
+
+def _nvidia_class(svc: ServicePlan) -> bool:
+    from gen.models.gpu_class import NVIDIA_DRIVER
+
+    gpu_class = svc.gpu_class
+    return gpu_class is None or gpu_class.device_type != "gpu" or gpu_class.driver == NVIDIA_DRIVER
+
+
+def _cuda(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
+    from gen.serving.engines import default_image, driver_satisfies, image_info
+
+    image = svc.service.serving.image or default_image("vllm").image
+    info = image_info(image)
+    where = (svc.located.at("serving", "image") if svc.service.serving.image
+             else svc.located.at("engine"))
+    if info is None:
+        return [Finding(
+            "GEN303", f"cannot tell which CUDA runtime {image} ships; driver compatibility "
+            "is unchecked", where, "serving.image", severity=Severity.WARNING,
+            hint="use a vllm/vllm-openai release tag gen knows",
+        )]
+    findings = []
+    for pool in svc.pools:
+        driver = pool.pool.driver_version
+        if driver is None or driver_satisfies(driver, info.min_driver):
+            continue
+        explicit = svc.service.serving.image is not None
+        index = [p.name for p in cluster.cluster.node_pools].index(pool.name)
+        findings.append(Finding(
+            "GEN303",
+            f"{image} ships CUDA {info.cuda_version}, which needs NVIDIA driver "
+            f"≥ {info.min_driver}; pool {pool.name!r} of cluster {cluster.name!r} has "
+            f"{driver}: 'CUDA driver version is insufficient for CUDA runtime version'",
+            where if explicit else cluster.located.at("node_pools", index, "driver_version"),
+            "serving.image" if explicit else f"node_pools[{index}].driver_version",
+            hint=f"upgrade the pool's driver to ≥ {info.min_driver}, or pin an image "
+            "built for an older CUDA (e.g. a -cu12x tag)",
+        ))
+    return findings
+
+
+def check(plan: Plan) -> list[Finding]:
+    """GEN301–GEN304."""
+    findings: list[Finding] = []
+    for cluster in plan.clusters:
+        for svc in cluster.services:
+            service = svc.service
+            if service.gpu is None or service.engine != "vllm":
+                continue
+            if not svc.pools:
+                findings.append(Finding(
+                    "GEN304", f"cluster {cluster.name!r} has no NVIDIA node pool",
+                    svc.located.at("clusters"), "clusters",
+                ))
+                continue
+            findings += _fit(cluster, svc)
+            findings += _cuda(cluster, svc)
+    return findings
