@@ -6,13 +6,13 @@ The tree::
     ├── ProfileError                profiles could not be read or are invalid
     │   ├── ProfileSyntaxError      YAML syntax, encoding, size or alias limits
     │   └── ProfileValidationError  pydantic errors, each mapped to file:line:col
-    ├── ReferenceError_             a name that refers to nothing (service → GPU class, ...)
+    ├── UnresolvedReferenceError    a name that refers to nothing (service → GPU class, ...)
     ├── LintError                   lint rules with severity "error" fired
     ├── TemplateError               Jinja syntax / undefined / bad output → template:line
     ├── ManifestValidationError     a rendered manifest fails its schema
     ├── StaleOutputError            ``render --check``: out/ differs from the render
     ├── OutputError                 out/ cannot be written (read-only, disk full, ...)
-    ├── LookupError_                a GPU / model / MIG profile name the catalogs do not know
+    ├── CatalogLookupError          a GPU / model / MIG profile name the catalogs do not know
     ├── ToolError                   an external tool failed
     │   └── ToolNotFoundError       ... or is not installed
     └── WorkerError                 a parallel render worker died
@@ -139,7 +139,7 @@ class ProfileValidationError(ProfileError):
     default_rule = "GEN002"
 
 
-class ReferenceError_(GenError):
+class UnresolvedReferenceError(GenError):
     """A profile refers to something that does not exist."""
 
     default_rule = "GEN003"
@@ -169,7 +169,7 @@ class OutputError(GenError):
     """out/ could not be written."""
 
 
-class LookupError_(GenError):
+class CatalogLookupError(GenError):
     """A GPU, model or MIG profile name that the catalogs do not know."""
 
 

@@ -135,12 +135,12 @@ def _select(plan: Plan, clusters: Sequence[str]) -> Plan:
         return plan
     import dataclasses
 
-    from gen.errors import ReferenceError_
+    from gen.errors import UnresolvedReferenceError
 
     known = {c.name for c in plan.clusters}
     missing = [c for c in clusters if c not in known]
     if missing:
-        raise ReferenceError_(
+        raise UnresolvedReferenceError(
             f"unknown cluster(s): {', '.join(missing)}; known: {', '.join(sorted(known))}"
         )
     return dataclasses.replace(

@@ -55,6 +55,8 @@ from tests.strategies import (
     splits,
 )
 
+pytestmark = pytest.mark.slow  # whole-fleet property runs: minutes with GEN_FUZZ_EXAMPLES
+
 EXTRA = int(os.environ.get("GEN_FUZZ_EXAMPLES", "0"))
 HANG_SECONDS = 60
 """Hard stop for one gen command (a hang); the soft bound below is what a run must meet."""

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gen.errors import LintError, ReferenceError_, StaleOutputError
+from gen.errors import LintError, StaleOutputError, UnresolvedReferenceError
 from gen.pipeline import lint, render
 from tests.helpers import copy_fleet, snapshot_tree, stat_tree
 
@@ -99,7 +99,7 @@ def test_cluster_selection_never_trusts_a_damaged_index(fleet: Path, index: byte
 
 def test_unknown_cluster_selection(fleet: Path) -> None:
     """An unknown --cluster name is a reference error listing the known clusters."""
-    with pytest.raises(ReferenceError_, match="unknown cluster") as info:
+    with pytest.raises(UnresolvedReferenceError, match="unknown cluster") as info:
         _render(fleet, clusters=("nope",))
     known = sorted(p.stem for p in (fleet / "profiles/clusters").glob("*.yaml"))
     assert f"known: {', '.join(known)}" in str(info.value)

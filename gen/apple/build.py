@@ -151,7 +151,7 @@ def vm_device(pool: NodePool) -> FitDevice:
     """The GPU a model server sees inside a krunkit VM node of ``pool``.
 
     Raises:
-        LookupError_: the pool's chip is not in the catalog.
+        CatalogLookupError: the pool's chip is not in the catalog.
         ProfileValidationError: the VM is larger than krunkit allows.
     """
     from gen.apple.chips import krunkit_vm_gpu_memory_bytes, lookup_chip
@@ -171,7 +171,7 @@ def host_device(host: MacHost) -> FitDevice:
     """The GPU of a native macOS host: Metal's share of its unified memory.
 
     Raises:
-        LookupError_: the host's chip is not in the catalog.
+        CatalogLookupError: the host's chip is not in the catalog.
     """
     from gen.apple.chips import lookup_chip, usable_unified_memory_bytes
     from gen.serving.fit import FitDevice
@@ -248,7 +248,7 @@ def mac_server(svc: ServicePlan, devices: Sequence[FitDevice]) -> MacServer:
     Raises:
         ProfileValidationError: a setting the engine cannot take (e.g. a max_model_len for
             vllm-mlx, a key flag in extra_args).
-        LookupError_: an engine launchd does not know.
+        CatalogLookupError: an engine launchd does not know.
     """
     from gen.apple.launchd import MacServer
 

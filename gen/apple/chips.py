@@ -28,7 +28,7 @@ from fractions import Fraction
 from importlib import resources
 from typing import Literal
 
-from gen.errors import LookupError_, ProfileValidationError
+from gen.errors import CatalogLookupError, ProfileValidationError
 
 __all__ = [
     "APPLE_GPU_BACKEND",
@@ -95,12 +95,14 @@ class AppleChip:
     variants: tuple[AppleChipVariant, ...] = ()
 
     def variant(self, gpu_cores: int) -> AppleChipVariant:
-        """The variant with this many GPU cores; raises :class:`LookupError_`."""
+        """The variant with this many GPU cores; raises :class:`CatalogLookupError`."""
         for v in self.variants:
             if v.gpu_cores == gpu_cores:
                 return v
         known = ", ".join(str(v.gpu_cores) for v in self.variants)
-        raise LookupError_(f"{self.name} has no {gpu_cores}-core GPU variant (known: {known})")
+        raise CatalogLookupError(
+            f"{self.name} has no {gpu_cores}-core GPU variant (known: {known})"
+        )
 
     def supports(self, *, gpu_cores: int | None = None, memory_gb: int | None = None) -> bool:
         """Whether Apple sold this chip with that GPU core count and/or memory size."""
@@ -217,7 +219,7 @@ def lookup_chip(name: str) -> AppleChip:
     """A chip by id (``m2-ultra``) or name (``Apple M2 Ultra``), any case, spaces or hyphens.
 
     Raises:
-        LookupError_: the catalog has no such chip; the message names the nearest ones.
+        CatalogLookupError: the catalog has no such chip; the message names the nearest ones.
     """
     chip = _chip_index().get(_normal(name))
     if chip is not None:
@@ -226,7 +228,7 @@ def lookup_chip(name: str) -> AppleChip:
     guess = name.strip().lower().removeprefix("apple").strip().replace(" ", "-")
     nearest = difflib.get_close_matches(guess, ids, n=3, cutoff=0.5)
     hint = f"did you mean {', '.join(nearest)}?" if nearest else f"known: {', '.join(ids)}"
-    raise LookupError_(f"unknown Apple chip {name!r}; {hint}")
+    raise CatalogLookupError(f"unknown Apple chip {name!r}; {hint}")
 
 
 # --------------------------------------------------------------------------- memory budgets

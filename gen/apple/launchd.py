@@ -35,7 +35,7 @@ from typing import Literal, get_args
 
 from gen.apple.chips import LLAMA_SERVER_ALL_LAYERS
 from gen.emit.output import GENERATED_COMMENT
-from gen.errors import LookupError_, ProfileValidationError
+from gen.errors import CatalogLookupError, ProfileValidationError
 
 __all__ = [
     "DEFAULT_LOG_DIRECTORY",
@@ -200,14 +200,14 @@ def _check_engine(engine: str) -> None:
     if engine not in _COMMAND:
         near = difflib.get_close_matches(engine, ENGINES, n=2, cutoff=0.4)
         hint = f"did you mean {', '.join(near)}?" if near else f"known: {', '.join(ENGINES)}"
-        raise LookupError_(f"unknown macOS engine {engine!r}; {hint}")
+        raise CatalogLookupError(f"unknown macOS engine {engine!r}; {hint}")
 
 
 def health_path(engine: str) -> str:
     """The HTTP path that answers 200 once the engine serves (``/health`` for all three).
 
     Raises:
-        LookupError_: an engine gen does not know.
+        CatalogLookupError: an engine gen does not know.
     """
     _check_engine(engine)
     return _HEALTH_PATH[engine]

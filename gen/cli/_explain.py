@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from gen.cli._boundary import handle_errors
-from gen.errors import Finding, ReferenceError_, Severity
+from gen.errors import Finding, Severity, UnresolvedReferenceError
 from gen.fleet.plan import ClusterPlan, Plan, ServicePlan
 
 __all__ = ["explain_command", "explain_text"]
@@ -17,24 +17,24 @@ _RULES = ("GEN204", "GEN205", "GEN206")
 
 
 def _clusters(plan: Plan, service: str | None, wanted: Sequence[str]) -> list[ClusterPlan]:
-    """The clusters to explain; raises ReferenceError_ for unknown names."""
+    """The clusters to explain; raises UnresolvedReferenceError for unknown names."""
     known = {c.name: c for c in plan.clusters}
     missing = [name for name in wanted if name not in known]
     if missing:
-        raise ReferenceError_(
+        raise UnresolvedReferenceError(
             f"unknown cluster(s): {', '.join(missing)}; known: {', '.join(sorted(known))}"
         )
     if service is not None:
         names = sorted(plan.profiles.services)
         if service not in plan.profiles.services:
-            raise ReferenceError_(
+            raise UnresolvedReferenceError(
                 f"unknown service {service!r}; known: {', '.join(names) or 'none defined'}"
             )
         runs_in = [c.name for c in plan.clusters if any(s.service.name == service
                                                            for s in c.services)]
         outside = [name for name in wanted if name not in runs_in]
         if outside:
-            raise ReferenceError_(
+            raise UnresolvedReferenceError(
                 f"service {service!r} does not run in {', '.join(outside)}; "
                 f"it runs in: {', '.join(runs_in) or 'no cluster'}"
             )

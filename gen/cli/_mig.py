@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from gen.cli._boundary import handle_errors
-from gen.errors import LookupError_
+from gen.errors import CatalogLookupError
 from gen.nvidia.gpus import gpu_catalog
 from gen.nvidia.mig import LayoutCheck, LayoutSyntaxError, check_layout, parse_layout_args
 
@@ -58,7 +58,7 @@ def check_command(
         raise click.BadParameter(err.message, param_hint="PROFILE=COUNT") from err
     try:
         gpu = gpu_catalog().lookup(gpu_name)
-    except LookupError_ as err:
+    except CatalogLookupError as err:
         if not as_json:
             raise
         click.echo(

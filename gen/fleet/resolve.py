@@ -12,7 +12,7 @@ import difflib
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from gen.errors import Finding, ReferenceError_
+from gen.errors import Finding, UnresolvedReferenceError
 from gen.fleet.plan import ClusterPlan, Plan, PoolPlan, ServicePlan
 from gen.fleet.profiles import Located, ProfileSet
 
@@ -53,7 +53,7 @@ def _known(names: Iterable[str], wanted: str) -> str:
 def _resolve_pools(
     located: Located[Cluster], profiles: ProfileSet, findings: list[Finding]
 ) -> tuple[PoolPlan, ...]:
-    from gen.errors import LookupError_
+    from gen.errors import CatalogLookupError
     from gen.nvidia.gpus import gpu_catalog
     from gen.nvidia.mig import check_layout
 
@@ -65,7 +65,7 @@ def _resolve_pools(
         if pool.platform == "nvidia":
             try:
                 gpu = catalog.lookup(pool.gpu)
-            except LookupError_ as err:
+            except CatalogLookupError as err:
                 findings.append(Finding(
                     "GEN003", err.message, located.at("node_pools", i, "gpu"),
                     f"node_pools[{i}].gpu", hint="see 'gen catalog gpus'",
@@ -87,7 +87,7 @@ def _resolve_pools(
             assert gpu is not None
             try:
                 layout_gpu = catalog.lookup(layout.gpu)
-            except LookupError_ as err:
+            except CatalogLookupError as err:
                 findings.append(Finding("GEN003", err.message, ref.at("gpu"), "gpu"))
                 continue
             if layout_gpu.id != gpu.id:
@@ -153,7 +153,7 @@ def _resolve_service(
     findings: list[Finding],
 ) -> tuple[GPUClass | None, list[tuple[GPUClass, int]], LLMSpec | None]:
     """A service's GPU class, alternatives and model, each reference checked."""
-    from gen.errors import LookupError_
+    from gen.errors import CatalogLookupError
 
     svc = svc_located.value
     gpu_class = None
@@ -184,7 +184,7 @@ def _resolve_service(
     model = None
     try:
         model = models.lookup(svc.model)
-    except LookupError_ as err:
+    except CatalogLookupError as err:
         findings.append(Finding(
             "GEN003", err.message, svc_located.at("model"), "model",
             hint="add a 'kind: Model' profile with its architecture numbers",
@@ -239,7 +239,9 @@ def build_plan(profiles: ProfileSet) -> Plan:
                     located.at("quotas", j, "gpu_class"), f"quotas[{j}].gpu_class",
                 ))
     if findings:
-        raise ReferenceError_(f"{len(findings)} unresolved reference(s)", findings=findings)
+        raise UnresolvedReferenceError(
+            f"{len(findings)} unresolved reference(s)", findings=findings
+        )
 
     clusters = []
     for name, located in profiles.clusters.items():

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 import yaml
 
-from gen.errors import LookupError_
+from gen.errors import CatalogLookupError
 
 __all__ = ["GPU", "GPUCatalog", "MIGProfile", "gpu_catalog", "normalize_pci_id"]
 
@@ -157,7 +157,7 @@ class GPUCatalog:
         return self._by_pci.get(pci) if pci else None
 
     def lookup(self, name: str) -> GPU:
-        """Like :meth:`find`, but an unknown name raises LookupError_ with the nearest names."""
+        """Like :meth:`find`; an unknown name raises CatalogLookupError naming the nearest."""
         gpu = self.find(name)
         if gpu is not None:
             return gpu
@@ -168,7 +168,7 @@ class GPUCatalog:
             hint = "did you mean " + ", ".join(repr(candidates[n]) for n in near) + "?"
         else:
             hint = "known ids: " + ", ".join(g.id for g in self._gpus)
-        raise LookupError_(f"unknown GPU {name!r}; {hint}")
+        raise CatalogLookupError(f"unknown GPU {name!r}; {hint}")
 
 
 def _estimate_memory_mib(name: str) -> int:

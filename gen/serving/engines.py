@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gen.errors import GenError, LookupError_
+from gen.errors import CatalogLookupError, GenError
 
 __all__ = [
     "CUDA_DRIVER_MINIMUMS",
@@ -140,12 +140,12 @@ def engine_images(engine: str) -> tuple[EngineImage, ...]:
     """The pinned images of ``engine``, the default first.
 
     Raises:
-        LookupError_: the engine is unknown.
+        CatalogLookupError: the engine is unknown.
     """
     found = tuple(i for i in _IMAGES if i.engine == engine.strip().lower())
     if not found:
         known = ", ".join(sorted({i.engine for i in _IMAGES}))
-        raise LookupError_(f"unknown engine {engine!r}; known: {known}")
+        raise CatalogLookupError(f"unknown engine {engine!r}; known: {known}")
     return found
 
 
@@ -153,7 +153,7 @@ def default_image(engine: str) -> EngineImage:
     """The image gen uses for ``engine`` unless a profile pins another one.
 
     Raises:
-        LookupError_: the engine is unknown.
+        CatalogLookupError: the engine is unknown.
     """
     return engine_images(engine)[0]
 
@@ -219,7 +219,7 @@ def _cuda_from_suffixes(suffixes: str) -> str | None:
 def _major_minor(cuda: str) -> tuple[str, str]:
     match = _CUDA_RE.match(cuda)
     if match is None:
-        raise LookupError_(f"not a CUDA version: {cuda!r} (expected e.g. 12.9 or 12.9.1)")
+        raise CatalogLookupError(f"not a CUDA version: {cuda!r} (expected e.g. 12.9 or 12.9.1)")
     return match.group(1), match.group(2)
 
 
@@ -230,7 +230,7 @@ def min_driver_for_cuda(cuda: str) -> str:
     (see the module docstring).
 
     Raises:
-        LookupError_: not a CUDA version, or one gen has no driver data for.
+        CatalogLookupError: not a CUDA version, or one gen has no driver data for.
     """
     major, minor = _major_minor(cuda)
     key = f"{int(major)}.{int(minor)}"
@@ -238,7 +238,7 @@ def min_driver_for_cuda(cuda: str) -> str:
         return CUDA_DRIVER_MINIMUMS[key]
     except KeyError:
         known = ", ".join(CUDA_DRIVER_MINIMUMS)
-        raise LookupError_(f"no driver data for CUDA {cuda}; known: {known}") from None
+        raise CatalogLookupError(f"no driver data for CUDA {cuda}; known: {known}") from None
 
 
 def minor_version_floor(cuda: str) -> str | None:

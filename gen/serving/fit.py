@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from gen.errors import LookupError_
+from gen.errors import CatalogLookupError
 from gen.nvidia.gpus import gpu_catalog
 from gen.serving.model_catalog import LLMSpec
 
@@ -476,7 +476,7 @@ def resolve_device(gpu: str, mig_profile: str | None = None) -> FitDevice:
     """The :class:`FitDevice` for a catalog GPU (id, PCI id or product name), or one MIG slice.
 
     Raises:
-        LookupError_: unknown GPU, a GPU without MIG, or a MIG profile it does not have.
+        CatalogLookupError: unknown GPU, a GPU without MIG, or a MIG profile it does not have.
     """
     entry = gpu_catalog().lookup(gpu)
     base = FitDevice(name=entry.product_name, memory_mib=entry.memory_mib,
@@ -484,11 +484,11 @@ def resolve_device(gpu: str, mig_profile: str | None = None) -> FitDevice:
     if mig_profile is None:
         return base
     if not entry.mig_capable:
-        raise LookupError_(f"{entry.product_name} does not support MIG")
+        raise CatalogLookupError(f"{entry.product_name} does not support MIG")
     profile = entry.mig_profile(mig_profile)
     if profile is None:
         names = ", ".join(entry.mig_profile_names)
-        raise LookupError_(f"{entry.product_name} has no MIG profile {mig_profile!r}; "
+        raise CatalogLookupError(f"{entry.product_name} has no MIG profile {mig_profile!r}; "
                            f"it has: {names}")
     return replace(base, name=f"{entry.product_name} MIG {profile.name}",
                    memory_mib=profile.memory_mib, is_mig=True)

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from gen.errors import LookupError_
+from gen.errors import CatalogLookupError
 
 __all__ = [
     "WEIGHT_DTYPES",
@@ -252,7 +252,7 @@ class ModelCatalog:
         """The model with Hugging Face id ``name`` (case-insensitive).
 
         Raises:
-            LookupError_: no such model; the message lists the nearest names.
+            CatalogLookupError: no such model; the message lists the nearest names.
         """
         spec = self._find(name)
         if spec is not None:
@@ -262,7 +262,7 @@ class ModelCatalog:
         close = difflib.get_close_matches(name.strip().lower(), list(candidates), n=5, cutoff=0.5)
         nearest = list(dict.fromkeys(candidates[c] for c in close))[:3]
         hint = f"; nearest: {', '.join(nearest)}" if nearest else ""
-        raise LookupError_(
+        raise CatalogLookupError(
             f"unknown model {name!r}{hint} (see `gen catalog models`, "
             "or describe it in a Model profile)"
         )

@@ -55,9 +55,12 @@ from gen.emit.output import write_tree
 from gen.errors import OutputError
 from tests.helpers import REPO, copy_fleet, snapshot_tree
 
-pytestmark = pytest.mark.skipif(
-    sys.platform != "linux", reason="the atomic swap (renameat2) and these kills are Linux's"
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        sys.platform != "linux", reason="the atomic swap (renameat2) and these kills are Linux's"
+    ),
+]
 
 _LAUNCHER = '''\
 """Run gen, SIGKILLed before its Nth write step (GEN_FAULT_KILL_AT; 0: never).
@@ -281,7 +284,6 @@ def _report(kind: str, outcomes: list[str]) -> None:
 # -- real SIGKILL ---------------------------------------------------------------------------
 
 
-@pytest.mark.slow
 def test_sigkill_before_each_write_step(fleet: Path, scenario: Scenario) -> None:
     """Killed before any step of the write phase, out/ is exactly old (up to the swap) or new."""
     total, swap = len(scenario.steps), scenario.exchange
@@ -301,7 +303,6 @@ def test_sigkill_before_each_write_step(fleet: Path, scenario: Scenario) -> None
     assert "old" in outcomes and "new" in outcomes
 
 
-@pytest.mark.slow
 def test_sigkill_during_recovery(fleet: Path, scenario: Scenario) -> None:
     """A run killed while it deletes a previous run's leftovers leaves the new tree intact."""
     scenario.reset(fleet)
@@ -315,7 +316,6 @@ def test_sigkill_during_recovery(fleet: Path, scenario: Scenario) -> None:
     assert scenario.check(fleet, expect="new") == "new"
 
 
-@pytest.mark.slow
 def test_sigkill_at_spread_times(fleet: Path, scenario: Scenario) -> None:
     """Killed after delays spread over a render's duration, out/ is the old or the new tree."""
     count = 6
@@ -334,7 +334,6 @@ def test_sigkill_at_spread_times(fleet: Path, scenario: Scenario) -> None:
     assert outcomes[0] == "old"  # killed before the interpreter could write anything
 
 
-@pytest.mark.slow
 def test_sigkill_while_writing(fleet: Path, scenario: Scenario) -> None:
     """Killed within milliseconds of its temporary tree appearing, out/ is old or new."""
     outcomes: list[str] = []

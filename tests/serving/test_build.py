@@ -9,7 +9,7 @@ import pytest
 
 from gen.pipeline import load_plan, render_outputs
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module", name="objects")

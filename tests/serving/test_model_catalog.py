@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from gen.errors import LookupError_
+from gen.errors import CatalogLookupError
 from gen.serving.model_catalog import LLMSpec, ModelCatalog, model_catalog
 
 
@@ -93,15 +93,16 @@ def test_lookup_is_case_insensitive() -> None:
 
 
 def test_lookup_unknown_lists_nearest_names() -> None:
-    """An unknown name raises LookupError_ naming the nearest catalog ids."""
-    with pytest.raises(LookupError_, match=r"unknown model 'meta-llama/Llama-3.1-8B-Instrct'.*"
+    """An unknown name raises CatalogLookupError naming the nearest catalog ids."""
+    with pytest.raises(CatalogLookupError,
+                       match=r"unknown model 'meta-llama/Llama-3.1-8B-Instrct'.*"
                        r"nearest: meta-llama/Llama-3.1-8B-Instruct"):
         model_catalog().lookup("meta-llama/Llama-3.1-8B-Instrct")
 
 
 def test_lookup_unknown_message_renders() -> None:
-    """The LookupError_ formats as one line for the CLI boundary."""
-    with pytest.raises(LookupError_) as info:
+    """The CatalogLookupError formats as one line for the CLI boundary."""
+    with pytest.raises(CatalogLookupError) as info:
         model_catalog().lookup("no-such/model-at-all-xyz")
     assert info.value.format_message().startswith("unknown model 'no-such/model-at-all-xyz'")
 
@@ -170,7 +171,7 @@ def test_to_json_includes_weight_bytes() -> None:
 
 
 def test_empty_catalog_lookup_has_no_hint() -> None:
-    """An empty catalog still raises LookupError_, without a nearest-name hint."""
-    with pytest.raises(LookupError_) as info:
+    """An empty catalog still raises CatalogLookupError, without a nearest-name hint."""
+    with pytest.raises(CatalogLookupError) as info:
         ModelCatalog([]).lookup("anything")
     assert "nearest" not in str(info.value)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gen.errors import GenError, LookupError_
+from gen.errors import CatalogLookupError, GenError
 from gen.serving.engines import (
     CUDA_DRIVER_MINIMUMS,
     compatible_image,
@@ -49,16 +49,16 @@ def test_driver_table_is_monotonic() -> None:
 
 
 def test_unknown_cuda_version_raises() -> None:
-    """A CUDA version without driver data, or not a version at all, raises LookupError_."""
-    with pytest.raises(LookupError_, match=r"no driver data for CUDA 14\.0"):
+    """A CUDA version without driver data, or not a version at all, raises CatalogLookupError."""
+    with pytest.raises(CatalogLookupError, match=r"no driver data for CUDA 14\.0"):
         min_driver_for_cuda("14.0")
-    with pytest.raises(LookupError_, match="not a CUDA version"):
+    with pytest.raises(CatalogLookupError, match="not a CUDA version"):
         min_driver_for_cuda("twelve")
 
 
 def test_unknown_engine_raises() -> None:
-    """An unknown engine name raises LookupError_ listing the known engines."""
-    with pytest.raises(LookupError_, match="unknown engine 'tgi'; known: vllm"):
+    """An unknown engine name raises CatalogLookupError listing the known engines."""
+    with pytest.raises(CatalogLookupError, match="unknown engine 'tgi'; known: vllm"):
         default_image("tgi")
 
 

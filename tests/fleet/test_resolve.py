@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gen.errors import Finding, ReferenceError_
+from gen.errors import Finding, UnresolvedReferenceError
 from gen.fleet.profiles import load_profiles
 from gen.fleet.resolve import build_plan, dra_api_version, kubernetes_minor
 from tests.helpers import copy_fleet
@@ -25,7 +25,7 @@ def _line_of(root: Path, rel: str, needle: str) -> int:
 
 
 def _ref_errors(root: Path) -> list[Finding]:
-    with pytest.raises(ReferenceError_) as info:
+    with pytest.raises(UnresolvedReferenceError) as info:
         build_plan(load_profiles(root / "profiles", base=root))
     assert all(f.rule == "GEN003" for f in info.value.findings)
     return list(info.value.findings)

@@ -14,7 +14,7 @@ from gen.emit.crd_schemas import custom_schema_dir
 from gen.emit.kubeconform import KubeconformError, find_kubeconform, run_kubeconform
 from gen.errors import Severity, SourceLocation, ToolError, ToolNotFoundError
 
-FAKES = Path(__file__).parent / "fakes"
+FAKES = Path(__file__).resolve().parents[1] / "fakes"
 
 DEPLOYMENT = """\
 apiVersion: apps/v1

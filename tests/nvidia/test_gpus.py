@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gen.errors import LookupError_
+from gen.errors import CatalogLookupError
 from gen.nvidia.gpus import GPU, GPUCatalog, gpu_catalog, normalize_pci_id
 
 # Every MIG-capable GPU the reference covers, by catalog id.
@@ -183,12 +183,12 @@ def test_lookup_other_product_names() -> None:
 
 
 def test_lookup_unknown_suggests_nearest() -> None:
-    """An unknown name raises LookupError_ naming the nearest catalog names."""
-    with pytest.raises(LookupError_, match="h100-sxm5-80gb"):
+    """An unknown name raises CatalogLookupError naming the nearest catalog names."""
+    with pytest.raises(CatalogLookupError, match="h100-sxm5-80gb"):
         gpu_catalog().lookup("h100-sxm5-80")
-    with pytest.raises(LookupError_, match="unknown GPU 'zzz'"):
+    with pytest.raises(CatalogLookupError, match="unknown GPU 'zzz'"):
         gpu_catalog().lookup("zzz")
-    with pytest.raises(LookupError_):
+    with pytest.raises(CatalogLookupError):
         gpu_catalog().lookup("0x9999")
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gen.errors import LookupError_
+from gen.errors import CatalogLookupError
 from gen.serving.fit import (
     GIB,
     KV_BLOCK_TOKENS,
@@ -257,10 +257,10 @@ def test_resolve_device_whole_gpu_and_mig() -> None:
 
 
 def test_resolve_device_unknown_mig_profile() -> None:
-    """An unknown MIG profile or a GPU without MIG raises LookupError_."""
-    with pytest.raises(LookupError_, match=r"no MIG profile '9g\.99gb'"):
+    """An unknown MIG profile or a GPU without MIG raises CatalogLookupError."""
+    with pytest.raises(CatalogLookupError, match=r"no MIG profile '9g\.99gb'"):
         resolve_device("h100-sxm5-80gb", "9g.99gb")
-    with pytest.raises(LookupError_, match="does not support MIG"):
+    with pytest.raises(CatalogLookupError, match="does not support MIG"):
         resolve_device("l4", "1g.6gb")
 
 

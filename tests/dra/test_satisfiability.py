@@ -11,7 +11,7 @@ from gen.fleet.plan import Plan
 from gen.pipeline import load_plan
 
 D = textwrap.dedent
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 CLUSTER = """\
 kind: Cluster

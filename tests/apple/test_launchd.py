@@ -22,7 +22,7 @@ from gen.apple.launchd import (
     program_arguments,
     server_arguments,
 )
-from gen.errors import LookupError_, ProfileValidationError
+from gen.errors import CatalogLookupError, ProfileValidationError
 
 SECRET = "sk-test-9f8e7d6c5b4a"
 
@@ -120,10 +120,10 @@ def test_health_paths() -> None:
 
 
 def test_unknown_engine() -> None:
-    """An unknown engine raises LookupError_ with the nearest name."""
-    with pytest.raises(LookupError_, match=r"unknown macOS engine 'llama-srv'.*llama-server"):
+    """An unknown engine raises CatalogLookupError with the nearest name."""
+    with pytest.raises(CatalogLookupError, match=r"unknown macOS engine 'llama-srv'.*llama-server"):
         health_path("llama-srv")
-    with pytest.raises(LookupError_, match="unknown macOS engine 'mps'"):
+    with pytest.raises(CatalogLookupError, match="unknown macOS engine 'mps'"):
         make(engine="mps")
 
 

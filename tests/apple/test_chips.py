@@ -25,7 +25,7 @@ from gen.apple.chips import (
     macos_gpu_fraction,
     usable_unified_memory_bytes,
 )
-from gen.errors import LookupError_, ProfileValidationError
+from gen.errors import CatalogLookupError, ProfileValidationError
 
 # A 70B-parameter model at 8 bits per weight: ~70 GB of weights plus runtime overhead.
 LLAMA_70B_Q8_BYTES = 75 * 10**9
@@ -93,21 +93,21 @@ def test_binned_max_chips_differ_by_variant() -> None:
 
 
 def test_unknown_chip_names_nearest() -> None:
-    """A misspelt chip raises LookupError_ naming the closest ids."""
-    with pytest.raises(LookupError_, match=r"unknown Apple chip 'm2 ulta'.*m2-ultra"):
+    """A misspelt chip raises CatalogLookupError naming the closest ids."""
+    with pytest.raises(CatalogLookupError, match=r"unknown Apple chip 'm2 ulta'.*m2-ultra"):
         lookup_chip("m2 ulta")
 
 
 def test_mps_is_not_an_apple_chip() -> None:
     """'mps' is ambiguous (NVIDIA MPS); the Apple backend is called apple-metal."""
     assert APPLE_GPU_BACKEND == "apple-metal"
-    with pytest.raises(LookupError_, match="known: m1, "):
+    with pytest.raises(CatalogLookupError, match="known: m1, "):
         lookup_chip("mps")
 
 
 def test_unknown_gpu_variant() -> None:
-    """Asking for a GPU core count a chip never had raises LookupError_."""
-    with pytest.raises(LookupError_, match="no 12-core GPU variant"):
+    """Asking for a GPU core count a chip never had raises CatalogLookupError."""
+    with pytest.raises(CatalogLookupError, match="no 12-core GPU variant"):
         lookup_chip("m1").variant(12)
 
 

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from gen.cli import cli
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PROFILES = str(ROOT / "profiles")
 
 UNSAT = """\
