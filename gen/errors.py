@@ -1,21 +1,32 @@
 """Errors and findings: gen's errors are data, formatted only at the CLI edge.
 
-The tree::
+The tree (every :class:`GenError` subclass gen has is defined here)::
 
-    GenError                        exit 1; carries zero or more Findings
+    GenError                        exit 1, rule GEN000; carries zero or more Findings
     ├── ProfileError                profiles could not be read or are invalid
-    │   ├── ProfileSyntaxError      YAML syntax, encoding, size or alias limits
-    │   └── ProfileValidationError  pydantic errors, each mapped to file:line:col
-    ├── UnresolvedReferenceError    a name that refers to nothing (service → GPU class, ...)
+    │   ├── ProfileSyntaxError      YAML syntax, encoding, size or alias limits (GEN001)
+    │   └── ProfileValidationError  pydantic errors, each mapped to file:line:col (GEN002)
+    ├── UnresolvedReferenceError    a name that refers to nothing, e.g. a GPU class (GEN003)
     ├── LintError                   lint rules with severity "error" fired
-    ├── TemplateError               Jinja syntax / undefined / bad output → template:line
-    ├── ManifestValidationError     a rendered manifest fails its schema
+    ├── TemplateError               a template failed or rendered no manifest (GEN010)
+    ├── ManifestValidationError     a rendered manifest fails its schema (GEN020)
     ├── StaleOutputError            ``render --check``: out/ differs from the render
     ├── OutputError                 out/ cannot be written (read-only, disk full, ...)
     ├── CatalogLookupError          a GPU / model / MIG profile name the catalogs do not know
     ├── ToolError                   an external tool failed
-    │   └── ToolNotFoundError       ... or is not installed
-    └── WorkerError                 a parallel render worker died
+    │   ├── ToolNotFoundError       ... or is not installed
+    │   └── KubeconformError        kubeconform crashed or printed no report (GEN021)
+    ├── WorkerError                 a parallel render worker died
+    ├── QuantityError               a string that is not a Kubernetes quantity ("1Gi", "500m")
+    ├── VersionError                a string that is not a semantic version
+    ├── DeviceError                 a ResourceSlice device entry that cannot be read
+    ├── CELCompileError             a CEL selector Kubernetes would refuse (GEN030)
+    ├── CELRuntimeError             a CEL selector that fails on a device (GEN031)
+    ├── LayoutSyntaxError           a PROFILE=COUNT argument that does not parse (exit 2)
+    ├── MIGLayoutError              a MIG layout used as if valid when it is not
+    └── MigPartedConfigError        a mig-parted config mig-parted would reject
+
+Every rule id in parentheses, and GEN000, is in :mod:`gen.rules`.
 
 A :class:`Finding` is one located message with a rule id, used both for lint results and
 for every error that points into a file.
@@ -26,7 +37,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    import subprocess
 
 
 class Severity(enum.StrEnum):
@@ -181,8 +195,81 @@ class ToolNotFoundError(ToolError):
     """An external tool is not installed."""
 
 
+class KubeconformError(ToolError):
+    """kubeconform crashed, or printed something that is not its JSON report."""
+
+    default_rule = "GEN021"
+    stderr_tail_lines: ClassVar[int] = 20
+    """How many of kubeconform's last stderr lines the message quotes."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        command: Sequence[str] = (),
+        returncode: int | None = None,
+        stderr_tail: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.command = tuple(command)
+        self.returncode = returncode
+        self.stderr_tail = stderr_tail
+
+    @classmethod
+    def from_process(
+        cls, process: subprocess.CompletedProcess[str], reason: str
+    ) -> KubeconformError:
+        """Build the error from a finished kubeconform run: reason, exit code, stderr tail."""
+        lines = (process.stderr or "").strip().splitlines()
+        tail = "\n".join(lines[-cls.stderr_tail_lines:])
+        message = f"kubeconform {reason} (exit code {process.returncode})"
+        if tail:
+            message += "; stderr:\n" + tail
+        args = process.args
+        command = [str(a) for a in args] if isinstance(args, list | tuple) else [str(args)]
+        return cls(message, command=command, returncode=process.returncode, stderr_tail=tail)
+
+
 class WorkerError(GenError):
     """A worker process of a parallel render died (killed, out of memory)."""
 
     task: int | None = None
     """The index of the task (cluster) the worker was on, when known."""
+
+
+class QuantityError(GenError):
+    """A string that is not a Kubernetes quantity."""
+
+
+class VersionError(GenError):
+    """A string that is not a semantic version."""
+
+
+class DeviceError(GenError):
+    """A ResourceSlice device entry that cannot be read."""
+
+
+class CELCompileError(GenError):
+    """A selector that Kubernetes would refuse: syntax, types, length or cost."""
+
+    default_rule = "GEN030"
+
+
+class CELRuntimeError(GenError):
+    """A selector that fails on a device ("CEL runtime error: no such key: memory")."""
+
+    default_rule = "GEN031"
+
+
+class LayoutSyntaxError(GenError):
+    """A ``PROFILE=COUNT`` argument that does not parse (a usage error)."""
+
+    exit_code = 2
+
+
+class MIGLayoutError(GenError):
+    """A MIG layout was used as if valid when it is not."""
+
+
+class MigPartedConfigError(GenError):
+    """A mig-parted configuration that mig-parted would reject, or that gen must not emit."""

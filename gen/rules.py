@@ -1,40 +1,291 @@
-"""Every lint rule id gen can report, with its title.
+"""Every rule id gen can report: its default severity, title, section and documentation.
 
-Rule ids are stable (``GEN0xx`` input and output, ``GEN1xx`` MIG, ``GEN2xx`` DRA,
-``GEN3xx`` serving / fit, ``GEN5xx`` security, ``GEN6xx`` Apple Silicon).
+This is the one registry of rule ids. ``GEN0xx`` are input and output (profiles, templates,
+rendered manifests, and the default rule of gen's errors), ``GEN1xx`` MIG, ``GEN2xx`` DRA,
+``GEN3xx`` serving / fit, ``GEN5xx`` security, ``GEN6xx`` Apple Silicon. Ids are stable: a rule
+is never renumbered, and an id is never reused.
+
+The title is the one-line description SARIF viewers show (``tool.driver.rules``); the doc text
+is the "what" column of ``docs/lint-rules.md``, which :func:`rules_markdown` generates::
+
+    python -m gen.rules > docs/lint-rules.md
+
+A test keeps the committed page equal to the generated one, and another keeps the registry
+equal to the ids that appear in gen's source. To add a rule: add it here, use its id in a
+check, regenerate the page.
 """
 
 from __future__ import annotations
 
-__all__ = ["RULES"]
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 
-RULES: dict[str, str] = {
-    "GEN101": "MIG layout cannot exist on the GPU (profile, count or placement)",
-    "GEN102": "MIG layout needs a newer driver than the node pool has",
-    "GEN103": "MIG layout change on a pool: follow the runbook",
-    "GEN104": "MIG layout used on a GPU without MIG",
-    "GEN201": "DRA API version not served by the cluster as configured",
-    "GEN202": "field behind a feature gate the cluster does not enable (silently dropped)",
-    "GEN203": "CEL selector does not compile",
-    "GEN204": "claim cannot be satisfied by any device of the cluster",
-    "GEN205": "fleet cannot hold all replicas at once",
-    "GEN206": "CEL selector errors at run time on a device",
-    "GEN207": "DRA sharing needs a driver feature gate",
-    "GEN208": "allocation mode or alternatives not supported by the cluster",
-    "GEN301": "model does not fit the device memory",
-    "GEN302": "parallelism does not match the model or the claim",
-    "GEN303": "container CUDA runtime newer than the node driver supports",
-    "GEN304": "service has no node pool it can run on",
-    "GEN501": "literal secret in a profile",
-    "GEN502": "workload opts out of Pod Security 'restricted'",
-    "GEN601": "engine vllm on an Apple VM node pool (vLLM has no Vulkan backend)",
-    "GEN602": "model does not fit the Apple GPU memory (krunkit VM window or Mac Metal budget)",
-    "GEN603": "unknown Apple chip",
-    "GEN604": "chip and memory size Apple does not sell together",
-    "GEN605": "krunkit VM sizing or device resource impossible",
-    "GEN606": "llama-server service has no Apple VM node pool in the cluster",
-    "GEN607": "pod asks for more than an Apple VM node has (memory, devices)",
-    "GEN608": "setting the Apple engine cannot take",
-    "GEN609": "Apple VM pool without node labels",
-    "GEN610": "EndpointSlice to Macs in an Argo CD cluster (excluded by default)",
-}
+from gen.errors import Severity
+
+__all__ = ["RULES", "Rule", "Section", "rule", "rules_markdown"]
+
+
+class Section(enum.Enum):
+    """The part of the fleet a rule is about; the value is its heading in the docs."""
+
+    INPUT_OUTPUT = "Input and output"
+    MIG = "MIG"
+    DRA = "DRA"
+    SERVING = "Serving"
+    SECURITY = "Security"
+    APPLE = "Apple Silicon"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule id: what it reports and how bad it is by default."""
+
+    id: str
+    title: str
+    """One line, for SARIF's ``shortDescription``."""
+    section: Section
+    doc: str
+    """The documentation (Markdown, one line): what fires the rule."""
+    severity: Severity = Severity.ERROR
+    """The severity a finding of this rule has unless the check says otherwise."""
+
+
+_IO, _MIG, _DRA, _SERVING, _SECURITY, _APPLE = (
+    Section.INPUT_OUTPUT, Section.MIG, Section.DRA, Section.SERVING, Section.SECURITY,
+    Section.APPLE,
+)
+_WARNING, _INFO = Severity.WARNING, Severity.INFO
+
+_ALL = (
+    Rule(
+        "GEN000", "error without a rule of its own", _IO,
+        "an error no other rule covers (the default rule of gen's errors; the CLI prints its "
+        "message): out/ cannot be written or is stale (`render --check`), a GPU, model or MIG "
+        "profile name on the command line the catalogs do not know, an external tool or a "
+        "render worker failed",
+    ),
+    Rule(
+        "GEN001", "profile YAML cannot be read", _IO,
+        "YAML syntax, encoding (not UTF-8, NUL bytes), size, nesting or alias-expansion limits, "
+        "duplicate keys, scalars YAML cannot convert (`!!float x`, `2024-02-30`), file names "
+        "that are not UTF-8 or hold line breaks",
+    ),
+    Rule(
+        "GEN002", "profile does not match the schema", _IO,
+        "the profile does not match the schema: unknown key, wrong type, missing key, bad name",
+    ),
+    Rule(
+        "GEN003", "reference to something that does not exist", _IO,
+        "a reference to something that does not exist (GPU class, cluster, MIG layout, model, "
+        "node pool, catalog GPU)",
+    ),
+    Rule(
+        "GEN010", "template failed", _IO,
+        "a template failed (Jinja syntax, an undefined name, a template not found)",
+    ),
+    Rule(
+        "GEN011", "template output is not one Kubernetes object", _IO,
+        "a template rendered something that is not YAML or not one Kubernetes object",
+    ),
+    Rule("GEN012", "two objects render to one file", _IO, "two objects render to one file"),
+    Rule(
+        "GEN020", "rendered manifest fails the schema of its Kubernetes version", _IO,
+        "a rendered manifest fails the strict JSON Schema of its cluster's Kubernetes version",
+    ),
+    Rule(
+        "GEN021", "kubeconform reports a rendered manifest invalid", _IO,
+        "kubeconform reports a rendered manifest invalid",
+    ),
+    Rule(
+        "GEN030", "CEL expression does not compile", _IO,
+        "a CEL expression Kubernetes would refuse (syntax, types, length or cost) given to "
+        "`gen cel eval` or the library; in a profile it is reported as `GEN203`",
+    ),
+    Rule(
+        "GEN031", "CEL expression errors at run time on a device", _IO,
+        "a CEL expression that errors at run time on a device (`no such key`) in the library; "
+        "in a profile it is reported as `GEN206`",
+    ),
+    Rule(
+        "GEN101", "MIG layout cannot exist on the GPU (profile, count or placement)", _MIG,
+        "the layout cannot exist on the GPU: unknown profile for that GPU, too many instances, "
+        "no placement on the grid, more than one media-extension instance",
+    ),
+    Rule(
+        "GEN102", "MIG layout needs a newer driver than the node pool has", _MIG,
+        "a profile of the layout needs a newer driver than the node pool runs",
+    ),
+    Rule(
+        "GEN103", "MIG layout change on a pool: follow the runbook", _MIG,
+        "the pool's layout changes: running GPU pods are killed when mig-manager applies it — "
+        "follow the runbook",
+        _WARNING,
+    ),
+    Rule(
+        "GEN104", "MIG layout used on a GPU without MIG", _MIG,
+        "a MIG layout on a GPU without MIG",
+    ),
+    Rule(
+        "GEN201", "DRA API version not served by the cluster as configured", _DRA,
+        "the cluster does not serve the resource.k8s.io version gen renders for it (needs "
+        "`--runtime-config` and the `DynamicResourceAllocation` gate before 1.34; no DRA before "
+        "1.31)",
+    ),
+    Rule(
+        "GEN202", "field behind a feature gate the cluster does not enable (silently dropped)",
+        _DRA,
+        "a field behind a feature gate the cluster does not enable (`firstAvailable`, "
+        "`extendedResourceName`): the API server would silently drop it",
+    ),
+    Rule(
+        "GEN203", "CEL selector does not compile", _DRA,
+        "a CEL selector does not compile (or is too long / too costly)",
+    ),
+    Rule(
+        "GEN204", "claim cannot be satisfied by any device of the cluster", _DRA,
+        "a claim no device of the cluster satisfies, with the nearest misses",
+    ),
+    Rule(
+        "GEN205", "fleet cannot hold all replicas at once", _DRA,
+        "the cluster cannot hold all replicas of all services at once",
+    ),
+    Rule(
+        "GEN206", "CEL selector errors at run time on a device", _DRA,
+        "a selector errors at run time on a device (`no such key`)",
+    ),
+    Rule(
+        "GEN207", "DRA sharing needs a driver feature gate", _DRA,
+        "DRA sharing (time-slicing, MPS) needs a driver feature gate that is off",
+    ),
+    Rule(
+        "GEN208", "allocation mode or alternatives not supported by the cluster", _DRA,
+        "alternatives on a device-plugin cluster are ignored",
+        _WARNING,
+    ),
+    Rule(
+        "GEN301", "model does not fit the device memory", _SERVING,
+        "the model (weights + KV cache for one full sequence + overhead) does not fit the "
+        "device's memory",
+    ),
+    Rule(
+        "GEN302", "parallelism does not match the model or the claim", _SERVING,
+        "parallelism does not match the model or the claim",
+    ),
+    Rule(
+        "GEN303", "container CUDA runtime newer than the node driver supports", _SERVING,
+        "the image's CUDA runtime needs a newer driver than the node pool runs",
+    ),
+    Rule(
+        "GEN304", "service has no node pool it can run on", _SERVING,
+        "no node pool of the cluster offers the devices the service needs (on a device-plugin "
+        "cluster: no pool has GPUs the class's product, architecture, memory and compute "
+        "capability admit)",
+    ),
+    Rule(
+        "GEN501", "literal secret in a profile", _SECURITY,
+        "a value that looks like a credential (Hugging Face, OpenAI-style or GitHub token, AWS "
+        "key, private key) in a profile",
+    ),
+    Rule(
+        "GEN502", "workload opts out of Pod Security 'restricted'", _SECURITY,
+        'a workload opts out of Pod Security "restricted", with its reason',
+        _INFO,
+    ),
+    Rule(
+        "GEN601", "engine vllm on an Apple VM node pool (vLLM has no Vulkan backend)", _APPLE,
+        "`engine: vllm` on an Apple VM pool; the hint names the two working paths",
+    ),
+    Rule(
+        "GEN602",
+        "model does not fit the Apple GPU memory (krunkit VM window or Mac Metal budget)", _APPLE,
+        "the model does not fit the Apple GPU budget (VM window or Mac Metal cap)",
+    ),
+    Rule(
+        "GEN603", "unknown Apple chip", _APPLE,
+        "unknown Apple chip (the message names the nearest ones)",
+    ),
+    Rule(
+        "GEN604", "chip and memory size Apple does not sell together", _APPLE,
+        "a chip and memory size Apple does not sell together, e.g. an M3 Ultra with 192 GB",
+        _WARNING,
+    ),
+    Rule(
+        "GEN605", "krunkit VM sizing or device resource impossible", _APPLE,
+        "krunkit VM sizing impossible (RAM above 60 GB or not below the Mac's) or a malformed "
+        "device resource name",
+    ),
+    Rule(
+        "GEN606", "llama-server service has no Apple VM node pool in the cluster", _APPLE,
+        "a llama-server service with no Apple VM pool in the cluster",
+    ),
+    Rule(
+        "GEN607", "pod asks for more than an Apple VM node has (memory, devices)", _APPLE,
+        "the pod asks for more than an Apple VM node has: memory, more than one GPU, pools with "
+        "different device resources",
+    ),
+    Rule(
+        "GEN608", "setting the Apple engine cannot take", _APPLE,
+        "a setting the Apple engine cannot take (vllm-mlx `max_model_len`, key flags in "
+        "`extra_args`; an fp8 KV cache or `autoscaling`, which gen ignores here, are warnings)",
+    ),
+    Rule(
+        "GEN609", "Apple VM pool without node labels", _APPLE,
+        "an Apple VM pool without labels: the plugin and the pods cannot be pinned to it",
+        _WARNING,
+    ),
+    Rule(
+        "GEN610", "EndpointSlice to Macs in an Argo CD cluster (excluded by default)", _APPLE,
+        "a `mac_hosts` service in an Argo CD cluster, whose defaults skip EndpointSlice",
+        _WARNING,
+    ),
+)
+
+RULES: Mapping[str, Rule] = MappingProxyType({r.id: r for r in _ALL})
+"""Rule id → :class:`Rule`, in id order."""
+
+
+def rule(rule_id: str) -> Rule:
+    """The rule with id ``rule_id``; ``KeyError`` when gen has no such rule."""
+    try:
+        return RULES[rule_id]
+    except KeyError:
+        raise KeyError(f"unknown rule id {rule_id!r}") from None
+
+
+_INTRO = """\
+# Lint rules
+
+<!-- Generated from gen/rules.py: `python -m gen.rules > docs/lint-rules.md`. -->
+
+`gen lint` runs every rule on the profiles and writes nothing; `gen render` runs them too
+and refuses to write when one of severity `error` fires. Each finding has a rule id, a
+severity, the `file:line:col` of the profile value that causes it, the key path and a
+hint. `--format json` and `--format sarif` carry the same fields.
+
+```
+profiles/gpu-classes/h100.yaml:7:3: error GEN204: match: claim of service 'llama-70b' …
+    hint: …
+```
+
+Rules are errors unless marked (warning) or (info).
+"""
+
+
+def rules_markdown() -> str:
+    """``docs/lint-rules.md``: the intro, then one table of rules per section."""
+    parts = [_INTRO]
+    for section in Section:
+        parts.append(f"\n## {section.value}\n\n| id | what |\n| --- | --- |\n")
+        for r in RULES.values():
+            if r.section is section:
+                marker = "" if r.severity is Severity.ERROR else f"({r.severity.value}) "
+                parts.append(f"| `{r.id}` | {marker}{r.doc} |\n")
+    return "".join(parts)
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.stdout.write(rules_markdown())

@@ -9,8 +9,9 @@ import click
 import yaml
 
 from gen.cli._boundary import handle_errors
-from gen.dra.cel import CELCompileError, compile_selector, evaluate, explain_miss
-from gen.dra.devices import Device, DeviceError, device_from_resourceslice_entry
+from gen.dra.cel import compile_selector, evaluate, explain_miss
+from gen.dra.devices import Device, device_from_resourceslice_entry
+from gen.errors import CELCompileError, DeviceError
 
 __all__ = ["cel_command"]
 

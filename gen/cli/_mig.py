@@ -9,9 +9,9 @@ from pathlib import Path
 import click
 
 from gen.cli._boundary import handle_errors
-from gen.errors import CatalogLookupError
+from gen.errors import CatalogLookupError, LayoutSyntaxError
 from gen.nvidia.gpus import gpu_catalog
-from gen.nvidia.mig import LayoutCheck, LayoutSyntaxError, check_layout, parse_layout_args
+from gen.nvidia.mig import LayoutCheck, check_layout, parse_layout_args
 
 __all__ = ["mig_command"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gen.errors import Finding, Severity
+from gen.errors import CELCompileError, Finding, Severity
 from gen.fleet.plan import ClusterPlan, Plan
 
 _RUNTIME_CONFIG = {31: "resource.k8s.io/v1alpha3", 32: "resource.k8s.io/v1beta1",
@@ -108,7 +108,7 @@ def _service_findings(cluster: ClusterPlan) -> list[Finding]:
 
 def _selector_findings(plan: Plan) -> list[Finding]:
     from gen.dra.build import class_cel
-    from gen.dra.cel import CELCompileError, compile_selector
+    from gen.dra.cel import compile_selector
 
     findings = []
     for located in plan.profiles.gpu_classes.values():

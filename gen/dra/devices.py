@@ -8,14 +8,13 @@ from decimal import Decimal
 from types import MappingProxyType
 from typing import Any
 
-from gen.errors import GenError
-from gen.k8s.quantity import QuantityError, parse_quantity
-from gen.k8s.semver import Version, VersionError, parse_version
+from gen.errors import DeviceError, QuantityError, VersionError
+from gen.k8s.quantity import parse_quantity
+from gen.k8s.semver import Version, parse_version
 
 __all__ = [
     "AttrValue",
     "Device",
-    "DeviceError",
     "ShapeKey",
     "device_from_resourceslice_entry",
     "qualify",
@@ -28,10 +27,6 @@ ShapeKey = tuple[str, tuple[tuple[str, str, AttrValue], ...], tuple[tuple[str, D
 
 _ATTRIBUTE_FIELDS = ("string", "int", "bool", "version")
 _LIST_FIELDS = ("strings", "ints", "bools", "versions")
-
-
-class DeviceError(GenError):
-    """A ResourceSlice device entry that cannot be read."""
 
 
 def qualify(name: str, driver: str) -> str:

@@ -26,17 +26,11 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from gen.dra.cel import (
-    CELCompileError,
-    CELRuntimeError,
-    SelectorResult,
-    compile_selector,
-    explain_miss,
-)
+from gen.dra.cel import SelectorResult, compile_selector, explain_miss
 from gen.dra.cel._source import split_conjuncts
 from gen.dra.devices import Device, ShapeKey
 from gen.dra.simulate import NodeInventory, group_key, node_inventory, shape_summary
-from gen.errors import Finding, Severity, SourceLocation
+from gen.errors import CELCompileError, CELRuntimeError, Finding, Severity, SourceLocation
 from gen.fleet.plan import ClusterPlan, Plan, PoolPlan, ServicePlan
 from gen.models import GPUClass
 

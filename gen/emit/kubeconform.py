@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from gen.emit.crd_schemas import kubeconform_schema_location
-from gen.errors import Finding, Severity, SourceLocation, ToolError, ToolNotFoundError
+from gen.errors import Finding, KubeconformError, Severity, SourceLocation, ToolNotFoundError
 
-__all__ = ["RULE", "KubeconformError", "find_kubeconform", "run_kubeconform"]
+__all__ = ["RULE", "find_kubeconform", "run_kubeconform"]
 
 RULE = "GEN021"
 
@@ -49,7 +49,6 @@ _SKIP = (
 
 # Stay far below ARG_MAX: split long file lists into several runs.
 _MAX_ARGV_CHARS = 100_000
-_STDERR_TAIL_LINES = 20
 
 _NETWORK_MARKERS = (
     "dial tcp",
@@ -60,39 +59,6 @@ _NETWORK_MARKERS = (
 )
 
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?$")
-
-
-class KubeconformError(ToolError):
-    """kubeconform crashed, or printed something that is not its JSON report."""
-
-    default_rule = RULE
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        command: Sequence[str] = (),
-        returncode: int | None = None,
-        stderr_tail: str = "",
-    ) -> None:
-        super().__init__(message)
-        self.command = tuple(command)
-        self.returncode = returncode
-        self.stderr_tail = stderr_tail
-
-    @classmethod
-    def from_process(
-        cls, process: subprocess.CompletedProcess[str], reason: str
-    ) -> KubeconformError:
-        """Build the error from a finished kubeconform run: reason, exit code, stderr tail."""
-        lines = (process.stderr or "").strip().splitlines()
-        tail = "\n".join(lines[-_STDERR_TAIL_LINES:])
-        message = f"kubeconform {reason} (exit code {process.returncode})"
-        if tail:
-            message += "; stderr:\n" + tail
-        args = process.args
-        command = [str(a) for a in args] if isinstance(args, list | tuple) else [str(args)]
-        return cls(message, command=command, returncode=process.returncode, stderr_tail=tail)
 
 
 def find_kubeconform() -> str | None:

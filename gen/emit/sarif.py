@@ -2,8 +2,9 @@
 
 ``gen lint --format sarif`` writes :func:`to_sarif`'s result as JSON. The log has one run whose
 tool driver is ``gen``; every rule that a finding uses (plus any in ``rules``) is listed with a
-short description, and every finding becomes one result with a level, a message and, when it
-has a location, a physical location (a relative, forward-slash URI plus line and column).
+short description (its title in :mod:`gen.rules`), and every finding becomes one result with a
+level, a message and, when it has a location, a physical location (a relative, forward-slash
+URI plus line and column).
 The order is deterministic: rules by id, results in :func:`gen.errors.sort_findings` order.
 """
 
@@ -15,6 +16,7 @@ from typing import Any
 from urllib.parse import quote
 
 from gen.errors import Finding, Severity, SourceLocation, sort_findings
+from gen.rules import Rule
 
 __all__ = ["SARIF_SCHEMA", "SARIF_VERSION", "to_sarif"]
 
@@ -28,7 +30,7 @@ def to_sarif(
     findings: Sequence[Finding],
     *,
     tool_version: str,
-    rules: Mapping[str, str] | None = None,
+    rules: Mapping[str, Rule] | None = None,
     root: str | PurePath | None = None,
 ) -> dict[str, Any]:
     """A SARIF 2.1.0 log (a JSON-ready dict) of ``findings``.
@@ -36,11 +38,12 @@ def to_sarif(
     Args:
         findings: what to report; duplicates are dropped, order does not matter.
         tool_version: gen's version, for ``tool.driver.version``.
-        rules: rule id → one-line description, for ``tool.driver.rules``.
+        rules: rule id → :class:`~gen.rules.Rule` (usually :data:`gen.rules.RULES`), for
+            ``tool.driver.rules``; a rule not in it is described by its id.
         root: when given, absolute finding paths under it are made relative to it
             (SARIF viewers resolve URIs against the repository root).
     """
-    descriptions = dict(rules or {})
+    descriptions = {rule_id: r.title for rule_id, r in (rules or {}).items()}
     ordered = sort_findings(findings)
     rule_ids = sorted({f.rule for f in ordered} | set(descriptions))
     index = {rule: i for i, rule in enumerate(rule_ids)}

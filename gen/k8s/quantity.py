@@ -29,20 +29,15 @@ import re
 from dataclasses import dataclass
 from decimal import ROUND_UP, Decimal, Inexact, localcontext
 
-from gen.errors import GenError
+from gen.errors import QuantityError
 
 __all__ = [
     "Quantity",
-    "QuantityError",
     "QuantityFormat",
     "compare_quantities",
     "format_quantity",
     "parse_quantity",
 ]
-
-
-class QuantityError(GenError):
-    """A string that is not a Kubernetes quantity."""
 
 
 class QuantityFormat(enum.StrEnum):

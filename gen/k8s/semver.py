@@ -14,13 +14,9 @@ import functools
 import re
 from dataclasses import dataclass, field
 
-from gen.errors import GenError
+from gen.errors import VersionError
 
-__all__ = ["Version", "VersionError", "parse_version"]
-
-
-class VersionError(GenError):
-    """A string that is not a semantic version."""
+__all__ = ["Version", "parse_version"]
 
 
 _NUM = r"(?:0|[1-9][0-9]*)"

@@ -31,7 +31,8 @@ DriverVersion = Annotated[
     Field(description="NVIDIA driver version, e.g. '570.124.06'."),
 ]
 def _check_quantity(value: str) -> str:
-    from gen.k8s.quantity import QuantityError, parse_quantity
+    from gen.errors import QuantityError
+    from gen.k8s.quantity import parse_quantity
 
     try:
         parse_quantity(value)

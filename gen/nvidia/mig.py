@@ -26,14 +26,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gen.errors import GenError
+from gen.errors import LayoutSyntaxError, MIGLayoutError
 from gen.nvidia.gpus import GPU, MIGProfile
 
 __all__ = [
     "LayoutCheck",
-    "LayoutSyntaxError",
     "MIGDevice",
-    "MIGLayoutError",
     "Placement",
     "check_layout",
     "is_profile_name",
@@ -49,16 +47,6 @@ _DRIVER_RE = re.compile(r"^[Rr]?(\d+)(?:\.(\d+))?(?:\.(\d+))?$")
 
 # The 4g + 3g combination ("(4 memory, 4 compute) and (4 memory, 3 compute)") needs R510.
 _COMBO_4G_3G_MIN_DRIVER = "510"
-
-
-class LayoutSyntaxError(GenError):
-    """A ``PROFILE=COUNT`` argument that does not parse (a usage error)."""
-
-    exit_code = 2
-
-
-class MIGLayoutError(GenError):
-    """A MIG layout was used as if valid when it is not."""
 
 
 def is_profile_name(name: str) -> bool:

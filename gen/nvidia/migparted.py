@@ -26,7 +26,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from gen.errors import GenError
+from gen.errors import MigPartedConfigError
 from gen.nvidia.gpus import GPU, NVIDIA_VENDOR_ID, gpu_catalog, normalize_pci_id
 from gen.nvidia.mig import check_layout, is_profile_name
 
@@ -34,7 +34,6 @@ __all__ = [
     "LayoutEntry",
     "MigConfigEntry",
     "MigPartedConfig",
-    "MigPartedConfigError",
     "NodeLayout",
     "Strategy",
     "all_profile_config_name",
@@ -53,10 +52,6 @@ NodeLayout = Sequence[Mapping[str, int] | None]
 
 _FILTER_RE = re.compile(r"^0x[0-9a-fA-F]{8}(?::0x[0-9a-fA-F]{8})?$")
 _LABEL_VALUE_RE = re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$")
-
-
-class MigPartedConfigError(GenError):
-    """A mig-parted configuration that mig-parted would reject, or that gen must not emit."""
 
 
 # --- the strict model ----------------------------------------------------------------------

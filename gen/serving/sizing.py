@@ -71,7 +71,8 @@ def class_admits(gpu_class: GPUClass, pool: PoolPlan) -> bool:
     "H200" class is never placed on, or sized for, an L4 pool. Classes of other drivers,
     raw CEL selectors and non-NVIDIA pools are left to the DRA satisfiability rules.
     """
-    from gen.k8s.quantity import QuantityError, parse_quantity
+    from gen.errors import QuantityError
+    from gen.k8s.quantity import parse_quantity
     from gen.models.gpu_class import NVIDIA_DRIVER
     from gen.nvidia.gpus import gpu_catalog
 

@@ -11,8 +11,14 @@ from pathlib import Path
 import pytest
 
 from gen.emit.crd_schemas import custom_schema_dir
-from gen.emit.kubeconform import KubeconformError, find_kubeconform, run_kubeconform
-from gen.errors import Severity, SourceLocation, ToolError, ToolNotFoundError
+from gen.emit.kubeconform import find_kubeconform, run_kubeconform
+from gen.errors import (
+    KubeconformError,
+    Severity,
+    SourceLocation,
+    ToolError,
+    ToolNotFoundError,
+)
 
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
 

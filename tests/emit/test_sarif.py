@@ -7,6 +7,7 @@ from typing import Any
 
 from gen.emit.sarif import to_sarif
 from gen.errors import Finding, Severity, SourceLocation
+from gen.rules import RULES, Rule, Section
 
 FINDINGS = [
     Finding(
@@ -117,8 +118,9 @@ def test_related_locations() -> None:
 
 
 def test_rules_listed_with_descriptions_sorted() -> None:
-    """Rules are sorted by id; descriptions come from the mapping, else the id."""
-    log = to_sarif(FINDINGS, tool_version="0.1.0", rules={"GEN030": "MIG layout fits the GPU"})
+    """Rules are sorted by id; descriptions are the rules' titles, else the id."""
+    fits = Rule("GEN030", "MIG layout fits the GPU", Section.MIG, "the layout fits")
+    log = to_sarif(FINDINGS, tool_version="0.1.0", rules={"GEN030": fits})
     rules = log["runs"][0]["tool"]["driver"]["rules"]
     assert [r["id"] for r in rules] == ["GEN021", "GEN030", "GEN040", "GEN041"]
     assert rules[1]["shortDescription"] == {"text": "MIG layout fits the GPU"}
@@ -161,3 +163,13 @@ def test_no_findings() -> None:
     check_required(log)
     assert log["runs"][0]["results"] == []
     assert log["runs"][0]["tool"]["driver"]["rules"] == []
+
+
+def test_registry_rules_are_all_listed_with_their_titles() -> None:
+    """With the registry, every rule gen has is a descriptor whose text is its title."""
+    log = to_sarif(FINDINGS[:1], tool_version="1", rules=RULES)
+    check_required(log)
+    rules = log["runs"][0]["tool"]["driver"]["rules"]
+    described = {r["id"]: r["shortDescription"]["text"] for r in rules}
+    assert set(described) == set(RULES)
+    assert all(described[rule_id] == r.title for rule_id, r in RULES.items())

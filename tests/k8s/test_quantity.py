@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gen.errors import QuantityError
 from gen.k8s.quantity import (
     Quantity,
-    QuantityError,
     QuantityFormat,
     compare_quantities,
     format_quantity,

@@ -9,12 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gen.errors import GenError
+from gen.errors import GenError, LayoutSyntaxError, MIGLayoutError
 from gen.nvidia.gpus import GPU, gpu_catalog
 from gen.nvidia.mig import (
     LayoutCheck,
-    LayoutSyntaxError,
-    MIGLayoutError,
     check_layout,
     mig_devices,
     parse_layout_args,

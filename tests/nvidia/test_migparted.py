@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gen.errors import MigPartedConfigError
 from gen.nvidia.gpus import gpu_catalog
 from gen.nvidia.mig import check_layout
 from gen.nvidia.migparted import (
     LayoutEntry,
-    MigPartedConfigError,
     all_profile_config_name,
     build_mig_parted_config,
     choose_strategy,

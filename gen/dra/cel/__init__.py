@@ -27,8 +27,6 @@ from __future__ import annotations
 from gen.dra.cel._engine import (
     MAX_COST,
     MAX_EXPRESSION_LENGTH,
-    CELCompileError,
-    CELRuntimeError,
     CompiledSelector,
     SelectorResult,
     compile_selector,
@@ -39,8 +37,6 @@ from gen.dra.cel._explain import explain_miss
 __all__ = [
     "MAX_COST",
     "MAX_EXPRESSION_LENGTH",
-    "CELCompileError",
-    "CELRuntimeError",
     "CompiledSelector",
     "SelectorResult",
     "compile_selector",

@@ -14,13 +14,11 @@ from gen.dra.cel._cost import estimate_cost
 from gen.dra.cel._library import checker_env, device_data, runtime_env
 from gen.dra.cel._source import matching_bracket
 from gen.dra.devices import Device
-from gen.errors import GenError
+from gen.errors import CELCompileError, CELRuntimeError
 
 __all__ = [
     "MAX_COST",
     "MAX_EXPRESSION_LENGTH",
-    "CELCompileError",
-    "CELRuntimeError",
     "CompiledSelector",
     "SelectorResult",
     "compile_selector",
@@ -29,18 +27,6 @@ __all__ = [
 
 MAX_EXPRESSION_LENGTH = 10 * 1024
 MAX_COST = 1_000_000
-
-
-class CELCompileError(GenError):
-    """A selector that Kubernetes would refuse: syntax, types, length or cost."""
-
-    default_rule = "GEN030"
-
-
-class CELRuntimeError(GenError):
-    """A selector that fails on a device ("CEL runtime error: no such key: memory")."""
-
-    default_rule = "GEN031"
 
 
 @functools.cache

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
-from gen.dra.cel._engine import CELCompileError, CELRuntimeError, compile_selector
+from gen.dra.cel._engine import compile_selector
 from gen.dra.cel._source import split_conjuncts
 from gen.dra.devices import Device
+from gen.errors import CELCompileError, CELRuntimeError
 from gen.k8s.quantity import QuantityFormat, format_quantity
 
 __all__ = ["explain_miss"]

@@ -25,8 +25,9 @@ from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 
 from gen.dra.devices import Device
-from gen.k8s.quantity import QuantityError, parse_quantity
-from gen.k8s.semver import Version, VersionError, parse_version
+from gen.errors import QuantityError, VersionError
+from gen.k8s.quantity import parse_quantity
+from gen.k8s.semver import Version, parse_version
 
 __all__ = [
     "QUANTITY_KEY",

@@ -6,15 +6,14 @@ from decimal import Decimal
 import pytest
 
 from gen.dra.cel import (
-    CELCompileError,
-    CELRuntimeError,
     SelectorResult,
     compile_selector,
     evaluate,
     explain_miss,
 )
-from gen.dra.devices import Device, DeviceError, device_from_resourceslice_entry
-from gen.k8s.semver import Version, VersionError, parse_version
+from gen.dra.devices import Device, device_from_resourceslice_entry
+from gen.errors import CELCompileError, CELRuntimeError, DeviceError, VersionError
+from gen.k8s.semver import Version, parse_version
 
 NV = "gpu.nvidia.com"
 MEM = f"device.capacity['{NV}'].memory"

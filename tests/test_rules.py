@@ -1,0 +1,129 @@
+"""Tests for gen.rules: one registry of rule ids, the same ids as the code, the docs from it."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from gen.errors import Severity
+from gen.rules import RULES, Rule, Section, rule, rules_markdown
+from tests.helpers import REPO
+
+_ID = re.compile(r"GEN\d{3}")
+_DOC = REPO / "docs" / "lint-rules.md"
+_REGENERATE = "python -m gen.rules > docs/lint-rules.md"
+
+
+def _ids_in_source() -> dict[str, list[str]]:
+    """Rule id → the gen/ source files (outside the registry) that mention it."""
+    used: dict[str, list[str]] = {}
+    for path in sorted((REPO / "gen").rglob("*.py")):
+        if path == REPO / "gen" / "rules.py":
+            continue
+        for rule_id in sorted(set(_ID.findall(path.read_text(encoding="utf-8")))):
+            used.setdefault(rule_id, []).append(str(path.relative_to(REPO)))
+    return used
+
+
+def test_committed_doc_is_the_generated_page() -> None:
+    """docs/lint-rules.md is exactly rules_markdown()."""
+    assert _DOC.read_text(encoding="utf-8") == rules_markdown(), (
+        f"docs/lint-rules.md is out of date; regenerate it with `{_REGENERATE}`"
+    )
+
+
+def test_every_id_in_the_source_is_registered() -> None:
+    """No id is reported (or named) in gen/ that the registry does not document."""
+    unknown = {i: files for i, files in _ids_in_source().items() if i not in RULES}
+    assert unknown == {}, "add these ids to gen/rules.py"
+
+
+def test_every_registered_id_is_used() -> None:
+    """No registry entry is dead: each id appears somewhere in gen/ outside gen/rules.py."""
+    unused = sorted(set(RULES) - set(_ids_in_source()))
+    assert unused == []
+
+
+def test_ids_are_well_formed_sorted_and_keyed_by_themselves() -> None:
+    """Keys are the rules' ids, in order, each GENnnn."""
+    assert list(RULES) == sorted(RULES)
+    for rule_id, r in RULES.items():
+        assert r.id == rule_id
+        assert _ID.fullmatch(rule_id)
+
+
+@pytest.mark.parametrize("rule_id", sorted(RULES))
+def test_rule_fields(rule_id: str) -> None:
+    """Each rule has a title and a one-line doc text that fits a Markdown table cell."""
+    r = RULES[rule_id]
+    assert r.title and r.title == r.title.strip()
+    assert r.doc and "\n" not in r.doc and "|" not in r.doc
+    assert not r.doc.startswith("(")  # the severity marker comes from r.severity
+
+
+_SECTION_OF_HUNDREDS = {
+    "0": Section.INPUT_OUTPUT, "1": Section.MIG, "2": Section.DRA, "3": Section.SERVING,
+    "5": Section.SECURITY, "6": Section.APPLE,
+}
+
+
+def test_sections_follow_the_numbering() -> None:
+    """GEN0xx input and output, GEN1xx MIG, GEN2xx DRA, GEN3xx serving, ..."""
+    for rule_id, r in RULES.items():
+        assert r.section is _SECTION_OF_HUNDREDS[rule_id[3]], rule_id
+
+
+def test_default_severities() -> None:
+    """The rules that are not errors by default."""
+    relaxed = {i: r.severity for i, r in RULES.items() if r.severity is not Severity.ERROR}
+    assert relaxed == {
+        "GEN103": Severity.WARNING,
+        "GEN208": Severity.WARNING,
+        "GEN502": Severity.INFO,
+        "GEN604": Severity.WARNING,
+        "GEN609": Severity.WARNING,
+        "GEN610": Severity.WARNING,
+    }
+
+
+def test_rule_lookup() -> None:
+    """rule() returns the registered Rule and names an unknown id in its KeyError."""
+    assert rule("GEN204") is RULES["GEN204"]
+    assert isinstance(rule("GEN000"), Rule)
+    with pytest.raises(KeyError, match="GEN999"):
+        rule("GEN999")
+
+
+def test_rules_are_frozen() -> None:
+    """A Rule cannot be changed, nor the registry."""
+    r = rule("GEN101")
+    with pytest.raises(AttributeError):
+        r.title = "x"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        RULES["GEN999"] = r  # type: ignore[index]
+
+
+def test_markdown_has_one_table_per_section_with_severity_markers() -> None:
+    """Each section heading, then a row per rule; non-errors are marked (warning) / (info)."""
+    page = rules_markdown()
+    headings = re.findall(r"^## (.+)$", page, re.MULTILINE)
+    assert headings == [s.value for s in Section]
+    rows = re.findall(r"^\| `(GEN\d{3})` \| (.*) \|$", page, re.MULTILINE)
+    assert [i for i, _ in rows] == list(RULES)
+    cells = dict(rows)
+    assert cells["GEN103"].startswith("(warning) ")
+    assert cells["GEN502"].startswith("(info) ")
+    assert cells["GEN101"] == RULES["GEN101"].doc
+    assert page.endswith(" |\n")
+
+
+def test_module_prints_the_page() -> None:
+    """`python -m gen.rules` writes the page to stdout."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "gen.rules"], cwd=REPO, capture_output=True, text=True,
+        check=True, timeout=60,
+    )
+    assert proc.stdout == rules_markdown()
