@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from html import escape
 
 WIDTH, HEIGHT = 760, 460
@@ -22,7 +23,7 @@ def _label(value: float) -> str:
     return f"{value:g}"
 
 
-def svg_chart(series: dict[str, list[tuple[float, float]]], *, title: str,
+def svg_chart(series: Mapping[str, Sequence[tuple[float, float]]], *, title: str,
               x_label: str, y_label: str) -> str:
     """Lines with markers on log-log axes; a legend on the right."""
     xs = [x for points in series.values() for x, _ in points]

@@ -26,12 +26,15 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 from fleet import write_fleet  # noqa: E402 - beside this script
 from plot import svg_chart  # noqa: E402
+
+if TYPE_CHECKING:
+    from gen.emit.render import RenderedObject
 
 SIZES = {  # name: (clusters, services per cluster)
     "small": (2, 8),
@@ -75,6 +78,7 @@ def bench_size(name: str, repeat: int) -> dict[str, Any]:
     from gen.emit.output import write_tree
     from gen.emit.render import make_environment, render_cluster
     from gen.emit.validate import SchemaValidator
+    from gen.errors import SourceLocation
     from gen.fleet.profiles import load_profiles
     from gen.fleet.resolve import build_plan
     from gen.pipeline import build_manifests, default_jobs, render_outputs, run_checks
@@ -103,11 +107,12 @@ def bench_size(name: str, repeat: int) -> dict[str, Any]:
                                     repeat)
         objects = [(c.minor, o) for c in plan.clusters for o in render_cluster(env, c)[0]]
         rss["render"] = _rss_mib()
+        located = [(minor, obj, SourceLocation(f"out/{obj.path}")) for minor, obj in objects]
 
         def validate() -> None:
             validator = SchemaValidator()
-            for minor, obj in objects:
-                validator.validate(obj.data, minor, None)  # type: ignore[arg-type]
+            for minor, obj, where in located:
+                validator.validate(obj.data, minor, where)
 
         validate()  # compile the schemas once, as any run past its first objects has
         seconds["validate"] = _median(validate, repeat)
@@ -159,25 +164,26 @@ def _bare_write(outputs: dict[Any, bytes], folder: Path) -> float:
     return time.perf_counter() - start
 
 
-def _kubernetes_validate(objects: list[tuple[int, Any]]) -> dict[str, float]:
+def _kubernetes_validate(objects: list[tuple[int, RenderedObject]]) -> dict[str, float]:
     """Both validators on the same sample of core and resource.k8s.io objects."""
     import kubernetes_validate
 
     from gen.emit.validate import SchemaValidator
+    from gen.errors import SourceLocation
 
     core = {"apps/v1", "v1", "policy/v1", "networking.k8s.io/v1"}
-    sample = [(m, o) for m, o in objects
+    sample = [(m, o, SourceLocation(f"out/{o.path}")) for m, o in objects
               if o.api_version in core or o.api_version.startswith("resource.k8s.io/")][:60]
     start = time.perf_counter()
-    for minor, obj in sample:
+    for minor, obj, _ in sample:
         kubernetes_validate.validate(dict(obj.data), f"1.{minor}.0", strict=True)
     t_kv = (time.perf_counter() - start) / len(sample)
     validator = SchemaValidator()
-    for minor, obj in sample:  # compile the schemas first, as a long run has
-        validator.validate(obj.data, minor, None)
+    for minor, obj, where in sample:  # compile the schemas first, as a long run has
+        validator.validate(obj.data, minor, where)
     start = time.perf_counter()
-    for minor, obj in sample:
-        validator.validate(obj.data, minor, None)
+    for minor, obj, where in sample:
+        validator.validate(obj.data, minor, where)
     t_emb = (time.perf_counter() - start) / len(sample)
     return {"kubernetes_validate_us_per_object": t_kv * 1e6,
             "embedded_validate_us_per_object": t_emb * 1e6,
@@ -186,7 +192,8 @@ def _kubernetes_validate(objects: list[tuple[int, Any]]) -> dict[str, float]:
 
 def bench_startup(repeat: int) -> dict[str, float]:
     """``gen --version`` against ``python -c pass``: medians, interleaved."""
-    bare, gen = [], []
+    bare: list[float] = []
+    gen: list[float] = []
     for _ in range(repeat):
         for args, sink in (([sys.executable, "-c", "pass"], bare),
                            ([sys.executable, "-m", "gen", "--version"], gen)):

@@ -281,13 +281,21 @@ def _class_for_gpu(draw: st.DrawFn, name: str, gpu: GPU) -> dict[str, Any]:
     return doc
 
 
+def _mig_memory_mib(pool: _Pool, profile: str) -> int:
+    """The memory of one ``profile`` instance on the pool's GPU (a profile its layout has)."""
+    mig = pool.gpu.mig_profile(profile)
+    assert mig is not None, f"{profile} is not a MIG profile of {pool.gpu.id}"
+    return mig.memory_mib
+
+
 @st.composite
 def _service(
     draw: st.DrawFn, name: str, pools: list[_Pool], classes: dict[str, dict[str, Any]],
     extra_models: list[dict[str, Any]], model_names: list[str], dra: dict[str, bool],
 ) -> dict[str, Any] | None:
     """A service on one class in one cluster, sized to fit and to leave room for others."""
-    targets = []  # (cluster, class name, candidate pools, is_mig, profile)
+    # (cluster, class name, candidate pools, is_mig, profile)
+    targets: list[tuple[str, str, list[_Pool], bool, str]] = []
     for cls_name, cls in classes.items():
         for cluster in sorted({p.cluster for p in pools}):
             in_cluster = [p for p in pools if p.cluster == cluster]
@@ -306,7 +314,7 @@ def _service(
     cluster, cls_name, cands, is_mig, profile = draw(st.sampled_from(targets))
     pinned = len(cands) == 1 and draw(st.booleans())
     if is_mig:
-        memory = min(p.gpu.mig_profile(profile).memory_mib for p in cands)  # type: ignore[union-attr]
+        memory = min(_mig_memory_mib(p, profile) for p in cands)
         counts = [1]
     else:
         # A device-plugin pod may land on any whole-GPU pool its node selector allows, so
@@ -460,7 +468,7 @@ def fleets(draw: st.DrawFn) -> Fleet:
         if svc is not None:
             services.append(svc)
     for cluster in clusters:
-        if cluster["allocation"] == "dra" and classes and draw(st.booleans()):
+        if cluster["allocation"] == "dra" and bool(classes) and draw(st.booleans()):
             cls = draw(st.sampled_from(sorted(classes)))
             cluster["quotas"] = [{"namespace": draw(st.sampled_from(NAMESPACES)),
                                   "gpu_class": cls, "devices": draw(st.integers(0, 64))}]
@@ -528,7 +536,7 @@ HUGE_NUMBERS = (10**30, 10**400, -(10**400), -(10**30), -1, 0, 2**63, 2**64 + 1,
 OTHER_TYPES: tuple[Any, ...] = (None, True, False, 0, 1.5, "text", [], {}, [1, 2], {"a": 1},
                                 [[[]]], "2024-01-01")
 _UNICODE = st.text(
-    st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=20
+    st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1, max_size=20
 )
 
 
@@ -810,7 +818,7 @@ def _mutate_once(draw: st.DrawFn, fleet: Fleet, files: dict[str, bytes],
         new[rel] = raw[:at] + b"\x00" + raw[at:]
         return new, f"nul at {at}", rel, True, True
     if kind == "duplicate-key":
-        docs = grouped.get(rel)
+        docs = grouped.get(rel, [])
         first = docs[0] if docs else {"name": "x"}
         key = draw(st.sampled_from([k for k in first if k != "kind"] or ["name"]))
         body = text.split("\n---", 1)

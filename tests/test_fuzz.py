@@ -426,7 +426,12 @@ def test_an_oversized_file_is_not_read_whole(tmp_path: Path) -> None:
     def spy(self: Path, *args: Any, **kwargs: Any) -> Any:
         handle = real_open(self, *args, **kwargs)
         real_read = handle.read
-        handle.read = lambda n=-1: reads.append(n) or real_read(n)  # type: ignore[method-assign]
+
+        def read(n: int = -1) -> Any:
+            reads.append(n)
+            return real_read(n)
+
+        handle.read = read
         return handle
 
     with mock.patch.object(loader, "MAX_FILE_BYTES", 100), \
@@ -442,11 +447,16 @@ def test_alias_bomb_is_measured_not_walked() -> None:
     """The expansion of a billion-laughs document is computed from its shared nodes."""
     import yaml as pyyaml
 
-    node = pyyaml.compose(alias_bomb(30, 2), Loader=pyyaml.SafeLoader)
+    def compose(text: str) -> pyyaml.Node:
+        node = pyyaml.compose(text, Loader=pyyaml.SafeLoader)
+        assert node is not None
+        return node
+
+    node = compose(alias_bomb(30, 2))
     assert loader._expanded_size(node, 10**6) == 10**6
-    small = pyyaml.compose("a: &x [1, 2]\nb: [*x, *x]\n", Loader=pyyaml.SafeLoader)
+    small = compose("a: &x [1, 2]\nb: [*x, *x]\n")
     assert loader._expanded_size(small, 10**6) == 1 + 3 + 1 + 2 * 3
-    loop = pyyaml.compose("a: &x [*x]\n", Loader=pyyaml.SafeLoader)
+    loop = compose("a: &x [*x]\n")
     assert loader._expanded_size(loop, 99) == 99
 
 

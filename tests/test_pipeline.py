@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from gen.errors import LintError, StaleOutputError, UnresolvedReferenceError
-from gen.pipeline import lint, render
+from gen.pipeline import RenderResult, lint, render
 from tests.helpers import copy_fleet, snapshot_tree, stat_tree
 
 
@@ -17,8 +18,9 @@ def fleet(tmp_path: Path) -> Path:
     return copy_fleet(tmp_path / "fleet")
 
 
-def _render(root: Path, **kwargs: object):  # type: ignore[no-untyped-def]
-    return render(root / "profiles", root / "out", validator="embedded", base=root, **kwargs)
+def _render(root: Path, *, check: bool = False, clusters: Sequence[str] = ()) -> RenderResult:
+    return render(root / "profiles", root / "out", validator="embedded", base=root,
+                  check=check, clusters=clusters)
 
 
 def _break_fit(root: Path) -> None:

@@ -234,7 +234,7 @@ def test_vllm_mlx_refuses_max_model_len() -> None:
 def test_server_is_frozen() -> None:
     """MacServer is immutable."""
     with pytest.raises(dataclasses.FrozenInstanceError):
-        make().port = 1  # type: ignore[misc]
+        make().port = 1  # type: ignore[misc]  # assigning to a frozen field is the point
 
 
 # --------------------------------------------------------------------------- the key wrapper

@@ -136,7 +136,8 @@ def test_unknown_key_exit_1_located_out_untouched(runner: CliRunner, fleet: Path
     assert _render(runner, fleet).exit_code == 0
     before = snapshot_tree(fleet / "out")
     _, line = _add_unknown_key(fleet)
-    args = ["--out", fleet / "out", "--validator", "embedded"] if command == "render" else []
+    args: list[str | Path] = (["--out", fleet / "out", "--validator", "embedded"]
+                              if command == "render" else [])
     result = _invoke(runner, command, "--profiles", fleet / "profiles", *args)
     assert result.exit_code == 1
     text = result.stderr if command == "render" else result.stdout
@@ -152,7 +153,7 @@ def test_broken_yaml_exit_1_located_out_untouched(runner: CliRunner, fleet: Path
     assert _render(runner, fleet).exit_code == 0
     before = snapshot_tree(fleet / "out")
     write_tree(fleet, {"profiles/broken.yaml": "kind: Cluster\nname: [x\n"})
-    args = ["--out", fleet / "out"] if command == "render" else []
+    args: list[str | Path] = ["--out", fleet / "out"] if command == "render" else []
     result = _invoke(runner, command, "--profiles", fleet / "profiles", *args)
     assert result.exit_code == 1
     where = "profiles/broken.yaml:3:1: error GEN001: YAML syntax error"

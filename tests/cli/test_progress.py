@@ -37,6 +37,7 @@ def test_no_bar_when_not_a_terminal_or_quiet_or_fast() -> None:
         ClusterProgress(enabled=True, stream=_Terminal(), delay_s=60),    # over in a moment
     ):
         _drive(progress)
+        assert isinstance(progress.stream, io.StringIO)
         assert progress.stream.getvalue() == ""
 
 

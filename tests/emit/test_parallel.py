@@ -11,6 +11,7 @@ import pytest
 
 from gen.emit import parallel
 from gen.errors import Finding, LintError, SourceLocation, TemplateError, WorkerError
+from gen.fleet.plan import Plan
 from gen.pipeline import load_plan, render_outputs
 from tests.helpers import REPO
 
@@ -79,12 +80,12 @@ def test_available_cpus_follows_affinity(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 @pytest.fixture(scope="module")
-def fleet_plan(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def fleet_plan(tmp_path_factory: pytest.TempPathFactory) -> Plan:
     root = tmp_path_factory.mktemp("fleet")
     return load_plan(write_fleet(root, 3, 4), base=root)
 
 
-def test_parallel_render_is_byte_identical_to_serial(fleet_plan) -> None:  # type: ignore[no-untyped-def]
+def test_parallel_render_is_byte_identical_to_serial(fleet_plan: Plan) -> None:
     serial = render_outputs(fleet_plan, templates_dir=None, out_label="out", jobs=1)
     done: list[tuple[str, int, int]] = []
     forked = render_outputs(fleet_plan, templates_dir=None, out_label="out", jobs=3,
@@ -96,17 +97,18 @@ def test_parallel_render_is_byte_identical_to_serial(fleet_plan) -> None:  # typ
 
 
 def test_template_errors_of_every_cluster_are_reported_together(
-    fleet_plan, tmp_path: Path,  # type: ignore[no-untyped-def]
+    fleet_plan: Plan, tmp_path: Path,
 ) -> None:
     (tmp_path / "core").mkdir()
     (tmp_path / "core" / "namespace.yaml.j2").write_text("{{ no_such_name|tojson }}\n")
     with pytest.raises(TemplateError) as info:
         render_outputs(fleet_plan, templates_dir=tmp_path, out_label="out", jobs=2)
     assert len({f.hint for f in info.value.findings}) >= len(fleet_plan.clusters)
-    assert all(f.location.path.endswith("namespace.yaml.j2") for f in info.value.findings)
+    assert all(f.location is not None and f.location.path.endswith("namespace.yaml.j2")
+               for f in info.value.findings)
 
 
-def test_default_jobs(fleet_plan, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+def test_default_jobs(fleet_plan: Plan, monkeypatch: pytest.MonkeyPatch) -> None:
     """One worker for small fleets; one per CPU, capped, for large ones."""
     import dataclasses
 
@@ -121,7 +123,8 @@ def test_default_jobs(fleet_plan, monkeypatch: pytest.MonkeyPatch) -> None:  # t
     assert pipeline.default_jobs(big) == pipeline.MAX_DEFAULT_JOBS
 
 
-def test_spawned_workers_render_the_same_fleet(fleet_plan, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+def test_spawned_workers_render_the_same_fleet(fleet_plan: Plan,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """macOS and Windows spawn workers: the plan travels pickled and renders the same bytes."""
     import multiprocessing
 
@@ -131,13 +134,14 @@ def test_spawned_workers_render_the_same_fleet(fleet_plan, monkeypatch: pytest.M
     assert spawned == serial
 
 
-def test_a_dead_worker_names_its_cluster(fleet_plan, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_dead_worker_names_its_cluster(fleet_plan: Plan,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """A render worker killed mid-cluster: the error says which cluster, and what to try."""
     from gen import pipeline
 
     real = pipeline._RenderCluster.__call__
 
-    def dies_on_second(self, index):  # type: ignore[no-untyped-def]
+    def dies_on_second(self: pipeline._RenderCluster, index: int) -> pipeline._ClusterOutput:
         if index == 1:
             os.kill(os.getpid(), signal.SIGKILL)
         return real(self, index)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TypedDict, Unpack
 
 import pytest
 from hypothesis import given, settings
@@ -14,6 +15,7 @@ from gen.serving.fit import (
     KV_BLOCK_TOKENS,
     FitDevice,
     FitRequest,
+    KVCacheDType,
     batch_defaults,
     check_fit,
     kv_cache_bytes,
@@ -32,9 +34,24 @@ def _model(name: str) -> LLMSpec:
     return model_catalog().lookup(name)
 
 
-def _request(**changes: object) -> FitRequest:
+class _Changes(TypedDict, total=False):
+    """The fields of a :class:`FitRequest` a test may set."""
+
+    model: LLMSpec
+    device: FitDevice
+    gpus: int
+    tensor_parallel: int | None
+    pipeline_parallel: int
+    max_model_len: int | None
+    gpu_memory_utilization: float
+    kv_cache_dtype: KVCacheDType
+    max_num_seqs: int | None
+    max_num_batched_tokens: int | None
+
+
+def _request(**changes: Unpack[_Changes]) -> FitRequest:
     base = FitRequest(model=_model("meta-llama/Llama-3.1-8B-Instruct"), device=H100)
-    return replace(base, **changes)  # type: ignore[arg-type]
+    return replace(base, **changes)
 
 
 # ---- sanity anchors from the reference's worked examples (§2.4) ----

@@ -73,7 +73,9 @@ def test_a_class_no_pool_matches_is_a_located_error(tmp_path: Path) -> None:
     root = _fleet(tmp_path, "blackwell")
     errors = [f for f in lint(root / "profiles", base=root) if f.severity.value == "error"]
     assert [f.rule for f in errors] == ["GEN304"]
-    assert errors[0].location.path.endswith("svc.yaml") and errors[0].location.line == 6
+    where = errors[0].location
+    assert where is not None
+    assert where.path.endswith("svc.yaml") and where.line == 6
 
 
 def test_candidates_follow_the_class(tmp_path: Path) -> None:
