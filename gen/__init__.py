@@ -1,3 +1,3 @@
 """gen: validated GitOps manifests for GPU inference fleets (library API: gen.pipeline)."""
 
-__version__ = "0.1.0"
+from gen._version import __version__ as __version__

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from gen import __version__
+from gen._version import __version__
 
 
 def main() -> None:

@@ -611,7 +611,7 @@ serving: {{max_model_len: 8192}}
 def test_fit_is_checked_on_the_gpus_a_class_selects(tmp_path: Path) -> None:
     """An H200 class never gets the cluster's L4s: no GEN301 for them (found by the
     fuzzer: a valid fleet failed lint). A DRA claim cannot get them; device-plugin pods
-    are kept off the L4 pool by their node selector (gen.serving.sizing.class_admits)."""
+    are kept off the L4 pool by their node selector (gen.fleet.placement.class_admits)."""
     for allocation in ("dra", "device-plugin"):
         write_profiles(tmp_path, {"f.yaml": _TWO_GPUS.format(allocation=allocation).encode()})
         result = lint(tmp_path)

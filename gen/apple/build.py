@@ -25,8 +25,8 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from gen.apple.chips import GENERIC_DEVICE_PLUGIN_IMAGE
-from gen.emit.output import GENERATED_COMMENT
 from gen.errors import GenError
+from gen.fleet.generated import GENERATED_COMMENT
 from gen.fleet.manifests import labels, manifest
 from gen.fleet.plan import HOSTS_DIR, ClusterPlan, FileSpec, ManifestSpec, PoolPlan, ServicePlan
 

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from gen.apple.chips import LLAMA_SERVER_ALL_LAYERS
-from gen.emit.output import GENERATED_COMMENT
 from gen.errors import CatalogLookupError, ProfileValidationError
+from gen.fleet.generated import GENERATED_COMMENT
 
 __all__ = [
     "DEFAULT_LOG_DIRECTORY",

@@ -12,7 +12,7 @@ import importlib
 
 import click
 
-from gen import __version__
+from gen._version import __version__
 
 __all__ = ["main"]
 

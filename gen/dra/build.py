@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from gen.dra.selectors import class_selectors
-from gen.fleet.manifests import labels, manifest
+from gen.dra.selectors import class_cel
+from gen.fleet.manifests import claim_template_name, labels, manifest
 from gen.fleet.plan import ClusterPlan, ManifestSpec, ServicePlan
-from gen.models import GPUClass, InferenceService
+from gen.models import GPUClass
 
 # DeviceClasses the NVIDIA DRA driver chart installs itself; gen never emits these.
 CHART_CLASSES = frozenset({
@@ -25,25 +25,6 @@ IMMUTABLE_NOTE = (
     "A changed template must be replaced (delete + create); gen marks it for that\n"
     "(Argo CD Force=true,Replace=true; Flux force)."
 )
-
-
-def claim_template_name(service: InferenceService) -> str:
-    """Name of the service's ResourceClaimTemplate."""
-    return f"{service.name}-gpu"
-
-
-def _product_name(gpu_class: GPUClass) -> str | None:
-    from gen.nvidia.gpus import gpu_catalog
-
-    if gpu_class.match.product is None:
-        return None
-    gpu = gpu_catalog().find(gpu_class.match.product)
-    return gpu.product_name if gpu is not None else gpu_class.match.product
-
-
-def class_cel(gpu_class: GPUClass) -> tuple[str, ...]:
-    """The CEL selectors of a class, product names resolved through the catalog."""
-    return class_selectors(gpu_class, _product_name(gpu_class))
 
 
 def sharing_config(gpu_class: GPUClass) -> dict[str, Any] | None:

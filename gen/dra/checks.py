@@ -107,8 +107,8 @@ def _service_findings(cluster: ClusterPlan) -> list[Finding]:
 
 
 def _selector_findings(plan: Plan) -> list[Finding]:
-    from gen.dra.build import class_cel
     from gen.dra.cel import compile_selector
+    from gen.dra.selectors import class_cel
 
     findings = []
     for located in plan.profiles.gpu_classes.values():

@@ -3,7 +3,7 @@
 For every service of a DRA cluster and every choice of its claim (the first choice, then
 each alternative), on each pool the service may run on (:mod:`gen.dra.simulate` devices):
 
-* which device shapes pass the class selectors (:func:`gen.dra.build.class_cel`) and the
+* which device shapes pass the class selectors (:func:`gen.dra.selectors.class_cel`) and the
   request selectors, in the allocator's order, stopping at the first false (GEN204 names
   the nearest misses, GEN206 a selector that errors at run time: the allocator aborts on it,
   so a pool where a selector errors cannot host the claim);
@@ -135,7 +135,7 @@ class Choice:
 def _class_selectors(
     cluster: ClusterPlan, gpu_class: GPUClass
 ) -> list[tuple[str, str, SourceLocation, str]]:
-    from gen.dra.build import class_cel
+    from gen.dra.selectors import class_cel
 
     located = cluster.gpu_classes[gpu_class.name]
     out = []
@@ -484,7 +484,7 @@ def _capacity(cluster: ClusterPlan, analyzed: list[tuple[ServicePlan, list[Choic
 
 def check_with_matcher(plan: Plan, matcher: Matcher) -> list[Finding]:
     """GEN204–GEN206 with a caller's matcher (whose ``evaluations`` then tell the cost)."""
-    from gen.serving.sizing import candidates
+    from gen.fleet.placement import candidates
 
     findings: list[Finding] = []
     for cluster in plan.clusters:

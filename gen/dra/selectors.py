@@ -4,13 +4,17 @@ Every expression is guarded by ``device.driver == '<driver>'`` so that devices o
 drivers (whose attribute domains are empty maps) never raise "no such key". Capacities
 are compared with ``quantity().compareTo``, versions with ``semver().compareTo``, and an
 optional capacity (``memory`` is absent on some unified-memory GPUs) with ``has()``.
+
+:func:`class_cel` is which devices a class selects, decided in one place: the DRA builder
+writes it into the DeviceClass, and the DRA rules compile (GEN203) and evaluate (GEN204–
+GEN206) the same expressions.
 """
 
 from __future__ import annotations
 
 from gen.models import GPUClass
 
-__all__ = ["cel_string", "class_selectors", "semver_literal"]
+__all__ = ["cel_string", "class_cel", "class_selectors", "semver_literal"]
 
 
 def cel_string(value: str) -> str:
@@ -57,3 +61,20 @@ def class_selectors(gpu_class: GPUClass, product_name: str | None = None) -> tup
         lit = semver_literal(match.min_driver_version)
         terms.append(f"{attrs}.driverVersion.compareTo(semver({cel_string(lit)})) >= 0")
     return (" && ".join(terms), *gpu_class.cel)
+
+
+def _product_name(gpu_class: GPUClass) -> str | None:
+    """The product name the driver reports for the class's product (a catalog id, a PCI id
+    or the name itself), or the profile's text when the catalog does not know it."""
+    from gen.nvidia.gpus import gpu_catalog
+
+    if gpu_class.match.product is None:
+        return None
+    gpu = gpu_catalog().find(gpu_class.match.product)
+    return gpu.product_name if gpu is not None else gpu_class.match.product
+
+
+def class_cel(gpu_class: GPUClass) -> tuple[str, ...]:
+    """The CEL selectors of a class as its DeviceClass carries them, product names resolved
+    through the GPU catalog."""
+    return class_selectors(gpu_class, _product_name(gpu_class))

@@ -145,6 +145,11 @@ class ClusterPlan:
         version = self.cluster.kubernetes_version.lstrip("v")
         return version if version.count(".") == 2 else f"{version}.0"
 
+    @property
+    def mig_pools(self) -> tuple[PoolPlan, ...]:
+        """The pools with a MIG layout (and a catalog GPU)."""
+        return tuple(p for p in self.pools if p.mig_layout is not None and p.gpu is not None)
+
 
 @dataclass(frozen=True)
 class Plan:

@@ -26,9 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gen.errors import SourceLocation
-from gen.fleet.manifests import labels, manifest
+from gen.fleet.manifests import MIG_CONFIGMAP_NAME, labels, manifest, tolerations
 from gen.fleet.plan import BOOTSTRAP_DIR, STAGES, ClusterPlan, ManifestSpec, PoolPlan
-from gen.nvidia.build import CONFIGMAP_NAME, mig_pools
 
 __all__ = [
     "ARGO_NAMESPACE",
@@ -128,14 +127,7 @@ def _nvidia_pools(plan: ClusterPlan) -> list[PoolPlan]:
 
 def _pool_tolerations(plan: ClusterPlan) -> list[dict[str, str]]:
     """One ``Exists`` toleration per distinct (key, effect) taint of the NVIDIA pools."""
-    seen = {
-        (taint.key, taint.effect)
-        for pool in _nvidia_pools(plan)
-        for taint in pool.pool.taints
-    }
-    return [
-        {"key": key, "operator": "Exists", "effect": effect} for key, effect in sorted(seen)
-    ]
+    return tolerations(_nvidia_pools(plan), any_value=True)
 
 
 def gpu_operator_values(plan: ClusterPlan) -> dict[str, Any]:
@@ -154,9 +146,9 @@ def gpu_operator_values(plan: ClusterPlan) -> dict[str, Any]:
         values["mig"] = {"strategy": plan.mig_strategy}
         mig_manager: dict[str, Any] = {
             "enabled": True,
-            "config": {"name": CONFIGMAP_NAME, "default": "all-disabled"},
+            "config": {"name": MIG_CONFIGMAP_NAME, "default": "all-disabled"},
         }
-        if any(pool.pool.virtualized for pool in mig_pools(plan)):
+        if any(pool.pool.virtualized for pool in plan.mig_pools):
             mig_manager["env"] = [{"name": "WITH_REBOOT", "value": "true"}]
         values["migManager"] = mig_manager
     extra = [t for t in _pool_tolerations(plan) if t != DEFAULT_OPERATOR_TOLERATION]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from xml.sax.saxutils import escape
 
-from gen.emit.output import GENERATED_COMMENT
+from gen.fleet.generated import GENERATED_COMMENT
 from gen.nvidia.mig import LayoutCheck
 
 __all__ = ["layout_svg"]

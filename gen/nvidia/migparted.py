@@ -40,7 +40,6 @@ __all__ = [
     "build_mig_parted_config",
     "choose_strategy",
     "device_filter_for",
-    "extended_resource_name",
     "parse_mig_parted_yaml",
     "render_mig_parted_yaml",
 ]
@@ -365,10 +364,3 @@ def choose_strategy(nodes: Iterable[NodeLayout]) -> Strategy:
         if len(profiles) != 1:
             return "mixed"
     return "single"
-
-
-def extended_resource_name(profile: str | None, strategy: Strategy) -> str:
-    """``nvidia.com/gpu`` for whole GPUs and the single strategy, else ``nvidia.com/mig-<p>``."""
-    if profile is None or strategy == "single":
-        return "nvidia.com/gpu"
-    return "nvidia.com/mig-" + profile.replace("+", ".")

@@ -13,8 +13,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gen.dra.build import claim_template_name
-from gen.fleet.manifests import labels, manifest
+from gen.fleet.manifests import (
+    claim_template_name,
+    extended_resource_name,
+    labels,
+    manifest,
+    tolerations,
+)
+from gen.fleet.placement import candidates
 from gen.fleet.plan import ClusterPlan, ManifestSpec, ServicePlan
 
 PORT_NAME = "http"
@@ -50,8 +56,6 @@ def gpu_devices(svc: ServicePlan) -> int:
 
 def extended_resource(plan: ClusterPlan, svc: ServicePlan) -> str:
     """Device-plugin resource name for a service on a non-DRA cluster."""
-    from gen.nvidia.migparted import extended_resource_name
-
     gpu_class = svc.gpu_class
     if gpu_class is not None and gpu_class.device_type == "mig" and gpu_class.match.mig_profile:
         if plan.mig_strategy == "mixed":
@@ -125,9 +129,7 @@ def _image(svc: ServicePlan) -> str:
     return svc.service.serving.image or default_image("vllm").image
 
 
-def _placement(svc: ServicePlan) -> tuple[dict[str, str], list[dict[str, Any]]]:
-    from gen.serving.sizing import candidates
-
+def _placement(svc: ServicePlan) -> tuple[dict[str, str], list[dict[str, str]]]:
     # Only pools that offer the devices the class asks for (a MIG class: MIG pools).
     offering = {c.pool.name for c in candidates(svc)}
     pools = tuple(p for p in svc.pools if p.name in offering) or svc.pools
@@ -139,22 +141,7 @@ def _placement(svc: ServicePlan) -> tuple[dict[str, str], list[dict[str, Any]]]:
         for pool in pools[1:]:
             common &= set(pool.node_labels.items())
         selector = dict(sorted(common))
-    tolerations = []
-    seen = set()
-    for pool in pools:
-        for taint in pool.pool.taints:
-            key = (taint.key, taint.value, taint.effect)
-            if key in seen:
-                continue
-            seen.add(key)
-            toleration: dict[str, Any] = {"key": taint.key, "effect": taint.effect}
-            if taint.value:
-                toleration.update(operator="Equal", value=taint.value)
-            else:
-                toleration["operator"] = "Exists"
-            tolerations.append(toleration)
-    tolerations.sort(key=lambda t: (t["key"], t.get("value", ""), t["effect"]))
-    return selector, tolerations
+    return selector, tolerations(pools)
 
 
 def build_service(plan: ClusterPlan, svc: ServicePlan) -> list[ManifestSpec]:
@@ -179,7 +166,7 @@ def build_service(plan: ClusterPlan, svc: ServicePlan) -> list[ManifestSpec]:
         resource = extended_resource(plan, svc)
         resources["limits"][resource] = str(devices)
         resources["requests"][resource] = str(devices)
-    node_selector, tolerations = _placement(svc)
+    node_selector, pod_tolerations = _placement(svc)
     grace = PRESTOP_SECONDS + service.serving.shutdown_timeout_seconds + 15
     replicas_access = "ReadWriteOnce" if service.max_replicas <= 1 else "ReadWriteMany"
     specs = [
@@ -197,7 +184,7 @@ def build_service(plan: ClusterPlan, svc: ServicePlan) -> list[ManifestSpec]:
             shm_size=shm_size(devices),
             cache_claim=f"{name}-model-cache",
             node_selector=node_selector,
-            tolerations=tolerations,
+            tolerations=pod_tolerations,
             resource_claims=(
                 [{"name": "gpu", "resourceClaimTemplateName": claim_template_name(service)}]
                 if dra else []

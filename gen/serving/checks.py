@@ -14,7 +14,8 @@ _PARALLEL = re.compile(
 
 
 def _fit(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
-    from gen.serving.sizing import candidates, fit_reports
+    from gen.fleet.placement import candidates
+    from gen.serving.sizing import fit_reports
 
     service = svc.service
     findings: list[Finding] = []
@@ -40,7 +41,7 @@ def _fit(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
                  else svc.located.at("model"))
     if cluster.dra_api_version is not None and not _nvidia_class(svc):
         return findings  # a claim of another driver's class gets no NVIDIA GPU at all
-    # fit_reports covers only the pools the class admits (gen.serving.sizing.class_admits).
+    # fit_reports covers only the pools the class admits (gen.fleet.placement.class_admits).
     for cand, report in fit_reports(svc, length):
         if report.fits:
             continue

@@ -30,11 +30,14 @@ misfit.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from gen.errors import CatalogLookupError
 from gen.nvidia.gpus import gpu_catalog
 from gen.serving.model_catalog import LLMSpec
+
+if TYPE_CHECKING:
+    from gen.models import InferenceService
 
 __all__ = [
     "ACTIVATION_LOGIT_BYTES",
@@ -117,6 +120,39 @@ class FitRequest:
     kv_cache_dtype: KVCacheDType = "auto"
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
+
+    @classmethod
+    def for_service(
+        cls,
+        service: InferenceService,
+        model: LLMSpec,
+        device: FitDevice,
+        *,
+        max_model_len: int | None,
+        gpus: int | None = None,
+        kv_cache_dtype: KVCacheDType | None = None,
+    ) -> FitRequest:
+        """The question a service asks of one device: its parallelism and serving settings.
+
+        ``gpus`` defaults to the service's GPU request (``gpu.count``, else 1) and
+        ``kv_cache_dtype`` to the service's; an engine that runs one worker per device or
+        no fp8 KV cache (llama.cpp on Apple GPUs) passes its own.
+        """
+        serving = service.serving
+        if gpus is None:
+            gpus = service.gpu.count if service.gpu is not None else 1
+        return cls(
+            model=model,
+            device=device,
+            gpus=gpus,
+            tensor_parallel=service.parallelism.tensor,
+            pipeline_parallel=service.parallelism.pipeline,
+            max_model_len=max_model_len,
+            gpu_memory_utilization=serving.gpu_memory_utilization,
+            kv_cache_dtype=serving.kv_cache_dtype if kv_cache_dtype is None else kv_cache_dtype,
+            max_num_seqs=serving.max_num_seqs,
+            max_num_batched_tokens=serving.max_num_batched_tokens,
+        )
 
     @property
     def tp(self) -> int:

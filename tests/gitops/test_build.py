@@ -10,9 +10,9 @@ import pytest
 import yaml
 
 from gen.emit.render import BUILTIN_TEMPLATES
+from gen.fleet.manifests import MIG_CONFIGMAP_NAME
 from gen.fleet.plan import BOOTSTRAP_DIR, ClusterPlan
 from gen.gitops import build as gitops
-from gen.nvidia.build import CONFIGMAP_NAME
 from gen.pipeline import load_plan, render
 from tests.helpers import copy_fleet, write_tree
 
@@ -220,7 +220,7 @@ def test_sync_waves_order_dra_objects(fleet_out: Path) -> None:
     claims = [o for o in synced.values() if o["kind"] == "ResourceClaimTemplate"]
     configmaps = [
         o for o in synced.values()
-        if o["kind"] == "ConfigMap" and o["metadata"]["name"] == CONFIGMAP_NAME
+        if o["kind"] == "ConfigMap" and o["metadata"]["name"] == MIG_CONFIGMAP_NAME
     ]
     workloads = [o for o in synced.values() if o["kind"] == "Deployment"]
     assert classes and claims and configmaps and workloads

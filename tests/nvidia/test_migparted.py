@@ -17,7 +17,6 @@ from gen.nvidia.migparted import (
     build_mig_parted_config,
     choose_strategy,
     device_filter_for,
-    extended_resource_name,
     parse_mig_parted_yaml,
     render_mig_parted_yaml,
 )
@@ -243,12 +242,3 @@ def test_choose_strategy() -> None:
     assert choose_strategy([[{"1g.10gb": 7}, None]]) == "mixed"
     assert choose_strategy([[{"1g.10gb": 7}, {}]]) == "mixed"
     assert choose_strategy([[{"1g.10gb": 7, "3g.40gb": 0}]]) == "single"
-
-
-def test_extended_resource_name() -> None:
-    """Resource names follow the device plugin: + becomes . under mixed; single is gpu."""
-    assert extended_resource_name("1g.10gb", "mixed") == "nvidia.com/mig-1g.10gb"
-    assert extended_resource_name("1g.10gb+me", "mixed") == "nvidia.com/mig-1g.10gb.me"
-    assert extended_resource_name("1g.24gb-me", "mixed") == "nvidia.com/mig-1g.24gb-me"
-    assert extended_resource_name("3g.40gb", "single") == "nvidia.com/gpu"
-    assert extended_resource_name(None, "mixed") == "nvidia.com/gpu"

@@ -368,3 +368,27 @@ def test_concurrency_is_what_the_kv_budget_holds(
     assert n * report.kv_cache_min <= max(0, report.kv_cache_available)
     assert (n + 1) * report.kv_cache_min > report.kv_cache_available
     assert report.fits == (n >= 1 and not report.errors)
+
+
+def test_a_service_asks_with_its_own_parallelism_and_serving_settings() -> None:
+    """FitRequest.for_service carries the service's settings; callers may override the
+    GPU count and the KV-cache precision (one worker per Apple GPU, no fp8 KV cache)."""
+    from gen.models import InferenceService
+
+    service = InferenceService.model_validate({
+        "kind": "InferenceService", "name": "llama", "namespace": "inference",
+        "model": "meta-llama/Llama-3.1-8B-Instruct", "clusters": ["c"],
+        "gpu": {"gpu_class": "h100", "count": 4}, "parallelism": {"tensor": 2, "pipeline": 2},
+        "serving": {"gpu_memory_utilization": 0.85, "kv_cache_dtype": "fp8",
+                    "max_num_seqs": 32, "max_num_batched_tokens": 4096},
+    })
+    model = _model("meta-llama/Llama-3.1-8B-Instruct")
+    request = FitRequest.for_service(service, model, H100, max_model_len=8192)
+    assert request == FitRequest(
+        model=model, device=H100, gpus=4, tensor_parallel=2, pipeline_parallel=2,
+        max_model_len=8192, gpu_memory_utilization=0.85, kv_cache_dtype="fp8",
+        max_num_seqs=32, max_num_batched_tokens=4096,
+    )
+    own = FitRequest.for_service(service, model, H100, max_model_len=None, gpus=1,
+                                 kv_cache_dtype="auto")
+    assert (own.gpus, own.kv_cache_dtype, own.max_model_len) == (1, "auto", None)

@@ -1,4 +1,4 @@
-"""gen.serving.sizing: which pools a service's class can take, and so where its pods may land."""
+"""gen.fleet.placement: which pools a service's class can take, and so where its pods may land."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
+from gen.fleet.placement import candidates
 from gen.pipeline import lint, load_plan, render
 from tests.helpers import write_tree
 
@@ -79,8 +80,6 @@ def test_a_class_no_pool_matches_is_a_located_error(tmp_path: Path) -> None:
 
 
 def test_candidates_follow_the_class(tmp_path: Path) -> None:
-    from gen.serving.sizing import candidates
-
     root = _fleet(tmp_path, "h200")
     (cluster,) = load_plan(root / "profiles", base=root).clusters
     (svc,) = cluster.services

@@ -1,0 +1,102 @@
+"""Where a service can land: the devices of its pools that its first-choice class can take.
+
+Resolve records the pools a service may run on (``ServicePlan.pools``: its ``node_pool``
+pin and its platform); this module narrows them to the devices the service's GPU class
+asks for. It is a placement decision several capabilities read: the vLLM builder (node
+selectors, the default context length through :mod:`gen.serving.sizing`), the serving
+rules (GEN304: no pool offers the devices) and the DRA satisfiability rules (which leave a
+service GEN304 reports alone). It lives in the fleet layer so that none of them imports
+another.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from gen.fleet.plan import PoolPlan, ServicePlan
+
+if TYPE_CHECKING:
+    from gen.models.gpu_class import GPUClass
+
+__all__ = ["Candidate", "candidates", "class_admits"]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One kind of device a service's replica can get, on one pool."""
+
+    pool: PoolPlan
+    name: str
+    memory_mib: int
+    is_mig: bool
+    unified_memory: bool = False
+
+
+def candidates(svc: ServicePlan, *, match_class: bool = True) -> list[Candidate]:
+    """Devices of the eligible pools that the first-choice class can take.
+
+    With ``match_class=False`` a whole-GPU class takes every pool's full GPUs (the DRA
+    rules then say, selector by selector, why a device does not match).
+    """
+    gpu_class = svc.gpu_class
+    out = []
+    for pool in svc.pools:
+        gpu = pool.gpu
+        if gpu is None:
+            continue
+        if gpu_class is not None and gpu_class.device_type == "mig":
+            profile_name = gpu_class.match.mig_profile
+            if profile_name is None or pool.mig_layout is None:
+                continue
+            present = any(
+                p.profile == profile_name for _, check in pool.mig_checks
+                for p in check.placements
+            )
+            profile = gpu.mig_profile(profile_name)
+            if present and profile is not None:
+                out.append(Candidate(pool, f"{gpu.name} MIG {profile.name}",
+                                     profile.memory_mib, True))
+        elif pool.mig_layout is None and (
+            gpu_class is None or not match_class or class_admits(gpu_class, pool)
+        ):
+            out.append(Candidate(pool, gpu.product_name, gpu.memory_mib, False,
+                                 gpu.unified_memory))
+    return out
+
+
+def class_admits(gpu_class: GPUClass, pool: PoolPlan) -> bool:
+    """Whether a whole-GPU class's structured match can take the GPUs of an NVIDIA pool.
+
+    Product, architecture, memory and compute capability are compared with the catalog's
+    figures for the pool's GPU (the driver reports the same ones), so a service of an
+    "H200" class is never placed on, or sized for, an L4 pool. Classes of other drivers,
+    raw CEL selectors and non-NVIDIA pools are left to the DRA satisfiability rules.
+    """
+    from gen.errors import QuantityError
+    from gen.k8s.quantity import parse_quantity
+    from gen.models.gpu_class import NVIDIA_DRIVER
+    from gen.nvidia.gpus import gpu_catalog
+
+    gpu, match = pool.gpu, gpu_class.match
+    if gpu is None or pool.pool.platform != "nvidia" or gpu_class.driver != NVIDIA_DRIVER:
+        return True
+    if match.product is not None:
+        known = gpu_catalog().find(match.product)
+        names = {gpu.product_name, *gpu.other_product_names}
+        if (known.product_name if known is not None else match.product) not in names:
+            return False
+    if match.architecture is not None and match.architecture.lower() != gpu.architecture.lower():
+        return False
+    if match.min_memory is not None:
+        try:
+            if parse_quantity(str(match.min_memory)) > gpu.memory_mib * (1 << 20):
+                return False
+        except QuantityError:
+            return True
+    if match.min_compute_capability is not None:
+        def version(text: str) -> tuple[int, ...]:
+            return tuple(int(part) for part in text.split("."))
+        if version(gpu.compute_capability) < version(match.min_compute_capability):
+            return False
+    return True

@@ -1,0 +1,60 @@
+"""gen.fleet.manifests: the names and tolerations several capabilities share."""
+
+from __future__ import annotations
+
+from gen.errors import SourceLocation
+from gen.fleet.manifests import claim_template_name, extended_resource_name, tolerations
+from gen.fleet.plan import PoolPlan
+from gen.models import InferenceService, NodePool
+
+
+def _pool(name: str, *taints: tuple[str, str, str]) -> PoolPlan:
+    pool = NodePool.model_validate({
+        "name": name, "gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 1,
+        "driver_version": "580.95.05",
+        "taints": [{"key": k, "value": v, "effect": e} for k, v, e in taints],
+    })
+    return PoolPlan(pool=pool, located_at=SourceLocation("cluster.yaml"), gpu=None)
+
+
+POOLS = (
+    _pool("a", ("nvidia.com/gpu", "", "NoSchedule"), ("team", "ml", "NoSchedule")),
+    _pool("b", ("team", "ml", "NoSchedule"), ("team", "infra", "NoExecute"),
+          ("nvidia.com/gpu", "", "NoSchedule")),
+)
+
+
+def test_tolerations_of_a_workload_match_each_distinct_taint() -> None:
+    """One per (key, value, effect), Equal with a value, Exists without; sorted."""
+    assert tolerations(POOLS) == [
+        {"key": "nvidia.com/gpu", "effect": "NoSchedule", "operator": "Exists"},
+        {"key": "team", "effect": "NoExecute", "operator": "Equal", "value": "infra"},
+        {"key": "team", "effect": "NoSchedule", "operator": "Equal", "value": "ml"},
+    ]
+
+
+def test_tolerations_of_any_value_are_one_exists_per_key_and_effect() -> None:
+    assert tolerations(POOLS, any_value=True) == [
+        {"key": "nvidia.com/gpu", "effect": "NoSchedule", "operator": "Exists"},
+        {"key": "team", "effect": "NoExecute", "operator": "Exists"},
+        {"key": "team", "effect": "NoSchedule", "operator": "Exists"},
+    ]
+    assert tolerations(()) == []
+
+
+def test_claim_template_name() -> None:
+    service = InferenceService.model_validate({
+        "kind": "InferenceService", "name": "llama", "namespace": "inference",
+        "model": "meta-llama/Llama-3.1-8B-Instruct", "clusters": ["c"],
+        "gpu": {"gpu_class": "h100"},
+    })
+    assert claim_template_name(service) == "llama-gpu"
+
+
+def test_extended_resource_name() -> None:
+    """Resource names follow the device plugin: + becomes . under mixed; single is gpu."""
+    assert extended_resource_name("1g.10gb", "mixed") == "nvidia.com/mig-1g.10gb"
+    assert extended_resource_name("1g.10gb+me", "mixed") == "nvidia.com/mig-1g.10gb.me"
+    assert extended_resource_name("1g.24gb-me", "mixed") == "nvidia.com/mig-1g.24gb-me"
+    assert extended_resource_name("3g.40gb", "single") == "nvidia.com/gpu"
+    assert extended_resource_name(None, "mixed") == "nvidia.com/gpu"

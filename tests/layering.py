@@ -1,0 +1,245 @@
+"""The layering rule of ``gen/``, as data, and a checker of the import graph against it.
+
+Layers, lowest first (``LAYERS``; a pattern ending in ``.*`` names a package and
+everything under it, any other pattern one module; the longest matching pattern wins):
+
+===============  =====  ==========================================================
+layer            rank   modules
+===============  =====  ==========================================================
+kernel           0      gen._version, gen.errors, gen.rules, gen.k8s.*
+models           1      gen.models.*
+facts            2      knowledge that lives in a capability package but that any
+                        layer above may use: catalogs, physical rules, engine and
+                        pod-security facts (``FACTS``)
+fleet            3      gen.fleet.*: loader, profiles, resolve, the Plan, and the
+                        names, placement and manifest helpers capabilities share
+capabilities     4      every other module of gen.nvidia, gen.dra, gen.serving,
+                        gen.apple, gen.gitops, gen.security (``CAPABILITIES``)
+emit             4      gen.emit.*: render, YAML, validate, write, parallel
+pipeline         5      gen.pipeline: the façade and the capability registry
+api              6      gen (the package root: the public library API)
+cli              7      gen.cli.*, gen._entry, gen.__main__
+===============  =====  ==========================================================
+
+The rule:
+
+1. a module may import modules of its own layer and of layers of a lower rank;
+2. two layers of the same rank are siblings and must not import each other
+   (capabilities and emit: a builder does not render, the renderer knows no capability);
+3. inside the capabilities layer a module may import only modules of its own capability
+   package; capabilities meet in the fleet layer (the Plan) and in the pipeline.
+
+Facts modules therefore import only kernel, models and facts, and a facts module of one
+capability is free for every other capability to use (``gen.dra.simulate`` reads the
+GPU catalog and the MIG placement rules of ``gen.nvidia``).
+
+Every import counts: module level, inside functions, under ``if TYPE_CHECKING:``, and
+relative imports (resolved against the importing module). ``from pkg import name`` is an
+edge to ``pkg.name`` when that is a module, else to ``pkg``. Imports through
+``importlib.import_module`` with a string are not seen (only the CLI's lazy command table
+uses one, and the CLI may import anything).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "CAPABILITIES",
+    "FACTS",
+    "LAYERS",
+    "Edge",
+    "Layer",
+    "Violation",
+    "check_tree",
+    "classify",
+    "import_graph",
+    "violations",
+]
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One layer: its name, its rank (lower is more basic) and the modules it holds."""
+
+    name: str
+    rank: int
+    patterns: tuple[str, ...]
+    doc: str
+
+
+FACTS = (
+    "gen.nvidia.gpus",  # the GPU catalog: PCI ids, product names, memory, MIG profiles
+    "gen.nvidia.mig",  # MIG placement rules: which layouts a GPU can physically hold
+    "gen.serving.model_catalog",  # the model catalog (architecture numbers)
+    "gen.serving.fit",  # the memory budget of a model on a device (pure arithmetic)
+    "gen.serving.engines",  # engine images and their CUDA driver minimums
+    "gen.apple.chips",  # the Apple chip catalog and llama.cpp / krunkit facts
+    "gen.security.podsecurity",  # the Pod Security Standards as rules over a pod spec
+)
+"""Pure knowledge modules inside capability packages: they import only kernel, models and
+other facts, and any layer above may use them."""
+
+CAPABILITIES = (
+    "gen.nvidia.*",
+    "gen.dra.*",
+    "gen.serving.*",
+    "gen.apple.*",
+    "gen.gitops.*",
+    "gen.security.*",
+)
+"""The capability packages; a module of one imports no non-facts module of another."""
+
+LAYERS = (
+    Layer("kernel", 0, ("gen._version", "gen.errors", "gen.rules", "gen.k8s.*"),
+          "the version, the error tree, the rule registry, Kubernetes value types"),
+    Layer("models", 1, ("gen.models.*",), "the profile kinds (pydantic)"),
+    Layer("facts", 2, FACTS, "catalogs and physical rules, free for every layer above"),
+    Layer("fleet", 3, ("gen.fleet.*",),
+          "load, resolve, the Plan; names, placement and manifest helpers shared by "
+          "capabilities"),
+    Layer("capabilities", 4, CAPABILITIES,
+          "builders and checks, one package per capability; no capability imports another"),
+    Layer("emit", 4, ("gen.emit.*",), "render, YAML, validate, write, parallel"),
+    Layer("pipeline", 5, ("gen.pipeline",), "the façade and the capability registry"),
+    Layer("api", 6, ("gen",), "the package root: the public library API"),
+    Layer("cli", 7, ("gen.cli.*", "gen._entry", "gen.__main__"),
+          "the command line: parse options, call the library, format, exit"),
+)
+"""The layers of gen/, lowest first."""
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One import: ``importer`` imports ``target`` at ``line`` of ``path``."""
+
+    importer: str
+    target: str
+    path: Path
+    line: int
+
+
+@dataclass(frozen=True)
+class Violation:
+    """An import the layering rule forbids (or a module no layer holds)."""
+
+    edge: Edge
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.edge.path}:{self.edge.line}: {self.edge.importer} -> {self.edge.target}: " \
+            f"{self.reason}"
+
+
+def _matches(pattern: str, module: str) -> bool:
+    if pattern.endswith(".*"):
+        package = pattern[:-2]
+        return module == package or module.startswith(package + ".")
+    return module == pattern
+
+
+def classify(module: str, layers: Iterable[Layer] = LAYERS) -> tuple[Layer, str] | None:
+    """The layer of a module and the pattern that placed it there (the longest match)."""
+    best: tuple[Layer, str] | None = None
+    for layer in layers:
+        for pattern in layer.patterns:
+            if _matches(pattern, module) and (best is None or len(pattern) > len(best[1])):
+                best = (layer, pattern)
+    return best
+
+
+def _module_name(root: Path, path: Path) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules(root: Path) -> dict[str, Path]:
+    return {_module_name(root, p): p for p in sorted(root.rglob("*.py"))}
+
+
+def _resolve_from(module: str, is_package: bool, node: ast.ImportFrom) -> str:
+    if node.level == 0:
+        return node.module or ""
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    base = package[: len(package) - (node.level - 1)]
+    return ".".join([*base, *([node.module] if node.module else [])])
+
+
+def import_graph(root: Path) -> list[Edge]:
+    """Every import between modules of the package at ``root`` (e.g. ``.../gen``)."""
+    modules = _modules(root)
+    top = root.name
+    edges: list[Edge] = []
+    for module, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        is_package = path.name == "__init__.py"
+        for node in ast.walk(tree):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = _resolve_from(module, is_package, node)
+                for alias in node.names:
+                    sub = f"{base}.{alias.name}"
+                    targets.append(sub if sub in modules else base)
+            else:
+                continue
+            for target in targets:
+                if (target == top or target.startswith(top + ".")) and target != module:
+                    edges.append(Edge(module, target, path, node.lineno))
+    return sorted(set(edges), key=lambda e: (e.importer, e.line, e.target))
+
+
+def _capability(pattern: str) -> str:
+    return pattern.removesuffix(".*")
+
+
+def violations(edges: Iterable[Edge], layers: Iterable[Layer] = LAYERS) -> list[Violation]:
+    """The edges the layering rule forbids, with the reason for each."""
+    layers = tuple(layers)
+    found: list[Violation] = []
+    for edge in edges:
+        source = classify(edge.importer, layers)
+        target = classify(edge.target, layers)
+        if source is None or target is None:
+            missing = edge.importer if source is None else edge.target
+            found.append(Violation(edge, f"{missing} is in no layer"))
+            continue
+        (src_layer, src_pattern), (dst_layer, dst_pattern) = source, target
+        if dst_layer.rank > src_layer.rank:
+            found.append(Violation(
+                edge, f"{src_layer.name} must not import the higher layer {dst_layer.name}"))
+        elif dst_layer.rank == src_layer.rank and dst_layer.name != src_layer.name:
+            found.append(Violation(
+                edge, f"{src_layer.name} and {dst_layer.name} are sibling layers: "
+                "neither imports the other"))
+        elif src_layer.name == "capabilities" and dst_layer.name == "capabilities" \
+                and src_pattern != dst_pattern:
+            found.append(Violation(
+                edge, f"capability {_capability(src_pattern)} must not import capability "
+                f"{_capability(dst_pattern)} (they meet in gen.fleet and gen.pipeline)"))
+    return found
+
+
+def unclassified(modules: Iterable[str], layers: Iterable[Layer] = LAYERS) -> list[str]:
+    """Modules that no layer holds."""
+    layers = tuple(layers)
+    return [m for m in modules if classify(m, layers) is None]
+
+
+def check_tree(root: Path, layers: Iterable[Layer] = LAYERS) -> list[str]:
+    """Every breach of the rule in the package at ``root``, one line each (empty: none)."""
+    layers = tuple(layers)
+    lines = [f"{m} is in no layer" for m in unclassified(_modules(root), layers)]
+    lines += [str(v) for v in violations(import_graph(root), layers)]
+    return lines
+
+
+def layer_table(layers: Iterable[Layer] = LAYERS) -> Mapping[str, tuple[str, ...]]:
+    """Layer name → its module patterns, lowest layer first (for docs)."""
+    return {layer.name: layer.patterns for layer in layers}

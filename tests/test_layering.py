@@ -1,0 +1,128 @@
+"""The layering of gen/: capabilities do not import each other; lower layers import no higher.
+
+The rule, as data (the layers, their ranks and modules, the facts modules free for every
+layer above, the capability packages), lives in :mod:`tests.layering` with the checker;
+its docstring states the rule. In short, lowest first: kernel (gen._version, gen.errors,
+gen.rules, gen.k8s) < models < facts (catalogs and physical rules inside capability
+packages) < fleet (load, resolve, the Plan, shared names and placement) < capabilities |
+emit (siblings: neither imports the other) < pipeline < gen (the public API) < cli.
+A module imports its own layer and lower ones; a capability module imports non-facts
+modules only of its own capability package.
+
+These tests check the real tree, and check on synthetic trees that the checker does fail
+(a capability importing another capability's builder, inside a function, under
+TYPE_CHECKING, or relatively), so a passing run means something.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import REPO, write_tree
+from tests.layering import CAPABILITIES, FACTS, LAYERS, check_tree, classify, import_graph
+
+GEN = REPO / "gen"
+
+
+def test_the_tree_keeps_the_layering() -> None:
+    """No import in gen/ breaks the rule, and every module is in a layer."""
+    assert check_tree(GEN) == []
+
+
+def test_the_checker_sees_every_kind_of_import_in_the_real_tree() -> None:
+    """Function-level, TYPE_CHECKING and ``from package import module`` imports are edges."""
+    edges = {(e.importer, e.target) for e in import_graph(GEN)}
+    assert ("gen.fleet.plan", "gen.nvidia.gpus") in edges  # under TYPE_CHECKING
+    assert ("gen.pipeline", "gen.apple.build") in edges  # from gen.apple import build (in a def)
+    assert ("gen.emit.render", "gen.emit.skeleton") in edges  # from gen.emit import skeleton
+    assert ("gen.dra.cel", "gen.dra.cel._engine") in edges  # a package's __init__
+
+
+def test_every_facts_module_and_capability_exists() -> None:
+    """The rule table names real modules (a rename must update it)."""
+    edges = import_graph(GEN)
+    modules = {e.importer for e in edges} | {e.target for e in edges}
+    for name in FACTS:
+        assert name in modules, name
+    for pattern in CAPABILITIES:
+        assert (GEN / pattern.removesuffix(".*").removeprefix("gen.")).is_dir(), pattern
+
+
+def test_the_longest_pattern_decides_the_layer() -> None:
+    """A facts module inside a capability package is a fact, its neighbours capability."""
+    by_name = {layer.name: layer for layer in LAYERS}
+    assert classify("gen.nvidia.gpus") == (by_name["facts"], "gen.nvidia.gpus")
+    assert classify("gen.nvidia.build") == (by_name["capabilities"], "gen.nvidia.*")
+    assert classify("gen") == (by_name["api"], "gen")
+    assert classify("gen.stray") is None
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    """A package gen/ under root with the given modules (and every __init__.py)."""
+    base = {"gen/__init__.py": ""}
+    for rel in files:
+        parts = Path(rel).parts
+        for i in range(1, len(parts) - 1):
+            base.setdefault("/".join((*parts[:i + 1], "__init__.py")), "")
+    write_tree(root, {**base, **files})
+    return root / "gen"
+
+
+BUILDERS = {
+    "gen/dra/build.py": "def claim_template_name() -> str:\n    return 'x'\n",
+    "gen/fleet/plan.py": "",
+    "gen/emit/output.py": "GENERATED_COMMENT = ''\n",
+    "gen/nvidia/gpus.py": "",
+}
+
+
+def test_a_capability_importing_another_capabilitys_builder_fails(tmp_path: Path) -> None:
+    """The synthetic bad graph: serving's builder imports the DRA builder inside a function."""
+    root = _tree(tmp_path, {**BUILDERS, "gen/serving/build.py": """\
+        def name() -> str:
+            from gen.dra.build import claim_template_name
+
+            return claim_template_name()
+        """})
+    (line,) = check_tree(root)
+    assert "gen.serving.build -> gen.dra.build" in line
+    assert "capability gen.serving must not import capability gen.dra" in line
+    assert line.startswith(f"{root / 'serving' / 'build.py'}:2:")
+
+
+@pytest.mark.parametrize(("module", "source", "reason"), [
+    ("gen/serving/build.py",
+     "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from gen.dra import build\n",
+     "capability gen.serving must not import capability gen.dra"),
+    ("gen/serving/build.py", "from ..dra.build import claim_template_name\n",
+     "capability gen.serving must not import capability gen.dra"),
+    ("gen/nvidia/mig_svg.py", "from gen.emit.output import GENERATED_COMMENT\n",
+     "capabilities and emit are sibling layers"),
+    ("gen/emit/render.py", "import gen.dra.build\n", "emit and capabilities are sibling layers"),
+    ("gen/nvidia/mig.py", "from gen.fleet import plan\n",
+     "facts must not import the higher layer fleet"),
+    ("gen/errors.py", "import gen\n", "kernel must not import the higher layer api"),
+    ("gen/stray.py", "", "gen.stray is in no layer"),
+])
+def test_each_kind_of_breach_fails(
+    tmp_path: Path, module: str, source: str, reason: str,
+) -> None:
+    root = _tree(tmp_path, {**BUILDERS, module: source})
+    lines = check_tree(root)
+    assert len(lines) == 1 and reason in lines[0], lines
+
+
+@pytest.mark.parametrize(("module", "source"), [
+    ("gen/dra/simulate.py", "from gen.nvidia.gpus import GPU\n"),  # another capability's fact
+    ("gen/dra/checks.py", "from . import build\nfrom .build import claim_template_name\n"),
+    ("gen/emit/render.py", "from gen.fleet import plan\n"),
+    ("gen/pipeline.py", "from gen.dra import build\nfrom gen.emit import output\n"),
+    ("gen/cli/__init__.py", "import gen\nfrom gen.pipeline import x\n"),
+])
+def test_allowed_imports_pass(tmp_path: Path, module: str, source: str) -> None:
+    files = {**BUILDERS, module: source}
+    if "gen.pipeline" in source:
+        files["gen/pipeline.py"] = ""
+    assert check_tree(_tree(tmp_path, files)) == []
