@@ -78,6 +78,10 @@ class Finding:
     severity: Severity = Severity.ERROR
     hint: str = ""
     related: tuple[SourceLocation, ...] = field(default=())
+    service: str = ""
+    """The service the finding is about, when it is about one (not shown, not in JSON)."""
+    cluster: str = ""
+    """The cluster the finding is about, when it is about one (not shown, not in JSON)."""
 
     def sort_key(self) -> tuple[str, int, int, str, str]:
         """Stable order: file, line, column, rule, message."""

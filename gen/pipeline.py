@@ -131,21 +131,7 @@ class RenderResult:
 
 
 def _select(plan: Plan, clusters: Sequence[str]) -> Plan:
-    if not clusters:
-        return plan
-    import dataclasses
-
-    from gen.errors import UnresolvedReferenceError
-
-    known = {c.name for c in plan.clusters}
-    missing = [c for c in clusters if c not in known]
-    if missing:
-        raise UnresolvedReferenceError(
-            f"unknown cluster(s): {', '.join(missing)}; known: {', '.join(sorted(known))}"
-        )
-    return dataclasses.replace(
-        plan, clusters=tuple(c for c in plan.clusters if c.name in clusters)
-    )
+    return plan.select(clusters)
 
 
 PARALLEL_MIN_MANIFESTS = 600

@@ -1,34 +1,39 @@
-"""The single error boundary of the CLI."""
+"""The single exit boundary of the CLI: the only place that turns outcomes into exit codes.
+
+Every command is wrapped in :func:`handle_errors`. A command prints its result and returns
+its exit code (``None`` or 0: ok; 1: findings, a failed check, something that does not fit)
+or raises a :class:`gen.errors.GenError`, whose formatted message goes to stderr with the
+error's exit code. Click's own usage errors (``click.UsageError``, bad parameters) pass
+through untouched and keep click's exit 2. Codes follow the CLI contract: 0 ok, 1 findings,
+2 usage.
+"""
 
 from __future__ import annotations
 
 import functools
-import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import ParamSpec
 
 import click
 
 from gen.errors import GenError
 
-F = TypeVar("F", bound=Callable[..., Any])
+__all__ = ["handle_errors"]
+
+P = ParamSpec("P")
 
 
-def handle_errors(func: F) -> F:
-    """Turn a :class:`GenError` into its formatted message on stderr and its exit code."""
+def handle_errors(func: Callable[P, int | None]) -> Callable[P, None]:
+    """Run a command; exit with the code it returns, or report the GenError it raises."""
 
     @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> None:
         try:
-            return func(*args, **kwargs)
+            code = func(*args, **kwargs)
         except GenError as err:
             click.echo(err.format_message(), err=True)
-            sys.exit(err.exit_code)
+            code = err.exit_code
+        if code:
+            raise click.exceptions.Exit(code)
 
-    return wrapper  # type: ignore[return-value]
-
-
-def fail(message: str, code: int = 1) -> None:
-    """Print ``message`` on stderr and exit with ``code``."""
-    click.echo(message, err=True)
-    sys.exit(code)
+    return wrapper

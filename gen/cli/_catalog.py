@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from gen.cli._boundary import handle_errors
+
 
 def gpu_rows() -> list[dict[str, Any]]:
     """Every catalog accelerator as a JSON-ready row: NVIDIA GPUs, then Apple chips."""
@@ -68,6 +70,7 @@ def catalog_command() -> None:
 
 @catalog_command.command("gpus")
 @click.option("--json", "as_json", is_flag=True, help="JSON array on stdout.")
+@handle_errors
 def gpus_command(as_json: bool) -> None:
     """GPUs (and Apple chips) gen knows: memory, architecture, MIG profiles."""
     rows = gpu_rows()
@@ -89,6 +92,7 @@ def gpus_command(as_json: bool) -> None:
 
 @catalog_command.command("models")
 @click.option("--json", "as_json", is_flag=True, help="JSON array on stdout.")
+@handle_errors
 def models_command(as_json: bool) -> None:
     """Models gen knows: size, layers, heads, context."""
     rows = model_rows()

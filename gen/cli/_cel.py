@@ -32,7 +32,8 @@ def _read_device(path: Path, driver: str) -> Device:
 
 def _report(
     compiled: bool, result: bool | None, error: str | None, hint: str | None, as_json: bool
-) -> None:
+) -> int:
+    """Print the outcome; the exit code: 1 on a compile or run-time error, else 0."""
     if as_json:
         click.echo(json.dumps({"compiled": compiled, "result": result, "error": error}))
     elif error is not None:
@@ -41,8 +42,7 @@ def _report(
         click.echo("compiled" if result is None else str(result).lower())
         if hint:
             click.echo(f"hint: {hint}", err=True)
-    if error is not None:
-        raise click.exceptions.Exit(1)
+    return 1 if error is not None else 0
 
 
 @click.group("cel")
@@ -66,7 +66,7 @@ def cel_command() -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help='Print {"compiled", "result", "error"}.')
 @handle_errors
-def eval_command(expression: str, device_file: Path | None, driver: str, as_json: bool) -> None:
+def eval_command(expression: str, device_file: Path | None, driver: str, as_json: bool) -> int:
     """Compile EXPR as Kubernetes does; with --device, evaluate it on that device.
 
     Exit 0 when it compiles (and evaluates to true or false); 1 on a compile or run-time error.
@@ -75,11 +75,9 @@ def eval_command(expression: str, device_file: Path | None, driver: str, as_json
     try:
         compile_selector(expression)
     except CELCompileError as err:
-        _report(False, None, err.message, None, as_json)
-        return
+        return _report(False, None, err.message, None, as_json)
     if device is None:
-        _report(True, None, None, None, as_json)
-        return
+        return _report(True, None, None, None, as_json)
     outcome = evaluate(expression, device)
     hint = None if outcome.matched else explain_miss(expression, device)
-    _report(True, None if outcome.error else outcome.matched, outcome.error, hint, as_json)
+    return _report(True, None if outcome.error else outcome.matched, outcome.error, hint, as_json)

@@ -64,11 +64,10 @@ def format_report(report: FitReport) -> str:
 @click.option("--kv-cache-dtype", type=click.Choice(["auto", "fp8"]), default="auto",
               show_default=True, help="KV cache element type.")
 @click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON report.")
-@click.pass_context
 @handle_errors
-def fit_command(ctx: click.Context, model_name: str, gpu: str, mig_profile: str | None,
+def fit_command(model_name: str, gpu: str, mig_profile: str | None,
                 gpus: int, tp: int | None, pp: int, max_model_len: int | None,
-                gpu_memory_utilization: float, kv_cache_dtype: str, as_json: bool) -> None:
+                gpu_memory_utilization: float, kv_cache_dtype: str, as_json: bool) -> int:
     """Does a model fit a GPU or MIG slice under vLLM? Exit 0 if it fits, 1 if not."""
     report = check_fit(FitRequest(
         model=model_catalog().lookup(model_name), device=resolve_device(gpu, mig_profile),
@@ -77,4 +76,4 @@ def fit_command(ctx: click.Context, model_name: str, gpu: str, mig_profile: str 
         kv_cache_dtype="fp8" if kv_cache_dtype == "fp8" else "auto",
     ))
     click.echo(json.dumps(report.to_json(), indent=2) if as_json else format_report(report))
-    ctx.exit(0 if report.fits else 1)
+    return 0 if report.fits else 1

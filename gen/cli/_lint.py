@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import click
 
 from gen.cli import VERSION
+from gen.cli._boundary import handle_errors
+from gen.cli._options import profiles_option
 from gen.errors import Finding, GenError, Severity
 
 JSON_FORMAT_VERSION = 1
@@ -37,12 +38,12 @@ def _emit(findings: list[Finding], fmt: str) -> None:
 
 
 @click.command("lint")
-@click.option("--profiles", "profiles_dir", type=click.Path(path_type=Path, file_okay=False),
-              default=Path("profiles"), show_default=True, help="Folder of profile YAML files.")
+@profiles_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif"]), default="text",
               show_default=True, help="Output format (json and sarif go to stdout).")
 @click.option("--strict", is_flag=True, help="Warnings fail too (exit 1).")
-def lint_command(profiles_dir: Path, fmt: str, strict: bool) -> None:
+@handle_errors
+def lint_command(profiles_dir: Path, fmt: str, strict: bool) -> int:
     """Run every check on the profiles; write nothing.
 
     Exit 0 when clean, 1 on errors (or warnings with --strict). Invalid profiles are
@@ -54,10 +55,8 @@ def lint_command(profiles_dir: Path, fmt: str, strict: bool) -> None:
         findings = lint(profiles_dir)
     except GenError as err:
         if not err.findings:
-            click.echo(err.format_message(), err=True)
-            sys.exit(err.exit_code)
+            raise
         findings = list(err.findings)
     _emit(findings, fmt)
     failing = {Severity.ERROR, Severity.WARNING} if strict else {Severity.ERROR}
-    if any(f.severity in failing for f in findings):
-        sys.exit(1)
+    return 1 if any(f.severity in failing for f in findings) else 0

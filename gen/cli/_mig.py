@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import click
@@ -47,7 +46,7 @@ def check_command(
     as_json: bool,
     svg_path: Path | None,
     layout: tuple[str, ...],
-) -> None:
+) -> int:
     """Is this MIG layout physically valid on one GPU, and where does each instance sit?
 
     Exit 0 when valid, 1 when not (or the GPU is unknown), 2 on bad PROFILE=COUNT syntax.
@@ -73,15 +72,14 @@ def check_command(
                 indent=2,
             )
         )
-        sys.exit(1)
+        return 1
     result = check_layout(gpu, counts, driver_version)
     if svg_path is not None:
         from gen.nvidia.mig_svg import layout_svg
 
         svg_path.write_text(layout_svg(result), encoding="utf-8")
     click.echo(json.dumps(result.to_json(), indent=2) if as_json else _text(result))
-    if not result.valid:
-        sys.exit(1)
+    return 0 if result.valid else 1
 
 
 def _text(result: LayoutCheck) -> str:

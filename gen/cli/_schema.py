@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from gen.cli._boundary import handle_errors
+
 
 def profile_schema() -> dict[str, object]:
     """The JSON Schema of any profile document."""
@@ -21,6 +23,7 @@ def profile_schema() -> dict[str, object]:
 @click.command("schema")
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Write to this file instead of stdout.")
+@handle_errors
 def schema_command(output: Path | None) -> None:
     """Print the JSON Schema of the profiles (for editor modelines)."""
     text = json.dumps(profile_schema(), indent=2, sort_keys=True) + "\n"

@@ -383,6 +383,7 @@ def _unsatisfiable(cluster: ClusterPlan, svc: ServicePlan, analysis: ChoiceAnaly
         hint="compare the selectors with the devices: "
         f"'gen explain {svc.service.name} --cluster {cluster.name}'",
         related=(located.document.location,),
+        service=svc.service.name, cluster=cluster.name,
     )
 
 
@@ -402,6 +403,7 @@ def _runtime_errors(cluster: ClusterPlan, analysis: ChoiceAnalysis) -> list[Find
                 f"cluster {cluster.name!r}); the allocator aborts: the pod stays Pending",
                 where, key,
                 hint="guard optional attributes with has(...) or .?name.orValue(...)",
+                cluster=cluster.name,
             ))
     return findings
 
@@ -476,6 +478,7 @@ def _capacity(cluster: ClusterPlan, analyzed: list[tuple[ServicePlan, list[Choic
                 hint="add nodes, lower the replicas, or allow alternatives"
                 + ("; sharing only shares one claim's devices between its containers, "
                    "every replica still gets its own claim" if sharing else ""),
+                service=svc.service.name, cluster=cluster.name,
             ))
         if short and not at_max:
             break  # the minimum does not fit: the maximum cannot either

@@ -8,12 +8,13 @@ which profile location produced it. Templates only loop and branch over that con
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from gen.errors import Finding, SourceLocation
+from gen.errors import Finding, SourceLocation, UnresolvedReferenceError
 
 if TYPE_CHECKING:
     from gen.fleet.profiles import Located, ProfileSet
@@ -159,3 +160,20 @@ class Plan:
     clusters: tuple[ClusterPlan, ...]
     findings: tuple[Finding, ...] = ()
     """Warnings found while resolving (errors are raised)."""
+
+    def select(self, names: Sequence[str]) -> Plan:
+        """The plan with only the clusters ``names`` (in plan order); all of them if empty.
+
+        Raises :class:`UnresolvedReferenceError` naming every unknown cluster and the known ones.
+        """
+        if not names:
+            return self
+        known = {c.name for c in self.clusters}
+        missing = [name for name in names if name not in known]
+        if missing:
+            raise UnresolvedReferenceError(
+                f"unknown cluster(s): {', '.join(missing)}; known: {', '.join(sorted(known))}"
+            )
+        return dataclasses.replace(
+            self, clusters=tuple(c for c in self.clusters if c.name in names)
+        )

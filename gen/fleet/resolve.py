@@ -12,7 +12,7 @@ import difflib
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from gen.errors import Finding, UnresolvedReferenceError
+from gen.errors import Finding, SourceLocation, UnresolvedReferenceError
 from gen.fleet.plan import ClusterPlan, Plan, PoolPlan, ServicePlan
 from gen.fleet.profiles import Located, ProfileSet
 
@@ -50,6 +50,14 @@ def _known(names: Iterable[str], wanted: str) -> str:
     return f"known: {listing}"
 
 
+def _not_found(what: str, name: str, known: Iterable[str], where: SourceLocation,
+               key_path: str, scope: str = "") -> Finding:
+    """GEN003 ``<what> 'name' not found[ in <scope>]; did you mean ...? known: ...``."""
+    return Finding(
+        "GEN003", f"{what} {name!r} not found{scope}; " + _known(known, name), where, key_path
+    )
+
+
 def _resolve_pools(
     located: Located[Cluster], profiles: ProfileSet, findings: list[Finding]
 ) -> tuple[PoolPlan, ...]:
@@ -76,10 +84,8 @@ def _resolve_pools(
         if pool.mig_layout is not None:
             ref = profiles.mig_layouts.get(pool.mig_layout)
             if ref is None:
-                findings.append(Finding(
-                    "GEN003",
-                    f"MIG layout {pool.mig_layout!r} not found; "
-                    + _known(profiles.mig_layouts, pool.mig_layout),
+                findings.append(_not_found(
+                    "MIG layout", pool.mig_layout, profiles.mig_layouts,
                     located.at("node_pools", i, "mig_layout"), f"node_pools[{i}].mig_layout",
                 ))
                 continue
@@ -119,16 +125,7 @@ def _model_catalog(profiles: ProfileSet, findings: list[Finding]) -> ModelCatalo
     extra = []
     for m in profiles.models.values():
         try:
-            extra.append(LLMSpec(
-                id=m.value.name, parameters=m.value.parameters,
-                active_parameters=m.value.active_parameters, layers=m.value.layers,
-                hidden_size=m.value.hidden_size, attention_heads=m.value.attention_heads,
-                kv_heads=m.value.kv_heads, head_dim=m.value.head_dim,
-                max_context=m.value.max_context, weight_dtype=m.value.weight_dtype,
-                quantization=m.value.quantization, experts=m.value.experts,
-                experts_per_token=m.value.experts_per_token,
-                license_gated=m.value.license_gated,
-            ))
+            extra.append(LLMSpec.from_profile(m.value))
         except ValueError as err:  # the catalog's own consistency rules
             findings.append(Finding("GEN002", str(err), m.document.location))
     return model_catalog().with_extra(extra)
@@ -161,10 +158,8 @@ def _resolve_service(
     if svc.gpu is not None:
         ref = profiles.gpu_classes.get(svc.gpu.gpu_class)
         if ref is None:
-            findings.append(Finding(
-                "GEN003",
-                f"GPU class {svc.gpu.gpu_class!r} not found; "
-                + _known(profiles.gpu_classes, svc.gpu.gpu_class),
+            findings.append(_not_found(
+                "GPU class", svc.gpu.gpu_class, profiles.gpu_classes,
                 svc_located.at("gpu", "gpu_class"), "gpu.gpu_class",
             ))
         else:
@@ -172,10 +167,8 @@ def _resolve_service(
         for j, alt in enumerate(svc.gpu.alternatives):
             alt_ref = profiles.gpu_classes.get(alt.gpu_class)
             if alt_ref is None:
-                findings.append(Finding(
-                    "GEN003",
-                    f"GPU class {alt.gpu_class!r} not found; "
-                    + _known(profiles.gpu_classes, alt.gpu_class),
+                findings.append(_not_found(
+                    "GPU class", alt.gpu_class, profiles.gpu_classes,
                     svc_located.at("gpu", "alternatives", j, "gpu_class"),
                     f"gpu.alternatives[{j}].gpu_class",
                 ))
@@ -209,20 +202,16 @@ def build_plan(profiles: ProfileSet) -> Plan:
         )
         for i, cluster_name in enumerate(svc.clusters):
             if cluster_name not in profiles.clusters:
-                findings.append(Finding(
-                    "GEN003",
-                    f"cluster {cluster_name!r} not found; "
-                    + _known(profiles.clusters, cluster_name),
+                findings.append(_not_found(
+                    "cluster", cluster_name, profiles.clusters,
                     svc_located.at("clusters", i), f"clusters[{i}]",
                 ))
                 continue
             pools = cluster_pools[cluster_name]
             if svc.node_pool is not None and all(p.name != svc.node_pool for p in pools):
-                findings.append(Finding(
-                    "GEN003",
-                    f"node pool {svc.node_pool!r} not found in cluster {cluster_name!r}; "
-                    + _known((p.name for p in pools), svc.node_pool),
-                    svc_located.at("node_pool"), "node_pool",
+                findings.append(_not_found(
+                    "node pool", svc.node_pool, (p.name for p in pools),
+                    svc_located.at("node_pool"), "node_pool", f" in cluster {cluster_name!r}",
                 ))
                 continue
             services_by_cluster[cluster_name].append(ServicePlan(
@@ -232,10 +221,8 @@ def build_plan(profiles: ProfileSet) -> Plan:
     for located in profiles.clusters.values():
         for j, quota in enumerate(located.value.quotas):
             if quota.gpu_class not in profiles.gpu_classes:
-                findings.append(Finding(
-                    "GEN003",
-                    f"GPU class {quota.gpu_class!r} not found; "
-                    + _known(profiles.gpu_classes, quota.gpu_class),
+                findings.append(_not_found(
+                    "GPU class", quota.gpu_class, profiles.gpu_classes,
                     located.at("quotas", j, "gpu_class"), f"quotas[{j}].gpu_class",
                 ))
     if findings:

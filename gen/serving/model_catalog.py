@@ -12,11 +12,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from fractions import Fraction
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import yaml
 
 from gen.errors import CatalogLookupError
+
+if TYPE_CHECKING:
+    from gen.models.model import ModelProfile
 
 __all__ = [
     "WEIGHT_DTYPES",
@@ -106,6 +109,27 @@ class LLMSpec:
     sliding_window_layers: int = 0
     architecture: str = ""
     checkpoint_bytes: int | None = None
+
+    PROFILE_NAMES: ClassVar[Mapping[str, str]] = {"id": "name"}
+    """Fields that a ``kind: Model`` profile spells differently (field -> profile key)."""
+    NOT_IN_PROFILES: ClassVar[frozenset[str]] = frozenset({
+        "intermediate_size", "vocab_size", "tie_word_embeddings", "compute_dtype",
+        "unquantized_parameters", "quant_group_size", "sliding_window",
+        "sliding_window_layers", "architecture", "checkpoint_bytes",
+    })
+    """Fields a ``kind: Model`` profile cannot give: they keep their defaults."""
+
+    @classmethod
+    def from_profile(cls, profile: ModelProfile) -> LLMSpec:
+        """The spec of a ``kind: Model`` profile: every other field is carried by its name.
+
+        Raises ValueError when the numbers break the catalog's consistency rules.
+        """
+        values = {
+            f.name: getattr(profile, cls.PROFILE_NAMES.get(f.name, f.name))
+            for f in fields(cls) if f.name not in cls.NOT_IN_PROFILES
+        }
+        return cls(**values)
 
     def __post_init__(self) -> None:
         problems = self._problems()

@@ -3,6 +3,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import click
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -116,3 +117,36 @@ def test_explain_needs_a_service_or_flag(runner: CliRunner) -> None:
     """No SERVICE and no --runbook/--slices is a usage error (exit 2)."""
     result = runner.invoke(cli, ["explain", "--profiles", PROFILES])
     assert result.exit_code == 2
+
+
+def test_explain_json_matches_the_text(runner: CliRunner, tmp_path: Path) -> None:
+    """--json prints the versioned explanation, with the same exit code as the text."""
+    import json
+
+    (tmp_path / "fleet.yaml").write_text(textwrap.dedent(UNSAT))
+    result = runner.invoke(cli, ["explain", "svc", "--json", "--profiles", str(tmp_path)])
+    assert result.exit_code == 1
+    data = json.loads(result.stdout)
+    assert data["schema_version"] == 1 and data["ok"] is False
+    (svc,) = data["clusters"][0]["services"]
+    assert svc["claims"][0]["satisfiable"] is False
+    assert [f["rule"] for f in svc["findings"]] == ["GEN204"]
+    ok = runner.invoke(cli, ["explain", "llama-70b", "--json", "--profiles", PROFILES],
+                       catch_exceptions=False)
+    assert ok.exit_code == 0 and json.loads(ok.stdout)["ok"] is True
+
+
+def test_profiles_option_is_one_declaration() -> None:
+    """render, lint and explain take the same --profiles option."""
+    from gen.cli._explain import explain_command
+    from gen.cli._lint import lint_command
+    from gen.cli._render import render_command
+
+    def option(command: object) -> dict[str, object]:
+        assert isinstance(command, click.Command)
+        (param,) = [p for p in command.params if p.name == "profiles_dir"]
+        info = param.to_info_dict()
+        info.pop("type")
+        return {**info, "help": getattr(param, "help", None)}
+
+    assert option(explain_command) == option(lint_command) == option(render_command)

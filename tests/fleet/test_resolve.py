@@ -129,3 +129,67 @@ def test_version_helpers() -> None:
         None, "resource.k8s.io/v1alpha3", "resource.k8s.io/v1beta1",
         "resource.k8s.io/v1beta2", "resource.k8s.io/v1", "resource.k8s.io/v1",
     ]
+
+
+def test_unknown_node_pool_names_the_cluster(tmp_path: Path) -> None:
+    """The node-pool message says in which cluster the pool was looked for."""
+    root = copy_fleet(tmp_path)
+    rel = "profiles/services/llama-70b.yaml"
+    _edit(root, rel, "clusters: [prod-us-east]\n", "clusters: [prod-us-east]\nnode_pool: x\n")
+    (finding,) = _ref_errors(root)
+    assert finding.message.startswith("node pool 'x' not found in cluster 'prod-us-east'; ")
+    assert finding.key_path == "node_pool"
+
+
+def test_every_llmspec_field_is_carried_or_deliberately_defaulted() -> None:
+    """A Model profile carries every LLMSpec field it can give; the rest keep their defaults.
+
+    A field added to either class fails here until it is mapped or listed as defaulted.
+    """
+    import dataclasses
+
+    from gen.models.model import ModelProfile
+    from gen.serving.model_catalog import LLMSpec
+
+    spec_fields = {f.name: f for f in dataclasses.fields(LLMSpec)}
+    defaulted = LLMSpec.NOT_IN_PROFILES
+    assert defaulted <= spec_fields.keys()
+    for name in defaulted:
+        field = spec_fields[name]
+        assert field.default is not dataclasses.MISSING, f"{name} has no default"
+    carried = {LLMSpec.PROFILE_NAMES.get(n, n) for n in spec_fields if n not in defaulted}
+    profile_keys = set(ModelProfile.model_fields) - {"kind"}
+    assert carried == profile_keys
+
+
+def test_model_profile_becomes_its_llmspec() -> None:
+    """Every value of a Model profile reaches the LLMSpec, the name as its id."""
+    from gen.models.model import ModelProfile
+    from gen.serving.model_catalog import LLMSpec
+
+    profile = ModelProfile(
+        kind="Model", name="example/Moe-1", parameters=21_000_000_000,
+        active_parameters=3_600_000_000, layers=24, hidden_size=2880, attention_heads=64,
+        kv_heads=8, head_dim=64, max_context=131072, weight_dtype="mxfp4",
+        quantization="mxfp4", experts=32, experts_per_token=4, license_gated=True,
+    )
+    spec = LLMSpec.from_profile(profile)
+    assert spec.id == "example/Moe-1"
+    for key in set(ModelProfile.model_fields) - {"kind", "name"}:
+        assert getattr(spec, key) == getattr(profile, key), key
+    assert spec.intermediate_size is None
+    assert spec.compute_dtype == "bf16"
+
+
+def test_plan_select(tmp_path: Path) -> None:
+    """Plan.select keeps the named clusters in plan order; unknown names are one error."""
+    root = copy_fleet(tmp_path)
+    plan = build_plan(load_profiles(root / "profiles", base=root))
+    assert plan.select(()) is plan
+    names = [c.name for c in plan.clusters]
+    assert [c.name for c in plan.select(list(reversed(names[:2]))).clusters] == names[:2]
+    with pytest.raises(UnresolvedReferenceError) as info:
+        plan.select(["nope", names[0], "nada"])
+    assert info.value.message == (
+        f"unknown cluster(s): nope, nada; known: {', '.join(sorted(names))}"
+    )

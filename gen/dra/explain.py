@@ -1,0 +1,365 @@
+"""Explain a service's device claims: what each pool's devices make of them, and the fit.
+
+:func:`explain` answers, as data, what ``gen explain`` prints: per cluster, the service's
+claims (first choice and alternatives) with their selectors in allocator order, which device
+shapes of each eligible pool match and which selector rejects the others (and why), how many
+replicas one node holds, the memory fit per distinct device, and the cluster's GEN204/GEN205
+findings about that service, associated by their ``service``/``cluster`` fields. On request
+it adds the simulated ResourceSlices of one node per pool and the cluster's MIG runbook.
+
+Nothing here prints or exits: the CLI formats an :class:`Explanation` as text or JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gen.errors import Finding, Severity, UnresolvedReferenceError
+
+if TYPE_CHECKING:
+    from gen.dra.satisfiability import ChoiceAnalysis
+    from gen.fleet.plan import ClusterPlan, Plan, ServicePlan
+
+__all__ = [
+    "EXPLAINED_RULES",
+    "JSON_SCHEMA_VERSION",
+    "ClaimExplanation",
+    "ClusterExplanation",
+    "Explanation",
+    "FitExplanation",
+    "PoolExplanation",
+    "PoolSlices",
+    "Selector",
+    "ServiceExplanation",
+    "ShapeMatch",
+    "explain",
+    "to_json",
+]
+
+EXPLAINED_RULES = ("GEN204", "GEN205")
+"""The findings an explanation carries: a claim no node can allocate, and capacity."""
+
+
+@dataclass(frozen=True)
+class Selector:
+    """One selector of a claim, in allocator order (class selectors, then the request's)."""
+
+    label: str
+    expression: str
+
+
+@dataclass(frozen=True)
+class ShapeMatch:
+    """Devices of one shape on a pool under one claim, with the selector that rejects them."""
+
+    shape: str
+    """``NVIDIA H100 80GB HBM3`` or ``NVIDIA H100 80GB HBM3 MIG 3g.40gb``."""
+    per_node: int
+    total: int
+    """Devices of this shape (and verdict) in the whole pool."""
+    matched: bool
+    selector: str = ""
+    """Label of the rejecting selector; empty when matched."""
+    reason: str = ""
+    """Why that selector rejects the shape; empty when matched."""
+
+
+@dataclass(frozen=True)
+class PoolExplanation:
+    """One claim on one pool: matches, misses, and how many replicas the nodes hold."""
+
+    name: str
+    nodes: int
+    devices_per_node: int
+    shapes: tuple[ShapeMatch, ...]
+    replicas_per_node: int
+    hosting_nodes: int
+    why_not: str = ""
+    """Why no node holds a replica; empty when some do."""
+
+
+@dataclass(frozen=True)
+class ClaimExplanation:
+    """One way to satisfy the service's claim: the first choice or an alternative."""
+
+    label: str
+    gpu_class: str
+    count: int
+    all_devices: bool
+    selectors: tuple[Selector, ...]
+    same: tuple[str, ...]
+    """Attributes every device of the claim must share (``matchAttribute``)."""
+    compiles: bool
+    """False when a selector does not compile (GEN203); then ``pools`` is empty."""
+    pools: tuple[PoolExplanation, ...]
+    satisfiable: bool
+
+
+@dataclass(frozen=True)
+class FitExplanation:
+    """The model's memory fit on one device the service can get."""
+
+    model: str
+    device: str
+    pool: str
+    fits: bool
+    max_model_len_fit: int
+
+
+@dataclass(frozen=True)
+class ServiceExplanation:
+    """A service in one cluster."""
+
+    service: str
+    cluster: str
+    dra_api_version: str | None
+    """None on a device-plugin cluster: selectors shown as a DRA cluster would apply them."""
+    has_dra_devices: bool
+    """False when no NVIDIA pool of the cluster can run it: nothing to match."""
+    claims: tuple[ClaimExplanation, ...]
+    fit: tuple[FitExplanation, ...]
+    findings: tuple[Finding, ...]
+    """The cluster's :data:`EXPLAINED_RULES` findings about this service."""
+
+    @property
+    def allocatable(self) -> bool:
+        """No finding of severity error: the claims can be allocated for every replica."""
+        return not any(f.severity is Severity.ERROR for f in self.findings)
+
+
+@dataclass(frozen=True)
+class PoolSlices:
+    """The simulated ResourceSlice documents node 0 of a pool publishes."""
+
+    pool: str
+    documents: tuple[Mapping[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class ClusterExplanation:
+    """One cluster: the service's explanation there, and the extras asked for."""
+
+    name: str
+    services: tuple[ServiceExplanation, ...]
+    slices: tuple[PoolSlices, ...] | None = None
+    """None unless asked for; one entry per pool with GPUs and nodes."""
+    runbook: str | None = None
+    """The cluster's MIG runbook (Markdown) when asked for."""
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What :func:`explain` found, cluster by cluster."""
+
+    service: str | None
+    clusters: tuple[ClusterExplanation, ...]
+
+    @property
+    def ok(self) -> bool:
+        """Every explained service's claims are allocatable in every cluster explained."""
+        return all(s.allocatable for c in self.clusters for s in c.services)
+
+
+def _clusters(plan: Plan, service: str | None, wanted: Sequence[str]) -> list[ClusterPlan]:
+    """The clusters to explain, in the order asked (all, by name, when none is asked)."""
+    plan.select(wanted)  # raises on an unknown cluster
+    if service is not None:
+        if service not in plan.profiles.services:
+            names = sorted(plan.profiles.services)
+            raise UnresolvedReferenceError(
+                f"unknown service {service!r}; known: {', '.join(names) or 'none defined'}"
+            )
+        runs_in = [c.name for c in plan.clusters
+                   if any(s.service.name == service for s in c.services)]
+        outside = [name for name in wanted if name not in runs_in]
+        if outside:
+            raise UnresolvedReferenceError(
+                f"service {service!r} does not run in {', '.join(outside)}; "
+                f"it runs in: {', '.join(runs_in) or 'no cluster'}"
+            )
+        wanted = wanted or runs_in
+    known = {c.name: c for c in plan.clusters}
+    return [known[name] for name in (wanted or sorted(known))]
+
+
+def _pool(analysis: ChoiceAnalysis, index: int) -> PoolExplanation:
+    from gen.dra.simulate import shape_summary
+
+    pool = analysis.pools[index]
+    selectors = analysis.choice.selectors
+    rows: dict[tuple[str, bool, str, str], list[int]] = {}
+    for v in pool.verdicts:
+        shape = pool.inventory.shapes[v.shape]
+        label, reason = ("", "") if v.matched else (selectors[v.selector][0], v.reason)
+        row = rows.setdefault((shape_summary(shape), v.matched, label, reason), [0, 0])
+        row[0] += shape.per_node
+        row[1] += shape.total
+    return PoolExplanation(
+        name=pool.pool.name,
+        nodes=pool.pool.pool.nodes,
+        devices_per_node=pool.inventory.devices_per_node,
+        shapes=tuple(ShapeMatch(summary, per_node, total, matched, label, reason)
+                     for (summary, matched, label, reason), (per_node, total) in rows.items()),
+        replicas_per_node=pool.replicas_per_node,
+        hosting_nodes=pool.hosting_nodes,
+        why_not=pool.why_not,
+    )
+
+
+def _claim(analysis: ChoiceAnalysis, same: tuple[str, ...]) -> ClaimExplanation:
+    choice = analysis.choice
+    return ClaimExplanation(
+        label=choice.label,
+        gpu_class=choice.gpu_class.name,
+        count=choice.count,
+        all_devices=choice.all_devices,
+        selectors=tuple(Selector(label, expr) for label, expr, _, _ in choice.selectors),
+        same=same,
+        compiles=analysis.compiles,
+        pools=tuple(_pool(analysis, i) for i in range(len(analysis.pools))),
+        satisfiable=analysis.satisfiable,
+    )
+
+
+def _fit(svc: ServicePlan) -> tuple[FitExplanation, ...]:
+    from gen.serving.sizing import fit_reports
+
+    return tuple(
+        FitExplanation(svc.service.model, cand.name, cand.pool.name, report.fits,
+                       report.max_model_len_fit)
+        for cand, report in fit_reports(svc, svc.service.serving.max_model_len)
+    )
+
+
+def _service(cluster: ClusterPlan, svc: ServicePlan,
+             findings: Sequence[Finding]) -> ServiceExplanation:
+    from gen.dra.satisfiability import Matcher, analyze_service, nvidia_pools
+
+    name = svc.service.name
+    mine = tuple(f for f in findings if f.rule in EXPLAINED_RULES
+                 and f.service == name and f.cluster == cluster.name)
+    has_devices = bool(nvidia_pools(svc))
+    claims: tuple[ClaimExplanation, ...] = ()
+    fit: tuple[FitExplanation, ...] = ()
+    if has_devices:
+        gpu = svc.service.gpu
+        same = tuple(gpu.same) if gpu is not None else ()
+        claims = tuple(_claim(a, same) for a in analyze_service(Matcher(), cluster, svc))
+        fit = _fit(svc)
+    return ServiceExplanation(name, cluster.name, cluster.dra_api_version, has_devices,
+                              claims, fit, mine)
+
+
+def _slices(cluster: ClusterPlan) -> tuple[PoolSlices, ...]:
+    from gen.dra.simulate import resource_slices
+
+    return tuple(
+        PoolSlices(pool.name, tuple(resource_slices(pool, 0)))
+        for pool in cluster.pools if pool.gpu is not None and pool.pool.nodes
+    )
+
+
+def explain(plan: Plan, service: str | None = None, clusters: Sequence[str] = (), *,
+            runbook: bool = False, slices: bool = False) -> Explanation:
+    """Explain ``service`` (or nothing but the extras) in ``clusters`` (default: all it runs in).
+
+    Raises :class:`UnresolvedReferenceError` for an unknown cluster or service, or a cluster
+    the service does not run in.
+    """
+    from gen.dra.satisfiability import check
+
+    chosen = _clusters(plan, service, clusters)
+    findings = check(plan) if service is not None else []
+    out = []
+    for cluster in chosen:
+        services = tuple(_service(cluster, svc, findings) for svc in cluster.services
+                         if service is not None and svc.service.name == service)
+        mig_runbook = None
+        if runbook:
+            from gen.nvidia.build import runbook as build_runbook
+
+            mig_runbook = build_runbook(cluster)
+        out.append(ClusterExplanation(cluster.name, services,
+                                      _slices(cluster) if slices else None, mig_runbook))
+    return Explanation(service, tuple(out))
+
+
+def _pool_json(pool: PoolExplanation) -> dict[str, Any]:
+    return {
+        "name": pool.name,
+        "nodes": pool.nodes,
+        "devices_per_node": pool.devices_per_node,
+        "shapes": [
+            {"shape": s.shape, "per_node": s.per_node, "total": s.total, "matched": s.matched,
+             "selector": s.selector or None, "reason": s.reason or None}
+            for s in pool.shapes
+        ],
+        "replicas_per_node": pool.replicas_per_node,
+        "hosting_nodes": pool.hosting_nodes,
+        "why_not": pool.why_not or None,
+    }
+
+
+def _service_json(svc: ServiceExplanation) -> dict[str, Any]:
+    return {
+        "service": svc.service,
+        "dra_api_version": svc.dra_api_version,
+        "has_dra_devices": svc.has_dra_devices,
+        "allocatable": svc.allocatable,
+        "claims": [
+            {
+                "label": c.label,
+                "gpu_class": c.gpu_class,
+                "count": None if c.all_devices else c.count,
+                "all_devices": c.all_devices,
+                "selectors": [{"label": s.label, "expression": s.expression}
+                              for s in c.selectors],
+                "same": list(c.same),
+                "compiles": c.compiles,
+                "satisfiable": c.satisfiable if c.compiles else None,
+                "pools": [_pool_json(p) for p in c.pools],
+            }
+            for c in svc.claims
+        ],
+        "fit": [
+            {"model": f.model, "device": f.device, "pool": f.pool, "fits": f.fits,
+             "max_model_len_fit": f.max_model_len_fit}
+            for f in svc.fit
+        ],
+        "findings": [f.to_json() for f in svc.findings],
+    }
+
+
+JSON_SCHEMA_VERSION = 1
+
+
+def to_json(explanation: Explanation) -> dict[str, Any]:
+    """The documented JSON form (``gen explain --json``), schema version 1.
+
+    Keys: ``schema_version``, ``service`` (or null), ``ok``, ``clusters``: per cluster
+    ``name``, ``services`` (the service there: ``dra_api_version``, ``has_dra_devices``,
+    ``allocatable``, ``claims`` with their ``selectors``, ``same``, ``compiles``,
+    ``satisfiable`` and per pool the device ``shapes`` that match or not and why, the
+    replicas per node; ``fit`` per device; ``findings`` as ``gen lint --format json`` writes
+    them), ``slices`` (per pool the ResourceSlice documents, or null) and ``runbook``
+    (Markdown, or null).
+    """
+    return {
+        "schema_version": JSON_SCHEMA_VERSION,
+        "service": explanation.service,
+        "ok": explanation.ok,
+        "clusters": [
+            {
+                "name": c.name,
+                "services": [_service_json(s) for s in c.services],
+                "slices": None if c.slices is None else [
+                    {"pool": s.pool, "documents": [dict(d) for d in s.documents]}
+                    for s in c.slices
+                ],
+                "runbook": c.runbook,
+            }
+            for c in explanation.clusters
+        ],
+    }
