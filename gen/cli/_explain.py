@@ -17,6 +17,7 @@ if TYPE_CHECKING:
         ClaimExplanation,
         ClusterExplanation,
         Explanation,
+        Runbook,
         ServiceExplanation,
     )
     from gen.fleet.plan import Plan
@@ -102,8 +103,17 @@ def explain_text(
     """The explanation as text, and whether the service's claims are allocatable."""
     from gen.dra.explain import explain
 
-    explanation = explain(plan, service, clusters, runbook=runbook, slices=slices)
+    explanation = explain(plan, service, clusters, runbook=_runbook(runbook), slices=slices)
     return format_explanation(explanation), explanation.ok
+
+
+def _runbook(wanted: bool) -> Runbook | None:
+    """The MIG runbook writer when ``--runbook`` asks for it."""
+    if not wanted:
+        return None
+    from gen.nvidia.build import runbook
+
+    return runbook
 
 
 @click.command("explain")
@@ -128,7 +138,7 @@ def explain_command(service: str | None, clusters: tuple[str, ...], runbook: boo
     if service is None and not (runbook or slices):
         raise click.UsageError("give a SERVICE, or --runbook / --slices")
     explanation = explain(load_plan(profiles_dir), service, clusters,
-                          runbook=runbook, slices=slices)
+                          runbook=_runbook(runbook), slices=slices)
     if as_json:
         click.echo(json.dumps(to_json(explanation), indent=2, sort_keys=True))
     else:

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from gen.errors import Finding, Severity, UnresolvedReferenceError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from gen.dra.satisfiability import ChoiceAnalysis
     from gen.fleet.plan import ClusterPlan, Plan, ServicePlan
 
@@ -261,9 +263,17 @@ def _slices(cluster: ClusterPlan) -> tuple[PoolSlices, ...]:
     )
 
 
+Runbook: TypeAlias = "Callable[[ClusterPlan], str]"
+"""Writes a cluster's MIG runbook (``gen.nvidia.build.runbook``; handed in by the caller,
+since the DRA capability does not import the NVIDIA one)."""
+
+
 def explain(plan: Plan, service: str | None = None, clusters: Sequence[str] = (), *,
-            runbook: bool = False, slices: bool = False) -> Explanation:
+            runbook: Runbook | None = None, slices: bool = False) -> Explanation:
     """Explain ``service`` (or nothing but the extras) in ``clusters`` (default: all it runs in).
+
+    With ``runbook``, each cluster's explanation carries the MIG runbook it writes; with
+    ``slices``, the simulated ResourceSlices of one node per pool.
 
     Raises :class:`UnresolvedReferenceError` for an unknown cluster or service, or a cluster
     the service does not run in.
@@ -276,11 +286,7 @@ def explain(plan: Plan, service: str | None = None, clusters: Sequence[str] = ()
     for cluster in chosen:
         services = tuple(_service(cluster, svc, findings) for svc in cluster.services
                          if service is not None and svc.service.name == service)
-        mig_runbook = None
-        if runbook:
-            from gen.nvidia.build import runbook as build_runbook
-
-            mig_runbook = build_runbook(cluster)
+        mig_runbook = runbook(cluster) if runbook is not None else None
         out.append(ClusterExplanation(cluster.name, services,
                                       _slices(cluster) if slices else None, mig_runbook))
     return Explanation(service, tuple(out))

@@ -127,7 +127,9 @@ def test_extras_without_a_service(small: Plan, example: Plan) -> None:
     assert cluster.slices is not None
     (pool,) = cluster.slices
     assert pool.pool == "full" and pool.documents[0]["kind"] == "ResourceSlice"
-    runbook = explain(example, None, ["prod-us-east"], runbook=True).clusters[0].runbook
+    from gen.nvidia.build import runbook as mig_runbook
+
+    runbook = explain(example, None, ["prod-us-east"], runbook=mig_runbook).clusters[0].runbook
     assert runbook is not None and runbook.startswith("# MIG runbook for cluster prod-us-east")
 
 
