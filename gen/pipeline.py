@@ -63,6 +63,7 @@ def build_cluster(plan: ClusterPlan) -> ClusterPlan:
     from gen.serving import build as serving
 
     plan = dataclasses.replace(plan, mig_strategy=nvidia.strategy(plan))
+    plan = dataclasses.replace(plan, apple=apple.decide(plan))
     specs = namespaces(plan)
     mig_specs, files = nvidia.build(plan)
     specs += mig_specs

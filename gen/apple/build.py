@@ -11,30 +11,41 @@
   per service a README under ``_hosts/<service>/`` (outside every synced path). The GPU budget
   is the Mac's Metal working-set cap.
 
-Builders never raise for a profile that cannot be built: they skip it, and the GEN6xx rules
-(:mod:`gen.apple.checks`) report why, located at the profile line. The helpers that can raise
-(:func:`vm_device`, :func:`host_device`, :func:`mac_server`) are shared with those rules.
+The builders make no decision of their own: they read the cluster's Apple decisions
+(:mod:`gen.apple.decide`: devices, device-plugin arguments, fit, context, llama-server
+arguments, launchd jobs), recorded once in the plan. Where a decision recorded an error they
+build nothing for it, and the GEN6xx rules (:mod:`gen.apple.checks`) report it, located at
+the profile line.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from gen.apple.chips import GENERIC_DEVICE_PLUGIN_IMAGE
-from gen.errors import GenError
+from gen.apple.decide import (
+    KEY_FILE,
+    KEY_MOUNT,
+    LLAMA_PORT,
+    MAC_ROOT,
+    MODELS_MOUNT,
+    AppleDecisions,
+    LlamaDecision,
+    MacDecision,
+    decide,
+    decisions,
+)
 from gen.fleet.generated import GENERATED_COMMENT
-from gen.fleet.manifests import labels, manifest
+from gen.fleet.manifests import labels, manifest, tolerations
 from gen.fleet.plan import HOSTS_DIR, ClusterPlan, FileSpec, ManifestSpec, PoolPlan, ServicePlan
 
 if TYPE_CHECKING:
     from gen.apple.launchd import MacServer
-    from gen.models import InferenceService, NodePool
-    from gen.models.service import MacHost
-    from gen.serving.fit import FitDevice, FitReport, FitRequest
+    from gen.serving.fit import FitDevice
 
 __all__ = [
     "DEVICE_PLUGIN_IMAGE",
@@ -43,16 +54,9 @@ __all__ = [
     "LLAMA_PORT",
     "MAC_ROOT",
     "MODELS_MOUNT",
-    "apple_pools",
     "build",
-    "context_length",
+    "decide",
     "extend_cluster",
-    "fit_report",
-    "gguf_file",
-    "host_device",
-    "mac_api_key_file",
-    "mac_server",
-    "vm_device",
 ]
 
 MIB = 1 << 20
@@ -64,11 +68,7 @@ DEVICE_PLUGIN_IMAGE = GENERIC_DEVICE_PLUGIN_IMAGE
 """The plugin's default image, pinned by digest (``chips.GENERIC_DEVICE_PLUGIN_IMAGE``)."""
 DEVICE_PLUGIN_PORT = 8080
 """The plugin's ``--listen`` default: ``/health`` and ``/metrics``."""
-LLAMA_PORT = 8080
 PORT_NAME = "http"
-MODELS_MOUNT = "/models"
-KEY_MOUNT = "/var/run/secrets/gen"
-KEY_FILE = "api-key"
 HOME = "/home/llama"
 RUN_AS = 2000
 PROBE_PERIOD = 10
@@ -77,9 +77,6 @@ LOAD_BYTES_PER_S = 256 * MIB
 WARMUP_SECONDS = 300
 """Vulkan device init and first shader compilation (Mesa Venus) [unverified]."""
 SHUTDOWN_SECONDS = 30
-FALLBACK_CONTEXT = 8192
-MAC_ROOT = "/Library/Application Support/gen"
-"""Folder of a service on a Mac: the key file, the GGUF file, the engine's caches."""
 
 DRI_NOTE = """\
 The generic device plugin cannot run under Pod Security 'restricted' or 'baseline': it
@@ -142,141 +139,6 @@ and the Service has no endpoints."""
 # --------------------------------------------------------------------------- shared helpers
 
 
-def apple_pools(pools: Iterable[PoolPlan]) -> list[PoolPlan]:
-    """The pools that are krunkit VM nodes on Macs."""
-    return [p for p in pools if p.pool.platform == "apple-vm" and p.pool.apple_vm is not None]
-
-
-def vm_device(pool: NodePool) -> FitDevice:
-    """The GPU a model server sees inside a krunkit VM node of ``pool``.
-
-    Raises:
-        CatalogLookupError: the pool's chip is not in the catalog.
-        ProfileValidationError: the VM is larger than krunkit allows.
-    """
-    from gen.apple.chips import krunkit_vm_gpu_memory_bytes, lookup_chip
-    from gen.serving.fit import FitDevice
-
-    vm = pool.apple_vm
-    assert vm is not None
-    chip = lookup_chip(vm.chip)
-    memory = krunkit_vm_gpu_memory_bytes(vm.vm_memory_gb, vm.host_memory_gb)
-    return FitDevice(
-        f"{chip.name} Venus GPU (krunkit VM with {vm.vm_memory_gb} GB RAM)",
-        memory // MIB, unified_memory=True,
-    )
-
-
-def host_device(host: MacHost) -> FitDevice:
-    """The GPU of a native macOS host: Metal's share of its unified memory.
-
-    Raises:
-        CatalogLookupError: the host's chip is not in the catalog.
-    """
-    from gen.apple.chips import lookup_chip, usable_unified_memory_bytes
-    from gen.serving.fit import FitDevice
-
-    chip = lookup_chip(host.chip)
-    memory = usable_unified_memory_bytes(host.memory_gb)
-    return FitDevice(f"{chip.name} ({host.memory_gb} GB)", memory // MIB, unified_memory=True)
-
-
-def _fit_request(svc: ServicePlan, device: FitDevice, max_model_len: int | None) -> FitRequest:
-    from gen.serving.fit import FitRequest
-
-    service = svc.service
-    serving = service.serving
-    assert svc.model is not None
-    return FitRequest(
-        model=svc.model,
-        device=device,
-        gpus=1,
-        tensor_parallel=service.parallelism.tensor,
-        pipeline_parallel=service.parallelism.pipeline,
-        max_model_len=max_model_len,
-        gpu_memory_utilization=serving.gpu_memory_utilization,
-        kv_cache_dtype="auto",  # no Apple engine gen drives is given an fp8 KV cache
-        max_num_seqs=serving.max_num_seqs,
-        max_num_batched_tokens=serving.max_num_batched_tokens,
-    )
-
-
-def fit_report(svc: ServicePlan, device: FitDevice, max_model_len: int | None) -> FitReport:
-    """Budget the service's model on one Apple GPU (one worker, unified memory)."""
-    from gen.serving.fit import check_fit
-
-    return check_fit(_fit_request(svc, device, max_model_len))
-
-
-def context_length(svc: ServicePlan, devices: Sequence[FitDevice]) -> int:
-    """The context served: the profile's, else the longest that fits every device."""
-    length = svc.service.serving.max_model_len
-    if length is not None:
-        return length
-    if svc.model is None:
-        return FALLBACK_CONTEXT
-    fits = [fit_report(svc, d, None).max_model_len_fit for d in devices]
-    fits = [f for f in fits if f > 0]
-    if not fits:
-        return min(svc.model.max_context, FALLBACK_CONTEXT)
-    return min(min(fits), svc.model.max_context)
-
-
-def gguf_file(model: str) -> str:
-    """The GGUF file name of a service's model.
-
-    A model id that ends in ``.gguf`` names a file in a Hugging Face repository
-    (``<org>/<repo>/<file>.gguf``): its last segment. Any other id is served from
-    ``<repo name>.gguf``.
-    """
-    name = model.rstrip("/").rsplit("/", 1)[-1]
-    return name if name.endswith(".gguf") else f"{name}.gguf"
-
-
-def mac_api_key_file(service: str) -> str:
-    """Where the API key lies on each Mac (mode 0600, owner root)."""
-    return f"{MAC_ROOT}/{service}/api-key"
-
-
-def _served_name(service: InferenceService) -> str:
-    return service.serving.served_model_name or service.name
-
-
-def mac_server(svc: ServicePlan, devices: Sequence[FitDevice]) -> MacServer:
-    """The launchd job description of a service on its Macs (the same on every host).
-
-    Raises:
-        ProfileValidationError: a setting the engine cannot take (e.g. a max_model_len for
-            vllm-mlx, a key flag in extra_args).
-        CatalogLookupError: an engine launchd does not know.
-    """
-    from gen.apple.launchd import MacServer
-
-    service = svc.service
-    serving = service.serving
-    engine = service.engine
-    if engine == "llama-server":
-        model = f"{MAC_ROOT}/{service.name}/models/{gguf_file(service.model)}"
-    else:
-        model = service.model
-    extra: list[str] = []
-    if engine == "vllm-metal":
-        extra += ["--gpu-memory-utilization", f"{serving.gpu_memory_utilization:.2f}"]
-    extra += serving.extra_args
-    return MacServer(
-        service=service.name,
-        engine=engine,  # type: ignore[arg-type]  # validated by MacServer
-        model=model,
-        port=service.exposure.port,
-        served_model_name=_served_name(service),
-        max_model_len=(
-            serving.max_model_len if engine == "vllm-mlx" else context_length(svc, devices)
-        ),
-        api_key_file=mac_api_key_file(service.name),
-        extra_args=tuple(extra),
-    )
-
-
 def _model_label(value: str) -> str:
     text = "".join(c if c.isalnum() or c in "-_." else "_" for c in value)[-63:]
     return text.strip("-_.") or "model"
@@ -286,23 +148,13 @@ def _placement(pools: Sequence[PoolPlan]) -> tuple[dict[str, str], list[dict[str
     common = set(pools[0].node_labels.items()) if pools else set()
     for pool in pools[1:]:
         common &= set(pool.node_labels.items())
-    tolerations: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for pool in pools:
-        for taint in pool.pool.taints:
-            toleration: dict[str, Any] = {"key": taint.key, "effect": taint.effect}
-            if taint.value:
-                toleration.update(operator="Equal", value=taint.value)
-            else:
-                toleration["operator"] = "Exists"
-            tolerations[(taint.key, taint.value, taint.effect)] = toleration
-    return dict(sorted(common)), [tolerations[k] for k in sorted(tolerations)]
+    return dict(sorted(common)), list(tolerations(pools))
 
 
 # --------------------------------------------------------------------------- in-cluster
 
 
-def _plugin_specs(plan: ClusterPlan) -> list[ManifestSpec]:
-    from gen.apple.chips import generic_device_plugin_args
+def _plugin_specs(plan: ClusterPlan, decided: AppleDecisions) -> list[ManifestSpec]:
     from gen.security.podsecurity import ENFORCE_LABEL, EXCEPTION_ANNOTATION
 
     exception = {EXCEPTION_ANNOTATION: DRI_EXCEPTION}
@@ -311,13 +163,10 @@ def _plugin_specs(plan: ClusterPlan) -> list[ManifestSpec]:
         for i, (check, reason) in enumerate(sorted(DEVICE_PLUGIN_WAIVERS.items()), start=1)
     }
     specs: list[ManifestSpec] = []
-    for pool in apple_pools(plan.pools):
-        vm = pool.pool.apple_vm
-        assert vm is not None
-        try:
-            args = generic_device_plugin_args(vm.resource_name, vm.sharing)
-        except GenError:
+    for decision in decided.pools:
+        if decision.plugin_args is None:
             continue  # GEN605 reports the malformed resource name
+        pool, vm, args = decision.pool, decision.vm, list(decision.plugin_args)
         name = f"dri-{pool.name}"[:63].rstrip("-")
         selector = {"app.kubernetes.io/name": name, "app.kubernetes.io/component": "device-plugin"}
         node_selector, tolerations = _placement([pool])
@@ -356,23 +205,19 @@ def _startup_threshold(svc: ServicePlan) -> int:
     return math.ceil((WARMUP_SECONDS + weights / LOAD_BYTES_PER_S) / PROBE_PERIOD)
 
 
-def _llama_specs(plan: ClusterPlan, svc: ServicePlan) -> list[ManifestSpec]:
-    from gen.apple.chips import RAMALAMA_IMAGE, llama_server_vulkan_args
+def _llama_specs(
+    plan: ClusterPlan, svc: ServicePlan, decision: LlamaDecision
+) -> list[ManifestSpec]:
+    from gen.apple.chips import RAMALAMA_IMAGE
 
     service = svc.service
-    pools = apple_pools(svc.pools)
     api_key = service.auth.api_key
-    if not pools or service.gpu is None or api_key is None:
+    if service.gpu is None or api_key is None:
         return []  # GEN606 / GEN608 say why
-    try:
-        devices = [vm_device(p.pool) for p in pools]
-        args = llama_server_vulkan_args(
-            f"{MODELS_MOUNT}/{gguf_file(service.model)}", LLAMA_PORT,
-            context_length(svc, devices), _served_name(service), service.serving.extra_args,
-            api_key_file=f"{KEY_MOUNT}/{KEY_FILE}",
-        )
-    except GenError:
-        return []  # GEN603 / GEN605 / GEN608 say why
+    if decision.args is None or not decision.ready:
+        return []  # GEN603 / GEN605 / GEN606 / GEN608 say why
+    pools: list[PoolPlan] = [p.pool for p in decision.pools]
+    args = list(decision.args)
     origin = svc.located.document.location
     name, ns = service.name, service.namespace
     meta = labels(name, "inference", **{
@@ -483,16 +328,14 @@ def _mac_specs(plan: ClusterPlan, svc: ServicePlan) -> list[ManifestSpec]:
     return specs
 
 
-def _mac_files(svc: ServicePlan) -> list[FileSpec]:
-    from gen.apple.launchd import launchd_plist, plist_filename
+def _mac_files(svc: ServicePlan, decision: MacDecision) -> list[FileSpec]:
+    from gen.apple.launchd import plist_filename
 
     service = svc.service
-    try:
-        devices = [host_device(h) for h in service.mac_hosts]
-        server = mac_server(svc, devices)
-        plist = launchd_plist(server)
-    except GenError:
+    server, plist = decision.server, decision.plist
+    if server is None or plist is None:
         return []  # GEN603 / GEN608 say why
+    devices = [h.device for h in decision.hosts if h.device is not None]
     base = PurePosixPath(HOSTS_DIR, service.name)
     files = [
         FileSpec(base / host.name / plist_filename(server), plist,
@@ -587,15 +430,16 @@ Nothing in Kubernetes probes these hosts. When a Mac goes away for long, remove 
 
 def build(plan: ClusterPlan) -> tuple[list[ManifestSpec], list[FileSpec]]:
     """Apple Silicon objects of one cluster, and the files for its services' Macs."""
-    specs = _plugin_specs(plan)
+    decided = decisions(plan)
+    specs = _plugin_specs(plan, decided)
     files: list[FileSpec] = []
     for svc in plan.services:
         service = svc.service
         if service.mac_hosts:
             specs += _mac_specs(plan, svc)
-            files += _mac_files(svc)
+            files += _mac_files(svc, decided.macs[service.name])
         elif service.engine == "llama-server":
-            specs += _llama_specs(plan, svc)
+            specs += _llama_specs(plan, svc, decided.llama[service.name])
     return specs, files
 
 

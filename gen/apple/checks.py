@@ -1,6 +1,10 @@
 """Apple Silicon rules (GEN601–GEN610): engines that cannot use an Apple GPU, memory fit on
 krunkit VM nodes and native Macs, the chip catalog, VM sizing, and native-host plumbing.
 
+The rules read the Apple decisions recorded in each cluster's plan (:mod:`gen.apple.decide`:
+chips, devices, device-plugin arguments, fit reports, llama-server arguments, launchd jobs)
+and turn their recorded errors and fit reports into findings; they run no builder code.
+
 Apple's GPU backend is ``apple-metal`` in gen, never a bare "mps" (NVIDIA's Multi-Process
 Service is ``nvidia-mps``).
 """
@@ -10,14 +14,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from gen.errors import Finding, GenError, Severity, SourceLocation
-from gen.fleet.plan import ClusterPlan, Plan, PoolPlan, ServicePlan
+from gen.apple.decide import LlamaDecision, MacDecision, VMPoolDecision, decisions
+from gen.errors import Finding, Severity, SourceLocation
+from gen.fleet.plan import ClusterPlan, Plan, ServicePlan
 
 if TYPE_CHECKING:
-    from gen.serving.fit import FitDevice
+    from gen.apple.chips import AppleChip
+    from gen.serving.fit import FitDevice, FitReport
 
-Device = tuple[str, "FitDevice", str]
-"""(where it is, the device, how to make room) for the fit rule."""
+Device = tuple[str, "FitDevice", str, "FitReport | None"]
+"""(where it is, the device, how to make room, the model's fit on it) for the fit rule."""
 
 __all__ = ["check"]
 
@@ -30,15 +36,11 @@ _TWO_PATHS = (
 )
 
 
-def _chip(value: str, memory_gb: int, where: SourceLocation, memory_at: SourceLocation,
-          key: str, memory_key: str) -> list[Finding]:
+def _chip(chip: AppleChip | None, error: str | None, memory_gb: int, where: SourceLocation,
+          memory_at: SourceLocation, key: str, memory_key: str) -> list[Finding]:
     """GEN603 (unknown chip) and GEN604 (a memory size Apple never sold with it)."""
-    from gen.apple.chips import lookup_chip
-
-    try:
-        chip = lookup_chip(value)
-    except GenError as err:
-        return [Finding("GEN603", err.message, where, f"{key}.chip",
+    if chip is None:
+        return [Finding("GEN603", error or "", where, f"{key}.chip",
                         hint="see 'gen catalog gpus' for the Apple chips gen knows")]
     if chip.supports(memory_gb=memory_gb):
         return []
@@ -50,18 +52,19 @@ def _chip(value: str, memory_gb: int, where: SourceLocation, memory_at: SourceLo
     )]
 
 
-def _pool_findings(cluster: ClusterPlan) -> Iterator[Finding]:
+def _pool_findings(
+    cluster: ClusterPlan, pools: tuple[VMPoolDecision, ...]
+) -> Iterator[Finding]:
     """GEN603–GEN605, GEN609 on each Apple VM pool."""
-    from gen.apple.chips import KRUNKIT_MAX_VM_MEMORY_MIB, generic_device_plugin_config
+    from gen.apple.chips import KRUNKIT_MAX_VM_MEMORY_MIB
 
     located = cluster.located
-    for i, pool in enumerate(cluster.cluster.node_pools):
-        vm = pool.apple_vm
-        if pool.platform != "apple-vm" or vm is None:
-            continue
+    for decided in pools:
+        i, pool, vm = decided.index, decided.pool.pool, decided.vm
         key = f"node_pools[{i}].apple_vm"
-        yield from _chip(vm.chip, vm.host_memory_gb, located.at("node_pools", i, "apple_vm",
-                         "chip"), located.at("node_pools", i, "apple_vm", "host_memory_gb"),
+        yield from _chip(decided.chip, decided.chip_error, vm.host_memory_gb,
+                         located.at("node_pools", i, "apple_vm", "chip"),
+                         located.at("node_pools", i, "apple_vm", "host_memory_gb"),
                          key, "host_memory_gb")
         vm_at = located.at("node_pools", i, "apple_vm", "vm_memory_gb")
         limit_gb = KRUNKIT_MAX_VM_MEMORY_MIB // 1024
@@ -78,10 +81,8 @@ def _pool_findings(cluster: ClusterPlan) -> Iterator[Finding]:
                 f"Mac ({vm.host_memory_gb} GB)", vm_at, f"{key}.vm_memory_gb",
                 hint="leave memory to macOS and to the GPU",
             )
-        try:
-            generic_device_plugin_config(vm.resource_name, vm.sharing)
-        except GenError as err:
-            yield Finding("GEN605", err.message,
+        if decided.plugin_error is not None:
+            yield Finding("GEN605", decided.plugin_error,
                           located.at("node_pools", i, "apple_vm", "resource_name"),
                           f"{key}.resource_name")
         if not pool.labels:
@@ -97,19 +98,17 @@ def _pool_findings(cluster: ClusterPlan) -> Iterator[Finding]:
 
 def _fit_findings(svc: ServicePlan, devices: list[Device]) -> Iterator[Finding]:
     """GEN602 for each device the model does not fit."""
-    from gen.apple.build import fit_report
-
     service = svc.service
     if svc.model is None:
         return
     length = service.serving.max_model_len
     where = svc.located.at("serving", "max_model_len") if length else svc.located.at("model")
     seen: set[str] = set()
-    for what, device, hint in devices:
+    for what, device, hint, report in devices:
         if device.name in seen:
             continue
         seen.add(device.name)
-        report = fit_report(svc, device, length)
+        assert report is not None  # recorded for every known device when the model is known
         if report.fits:
             continue
         best = report.max_model_len_fit
@@ -142,14 +141,13 @@ def _engine_findings(svc: ServicePlan) -> Iterator[Finding]:
         )
 
 
-def _llama_findings(cluster: ClusterPlan, svc: ServicePlan) -> Iterator[Finding]:
+def _llama_findings(cluster: ClusterPlan, svc: ServicePlan,
+                    decided: LlamaDecision) -> Iterator[Finding]:
     """GEN602, GEN606–GEN608 for an in-cluster llama-server service."""
-    from gen.apple.build import apple_pools, gguf_file, vm_device
-    from gen.apple.chips import llama_server_vulkan_args
     from gen.k8s.quantity import parse_quantity
 
     service = svc.service
-    pools = apple_pools(svc.pools)
+    pools = decided.pools
     if not pools:
         where = "node_pool" if service.node_pool else "clusters"
         yield Finding(
@@ -165,14 +163,10 @@ def _llama_findings(cluster: ClusterPlan, svc: ServicePlan) -> Iterator[Finding]
             svc.located.at("auth"), "auth.api_key",
             hint="auth.api_key: {name: <secret>, key: <key>}",
         )
-    try:
-        llama_server_vulkan_args(f"/models/{gguf_file(service.model)}", 8080, 1, "x",
-                                 service.serving.extra_args)
-    except GenError as err:
-        yield Finding("GEN608", err.message, svc.located.at("serving", "extra_args"),
-                      "serving.extra_args")
+    if decided.args_error is not None:  # a blank served_model_name, a literal --api-key
+        yield Finding("GEN608", decided.args_error, svc.located.at("serving"), "serving")
     yield from _engine_findings(svc)
-    if len({p.pool.apple_vm.resource_name for p in pools if p.pool.apple_vm}) > 1:
+    if len({p.vm.resource_name for p in pools}) > 1:
         yield Finding(
             "GEN607", "the Apple VM pools this service may use advertise different device "
             "resources; one Deployment can request only one", svc.located.at("node_pool"),
@@ -186,9 +180,8 @@ def _llama_findings(cluster: ClusterPlan, svc: ServicePlan) -> Iterator[Finding]
         )
     memory = parse_quantity(service.resources.memory)
     devices: list[Device] = []
-    for pool in pools:
-        vm = pool.pool.apple_vm
-        assert vm is not None
+    for pool, report in zip(pools, decided.fits, strict=True):
+        vm = pool.vm
         if memory >= vm.vm_memory_gb * GIB:
             yield Finding(
                 "GEN607", f"resources.memory {service.resources.memory} does not fit the "
@@ -196,38 +189,36 @@ def _llama_findings(cluster: ClusterPlan, svc: ServicePlan) -> Iterator[Finding]
                 svc.located.at("resources", "memory"), "resources.memory",
                 hint="llama-server keeps the model in GPU memory; a few GiB of RAM suffice",
             )
-        try:
-            device = vm_device(pool.pool)
-        except GenError:
+        device = pool.device
+        if device is None:
             continue  # GEN603 / GEN605 on the pool
         window = device.memory_bytes / GIB
         devices.append((
             f"pool {pool.name!r} of cluster {cluster.name!r}", device,
             f"{vm.vm_memory_gb} GB of VM RAM leaves {window:.0f} GiB to the GPU; give the VM "
             "less RAM (krunkit's RAM and VRAM share 62 GiB), use a smaller quantization or "
-            "context, or serve from native Macs (mac_hosts)",
+            "context, or serve from native Macs (mac_hosts)", report,
         ))
     yield from _fit_findings(svc, devices)
 
 
-def _mac_findings(svc: ServicePlan) -> Iterator[Finding]:
+def _mac_findings(svc: ServicePlan, decided: MacDecision) -> Iterator[Finding]:
     """GEN602–GEN604, GEN608 for a service on native macOS hosts (once per service)."""
-    from gen.apple.build import host_device, mac_server
-
     service = svc.service
     devices: list[Device] = []
     hint = ("a Mac with more memory, a smaller quantization, a shorter context, or a higher "
             "Metal limit (sudo sysctl iogpu.wired_limit_mb=<MiB>)")
-    for i, host in enumerate(service.mac_hosts):
-        yield from _chip(host.chip, host.memory_gb, svc.located.at("mac_hosts", i, "chip"),
+    for decided_host, report in zip(decided.hosts, decided.fits, strict=True):
+        i, host = decided_host.index, decided_host.host
+        yield from _chip(decided_host.chip, decided_host.chip_error, host.memory_gb,
+                         svc.located.at("mac_hosts", i, "chip"),
                          svc.located.at("mac_hosts", i, "memory_gb"), f"mac_hosts[{i}]",
                          "memory_gb")
-        try:
-            devices.append((f"host {host.name!r}", host_device(host), hint))
-        except GenError:
+        if decided_host.device is None:
             continue  # GEN603 above
+        devices.append((f"host {host.name!r}", decided_host.device, hint, report))
     yield from _engine_findings(svc)
-    if len(devices) != len(service.mac_hosts):
+    if not decided.devices_known:
         return
     if service.engine == "vllm-mlx" and service.serving.max_model_len is not None:
         yield Finding(
@@ -237,16 +228,15 @@ def _mac_findings(svc: ServicePlan) -> Iterator[Finding]:
             hint="remove serving.max_model_len, or use engine llama-server or vllm-metal",
         )
         return
-    try:
-        mac_server(svc, [d for _, d, _ in devices])
-    except GenError as err:
-        yield Finding("GEN608", f"engine {service.engine} on macOS: {err.message}",
+    error = decided.server_error or decided.plist_error
+    if error is not None:
+        yield Finding("GEN608", f"engine {service.engine} on macOS: {error}",
                       svc.located.at("serving"), "serving")
     yield from _fit_findings(svc, devices)
 
 
 def _located_vllm_on_apple(cluster: ClusterPlan, svc: ServicePlan,
-                           pools: list[PoolPlan]) -> Finding:
+                           pools: tuple[VMPoolDecision, ...]) -> Finding:
     names = ", ".join(repr(p.name) for p in pools)
     where = "node_pool" if svc.service.node_pool else "engine"
     return Finding(
@@ -273,25 +263,22 @@ def _argocd(cluster: ClusterPlan, svc: ServicePlan) -> Finding | None:
 
 def check(plan: Plan) -> list[Finding]:
     """GEN601–GEN610."""
-    from gen.apple.build import apple_pools
-
     findings: list[Finding] = []
     macs_seen: set[str] = set()
     for cluster in plan.clusters:
-        findings += _pool_findings(cluster)
+        decided = decisions(cluster)
+        findings += _pool_findings(cluster, decided.pools)
         for svc in cluster.services:
             service = svc.service
             if service.mac_hosts:
                 if service.name not in macs_seen:
                     macs_seen.add(service.name)
-                    findings += _mac_findings(svc)
+                    findings += _mac_findings(svc, decided.macs[service.name])
                 argo = _argocd(cluster, svc)
                 if argo is not None:
                     findings.append(argo)
             elif service.engine == "llama-server":
-                findings += _llama_findings(cluster, svc)
-            elif service.engine == "vllm":
-                pools = apple_pools(svc.pools)
-                if pools:
-                    findings.append(_located_vllm_on_apple(cluster, svc, pools))
+                findings += _llama_findings(cluster, svc, decided.llama[service.name])
+            elif service.name in decided.vllm:
+                findings.append(_located_vllm_on_apple(cluster, svc, decided.vllm[service.name]))
     return findings

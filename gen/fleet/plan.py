@@ -129,6 +129,10 @@ class ClusterPlan:
     files: tuple[FileSpec, ...] = ()
     mig_strategy: str = "none"
     """'single', 'mixed' or 'none' (no MIG pools)."""
+    apple: object = None
+    """The Apple Silicon decisions (``gen.apple.decide.AppleDecisions``), recorded by the
+    pipeline before the builders run; ``None`` until then. Typed ``object``: the fleet layer
+    sits below the capabilities and does not know their types."""
 
     @property
     def cluster(self) -> Cluster:

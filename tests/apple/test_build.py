@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from gen.apple.build import DRI_NAMESPACE, build, gguf_file
+from gen.apple.build import DRI_NAMESPACE, build
+from gen.apple.decide import gguf_file
 from gen.fleet.plan import ClusterPlan
 from gen.pipeline import load_plan, render_outputs
 from tests.helpers import APPLE_GGUF_MODEL, APPLE_VULKAN_SERVICE, write_tree

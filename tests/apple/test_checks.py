@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gen.apple.build import fit_report, host_device, vm_device
+from gen.apple.decide import fit_report, host_device, vm_device
 from gen.errors import Finding, Severity
 from gen.fleet.plan import ServicePlan
 from gen.models import NodePool
