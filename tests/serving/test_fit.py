@@ -37,7 +37,7 @@ def _request(**changes: object) -> FitRequest:
     return replace(base, **changes)  # type: ignore[arg-type]
 
 
-# ---- sanity anchors from the reference's worked examples (§2.4) ----
+# ---- sanity anchors: hand-worked examples (arithmetic, not measured on hardware) ----
 
 
 def test_llama_70b_bf16_does_not_fit_one_h100() -> None:
