@@ -2,7 +2,7 @@
 
 Apple's GPU backend is called ``apple-metal`` everywhere in gen, never a bare "mps": MPS is
 also NVIDIA's Multi-Process Service (the DRA driver's ``GpuConfig`` sharing strategy ``MPS``:
-NVIDIA/k8s-dra-driver-gpu ``demo/specs/quickstart/v1/gpu-test-mps.yaml``@22407113).
+kubernetes-sigs/dra-driver-nvidia-gpu ``demo/specs/quickstart/v1/gpu-test-mps.yaml``@2240711).
 
 Two ways exist to serve a model from an Apple GPU (no kubelet on macOS: kubernetes/k8s.io#6783;
 the Venus GPU in libkrun VMs: containers/libkrun ``README.md``@6ed74fac; the device plugin:
@@ -360,9 +360,9 @@ DEFAULT_RENDER_NODE = "/dev/dri/renderD128"
 
 RAMALAMA_IMAGE = "quay.io/ramalama/ramalama:0.17.1"
 """RamaLama's image: Vulkan llama.cpp built against the Venus-patched Mesa from COPR
-``slp/mesa-libkrun-vulkan`` (containers/ramalama ``container-images/scripts/build_llama.sh``
-@0123a08a). That script names no image tag; 0.17.1 is a published tag (seen pinned by digest
-in public Dockerfiles) [unverified: its Mesa build]."""
+``slp/mesa-libkrun-vulkan`` (containers/ramalama
+``container-images/scripts/build_llama.sh``@0123a08a). That script names no image tag; 0.17.1
+is a published tag (seen pinned by digest in public Dockerfiles) [unverified: its Mesa build]."""
 
 LLAMA_CPP_SERVER_VULKAN_IMAGE = "ghcr.io/ggml-org/llama.cpp:server-vulkan"
 """The stock llama.cpp Vulkan server image, under the (floating) tag ggml-org/llama.cpp

@@ -57,8 +57,8 @@ GIB = 1 << 30
 # vLLM allocates the KV cache in blocks of 16 tokens (CacheConfig.DEFAULT_BLOCK_SIZE).
 KV_BLOCK_TOKENS = 16
 # Memory outside PyTorch's allocator: CUDA context, cuBLAS/cuDNN workspaces, attention
-# workspaces: ~0.5–2 GiB by gen's estimate (not measured); gen takes 1 GiB per GPU, plus NCCL
-# buffers when the model is split over several GPUs. [derived]
+# workspaces: ~0.5–2 GiB by gen's estimate, not measured; gen takes 1 GiB per GPU, plus NCCL buffers
+# when the model is split over several GPUs. [derived]
 NON_TORCH_BYTES = 1 * GIB
 NCCL_BYTES = GIB // 2
 # The sampler's profile run holds fp32 logits and probabilities for max_num_seqs requests:
