@@ -1,9 +1,12 @@
 """Apple Silicon: the chip catalog, GPU memory budgets, and the in-cluster Vulkan path.
 
 Apple's GPU backend is called ``apple-metal`` everywhere in gen, never a bare "mps": MPS is
-also NVIDIA's Multi-Process Service (reference/vllm.md §3.1).
+also NVIDIA's Multi-Process Service (the DRA driver's ``GpuConfig`` sharing strategy ``MPS``:
+kubernetes-sigs/dra-driver-nvidia-gpu ``demo/specs/quickstart/v1/gpu-test-mps.yaml``@2240711).
 
-Two ways exist to serve a model from an Apple GPU (reference/vllm.md §3.3-3.4):
+Two ways exist to serve a model from an Apple GPU (no kubelet on macOS: kubernetes/k8s.io#6783;
+the Venus GPU in libkrun VMs: containers/libkrun ``README.md``@6ed74fac; the device plugin:
+squat/generic-device-plugin ``README.md``@179b1fee):
 
 * **native macOS hosts** outside the cluster (vllm-metal, vllm-mlx, llama-server with Metal)
   under launchd, exposed as a selectorless Service + EndpointSlice; see :mod:`gen.apple.launchd`.
@@ -329,9 +332,10 @@ def krunkit_vm_gpu_memory_bytes(
     Inside the VM, GPU buffers are host (Metal) allocations mapped into the guest through the
     virtio-gpu VRAM window, and krunkit carves RAM and VRAM out of one 62 GiB guest address
     space (:func:`krunkit_vram_bytes`). So the GPU budget is that window: it shrinks as the VM
-    gets more RAM, and it is never above ~60 GiB whatever the VM size (reference/vllm.md §3.3;
-    the exact usable share on hardware is an open question, §5) [derived]. With the host's
-    memory given, the host's own Metal cap (:func:`usable_unified_memory_bytes`) also applies.
+    gets more RAM, and it is never above ~60 GiB whatever the VM size (containers/krunkit
+    ``src/context.rs``@02d4161f; the exact usable share is not verified on hardware) [derived].
+    With the host's memory given, the host's own Metal cap (:func:`usable_unified_memory_bytes`)
+    also applies.
 
     Args:
         vm_memory_gb: guest RAM in GiB (krunkit ``--memory`` / 1024), 1 to 60.
@@ -356,19 +360,20 @@ DEFAULT_RENDER_NODE = "/dev/dri/renderD128"
 
 RAMALAMA_IMAGE = "quay.io/ramalama/ramalama:0.17.1"
 """RamaLama's image: Vulkan llama.cpp built against the Venus-patched Mesa from COPR
-``slp/mesa-libkrun-vulkan`` (reference/vllm.md §3.3). The reference names no tag; 0.17.1 is a
-published tag (seen pinned by digest in public Dockerfiles) [unverified: its Mesa build]."""
+``slp/mesa-libkrun-vulkan`` (containers/ramalama
+``container-images/scripts/build_llama.sh``@0123a08a). That script names no image tag; 0.17.1
+is a published tag (seen pinned by digest in public Dockerfiles) [unverified: its Mesa build]."""
 
 LLAMA_CPP_SERVER_VULKAN_IMAGE = "ghcr.io/ggml-org/llama.cpp:server-vulkan"
-"""The stock llama.cpp Vulkan server image, under the (floating) tag the reference names.
-It may lack the Venus-patched Mesa (reference §3.4, [unverified]); pin a ``server-vulkan-b<N>``
-build before production."""
+"""The stock llama.cpp Vulkan server image, under the (floating) tag ggml-org/llama.cpp
+``docs/docker.md`` names. It may lack the Venus-patched Mesa (not verified on hardware); pin a
+``server-vulkan-b<N>`` build before production."""
 
 GENERIC_DEVICE_PLUGIN_IMAGE = (
     "squat/generic-device-plugin"
     "@sha256:dc192e164c69b03f156765793a1be62ca437709ae477b27ca7d8f3dcf5021576"
 )
-"""The reference names no image for the generic device plugin, and upstream publishes it only
+"""No source gen cites names an image for the generic device plugin, and upstream publishes it only
 as ``latest`` and git-SHA tags, so gen pins the multi-arch index digest of ``latest`` as of
 2026-08-14 (quoted by several independent public deployments, on docker.io and ghcr.io; gen
 never pulls, so it is not verified here). Override it per pool with
@@ -399,10 +404,10 @@ def llama_server_vulkan_args(
     """Arguments for ``llama-server`` (Vulkan build) in a pod on a krunkit VM node.
 
     The program name is not included: the llama.cpp images start ``llama-server`` as their
-    entrypoint; prefix ``llama-server`` where the image has none. Flags (reference §3.4,
-    llama.cpp ``tools/server/README.md``): listen on all addresses, every layer on the GPU,
-    Prometheus ``/metrics``, a fixed context, ``--alias`` as the served model name, and
-    ``--api-key-file`` (a mounted Secret) when given.
+    entrypoint; prefix ``llama-server`` where the image has none. Flags (gen's choice, each
+    documented in ggml-org/llama.cpp ``tools/server/README.md``): listen on all addresses,
+    every layer on the GPU, Prometheus ``/metrics``, a fixed context, ``--alias`` as the served
+    model name, and ``--api-key-file`` (a mounted Secret) when given.
 
     Raises:
         ProfileValidationError: a relative or non-GGUF model path, a bad port or context, or a

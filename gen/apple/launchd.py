@@ -1,9 +1,10 @@
 """launchd jobs for native macOS model servers (Apple GPU via Metal).
 
 macOS has no kubelet, so a Mac serving a model runs it under launchd and the cluster reaches it
-through a selectorless Service + EndpointSlice (reference/vllm.md §3.3-3.4). This module builds
-the launchd property list and the health URL for one such server; it never reads or writes
-files.
+through a selectorless Service + EndpointSlice (kubernetes/k8s.io#6783;
+EndpointSlice, not the deprecated Endpoints: kubernetes/enhancements
+``keps/sig-network/4974-deprecate-endpoints``). This module builds the launchd property list
+and the health URL for one such server; it never reads or writes files.
 
 **The API key never enters the plist.** A plist is plain text, usually world-readable, and
 ``launchctl print`` shows its environment, so a key in ``EnvironmentVariables`` or
@@ -13,8 +14,9 @@ job's user), read when the job starts, per engine:
 * ``llama-server`` reads it natively: ``--api-key-file <path>`` (one key per line; llama.cpp
   ``tools/server/README.md``). No shell is involved.
 * ``vllm-metal`` (``vllm serve``) reads the key from the ``VLLM_API_KEY`` environment variable
-  (reference §1.2). A fixed ``/bin/sh -c`` wrapper reads the file into that variable and
-  ``exec``\\ s vLLM, so the key is in neither the plist nor any process's argv.
+  (vllm-project/vllm ``vllm/envs.py``, ``vllm/entrypoints/openai/api_server.py``). A fixed
+  ``/bin/sh -c`` wrapper reads the file into that variable and ``exec``\\ s vLLM, so the key
+  is in neither the plist nor any process's argv.
 * ``vllm-mlx`` has only ``--api-key <key>`` (waybarrios/vllm-mlx ``cli.py``: no file flag, no
   environment variable). The same wrapper reads the file and appends ``--api-key "$key"`` at
   ``exec`` time: the key stays out of the plist but is visible to local users in ``ps``.
@@ -71,7 +73,9 @@ _COMMAND: dict[str, str] = {
 }
 
 # Health endpoints, all unauthenticated: llama-server GET /health (503 while loading, 200 when
-# ready; llama.cpp server README); vLLM GET /health (not behind --api-key, reference §1.2/§1.6);
+# ready; llama.cpp server README); vLLM GET /health (not behind --api-key: vllm-project/vllm
+# vllm/entrypoints/serve/middleware/authenticate.py@baaf6e9c,
+# vllm/entrypoints/serve/instrumentator/health.py@98b137c6);
 # vllm-mlx GET /health (vllm-mlx docs/guides/server.md).
 _HEALTH_PATH: dict[str, str] = {
     "llama-server": "/health",
@@ -277,7 +281,7 @@ def _environment(server: MacServer, working_directory: str) -> dict[str, str]:
     if server.engine != "llama-server":
         env["HF_HOME"] = f"{working_directory}/huggingface"
     if server.engine == "vllm-metal":
-        env["VLLM_NO_USAGE_STATS"] = "1"  # reference §1.3
+        env["VLLM_NO_USAGE_STATS"] = "1"  # vllm-project/vllm vllm/envs.py
         env["DO_NOT_TRACK"] = "1"
     env.update(server.environment)
     return env

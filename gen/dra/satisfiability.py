@@ -13,7 +13,8 @@ each alternative), on each pool the service may run on (:mod:`gen.dra.simulate` 
 * whether the cluster holds every replica of every service at once (GEN205), greedily in
   service order, first choice before alternatives. Claims are exclusive: gen renders a
   ResourceClaimTemplate, so every pod gets its own claim, and time-slicing/MPS sharing only
-  shares one claim's devices between its containers (``reference/dra.md`` §4.6).
+  shares one claim's devices between its containers (kubernetes-sigs/dra-driver-nvidia-gpu
+  ``api/nvidia.com/resource/v1beta1`` and ``demo/specs/quickstart/v1/gpu-test2.yaml``@2240711).
 
 Selectors are evaluated once per (selector, device shape) by a :class:`Matcher`, whose
 ``evaluations`` counter shows it: a 1000-node pool costs what a 1-node pool costs.

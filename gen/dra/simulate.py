@@ -1,7 +1,7 @@
 """Simulated DRA devices: what the NVIDIA DRA driver would publish for each node of a pool.
 
-The devices follow the driver's ResourceSlice content (``reference/dra.md`` §4.3, §4.4),
-driver ``gpu.nvidia.com``:
+The devices follow the driver's ResourceSlice content (kubernetes-sigs/dra-driver-nvidia-gpu
+``cmd/gpu-kubelet-plugin/deviceinfo.go`` and ``mig.go``@2240711), driver ``gpu.nvidia.com``:
 
 * full GPU (``type: gpu``, name ``gpu-<index>``): ``uuid``, ``productName``, ``brand``
   (``Nvidia``), ``architecture``, ``cudaComputeCapability``, ``driverVersion`` and

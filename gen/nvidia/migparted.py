@@ -1,6 +1,7 @@
 """mig-parted configuration: a strict model of its file, a builder, and the device-plugin side.
 
-The schema is mig-parted v0.15.0's ``api/spec/v1`` (see shared/reference/mig.md §1)::
+The schema is mig-parted v0.15.0's ``api/spec/v1`` (NVIDIA/mig-parted
+``api/spec/v1/spec.go``@v0.15.0)::
 
     version: v1
     mig-configs:

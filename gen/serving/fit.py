@@ -1,7 +1,7 @@
 """Does a model fit a GPU or a MIG slice under vLLM? The per-GPU memory budget.
 
 The arithmetic follows how vLLM's V1 engine budgets device memory
-(``shared/reference/vllm.md`` §2.1–2.7)::
+(vllm-project/vllm ``vllm/v1/worker/gpu_worker.py``, ``vllm/config/cache.py``)::
 
     budget      = gpu_memory_utilization × device memory        (a MIG slice: the slice's memory)
     weights     = the model's weights on the worst pipeline stage, ÷ TP
@@ -60,7 +60,7 @@ GIB = 1 << 30
 # vLLM allocates the KV cache in blocks of 16 tokens (CacheConfig.DEFAULT_BLOCK_SIZE).
 KV_BLOCK_TOKENS = 16
 # Memory outside PyTorch's allocator: CUDA context, cuBLAS/cuDNN workspaces, attention
-# workspaces. The reference puts it at ~0.5–2 GiB; gen takes 1 GiB per GPU, plus NCCL buffers
+# workspaces: ~0.5–2 GiB by gen's estimate, not measured; gen takes 1 GiB per GPU, plus NCCL buffers
 # when the model is split over several GPUs. [derived]
 NON_TORCH_BYTES = 1 * GIB
 NCCL_BYTES = GIB // 2

@@ -183,7 +183,7 @@ class LLMSpec:
         """Storage bits per quantized weight, scales and zero points included.
 
         * int4 AWQ/GPTQ: 4 bits + a 16-bit scale and a 4-bit zero point per group
-          (4.156 bits at group 128; the reference's "≈0.52 bytes").
+          (4.156 bits at group 128, ≈0.52 bytes).
         * mxfp4: 4 bits + one 8-bit scale per block of 32 (4.25 bits).
         * plain dtypes: their width.
         """

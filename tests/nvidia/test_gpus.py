@@ -7,7 +7,8 @@ import pytest
 from gen.errors import CatalogLookupError
 from gen.nvidia.gpus import GPU, GPUCatalog, gpu_catalog, normalize_pci_id
 
-# Every MIG-capable GPU the reference covers, by catalog id.
+# Every MIG-capable GPU the catalog's sources cover (MIG User Guide, mig-parted's
+# config-default.yaml, pci.ids), by catalog id.
 MIG_GPUS = [
     "a30",
     "a100-sxm4-40gb",
@@ -50,7 +51,7 @@ def test_catalog_is_cached() -> None:
 
 @pytest.mark.parametrize("gpu_id", MIG_GPUS)
 def test_mig_gpus_present(gpu_id: str) -> None:
-    """Every MIG-capable GPU of the reference is in the catalog with a MIG table."""
+    """Every MIG-capable GPU of those sources is in the catalog with a MIG table."""
     gpu = gpu_catalog().lookup(gpu_id)
     assert gpu.mig_capable
     assert gpu.mig_units in (4, 8, 12)
@@ -103,7 +104,7 @@ def test_profile_tables_fit_their_grid(gpu: GPU) -> None:
 
 
 def test_known_figures() -> None:
-    """Spot checks of figures given by the reference and the driver."""
+    """Spot checks of figures from public captures, NVIDIA's docs and the driver."""
     catalog = gpu_catalog()
     h100 = catalog.lookup("h100-sxm5-80gb")
     assert h100.product_name == "NVIDIA H100 80GB HBM3"

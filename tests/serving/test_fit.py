@@ -54,7 +54,7 @@ def _request(**changes: Unpack[_Changes]) -> FitRequest:
     return replace(base, **changes)
 
 
-# ---- sanity anchors from the reference's worked examples (§2.4) ----
+# ---- sanity anchors: hand-worked examples (arithmetic, not measured on hardware) ----
 
 
 def test_llama_70b_bf16_does_not_fit_one_h100() -> None:

@@ -1,6 +1,7 @@
 """DRA device selectors compiled and evaluated the way Kubernetes does (cel-expr-python).
 
-The environment is Kubernetes' DRA selector environment (see ``reference/dra.md`` §3):
+The environment is Kubernetes' DRA selector environment (kubernetes/dynamic-resource-allocation
+``cel/compile.go``@v0.36.0):
 one variable ``device`` with ``driver`` (string), ``attributes`` (domain → name → value) and
 ``capacity`` (domain → name → quantity); Kubernetes' ``quantity``/``semver`` libraries; the
 strings extension (version 2), optionals and ``cel.bind``.
