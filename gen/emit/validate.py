@@ -56,6 +56,7 @@ def _available_minors() -> tuple[int, ...]:
     return tuple(sorted(minors))
 
 
+@functools.cache
 def schema_version_for(minor: int) -> int:
     """The bundled schema minor used for a cluster minor: the newest not newer than it."""
     available = _available_minors()
@@ -143,6 +144,8 @@ class SchemaValidator:
                 where, related=related,
                 hint="check the cluster's kubernetes_version and the API versions it enables",
             )]
+        if validator.is_valid(data):  # the common case, and quicker than collecting errors
+            return []
         findings = []
         for error in validator.iter_errors(data):
             findings.append(Finding(
