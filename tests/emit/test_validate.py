@@ -206,3 +206,20 @@ def test_all_bundled_schemas_of_one_version_compile() -> None:
     for file in files:
         schema = json.loads(file.read_text(encoding="utf-8"))
         jsonschema_rs.Draft202012Validator(schema, registry=registry, validate_formats=False)
+
+
+def test_parallel_render_compiles_schemas_in_the_parent(tmp_path: Path) -> None:
+    """Before forking its workers a parallel render compiles every validator the plan needs."""
+    from gen.emit.parallel import _context
+
+    if _context().get_start_method() != "fork":
+        pytest.skip("workers are spawned here: they compile their own validators")
+    root = copy_fleet(tmp_path)
+    plan = load_plan(root / "profiles", base=root)
+    env = make_environment()
+    needed = {(schema_version_for(c.minor), o.api_version, o.kind)
+              for c in plan.clusters for o in render_cluster(env, c)[0]}
+    validate_module.clear_cache()
+    _, findings, _ = render_outputs(plan, templates_dir=None, out_label="out", jobs=2)
+    assert findings == []
+    assert needed <= set(validate_module._VALIDATORS)
