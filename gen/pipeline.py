@@ -158,7 +158,8 @@ class _RenderCluster:
     """Render and validate cluster ``i`` of a plan: the task each worker runs.
 
     Picklable (for spawned workers); the Jinja environment and the compiled schemas are
-    built lazily, once per process.
+    built lazily, once per process, or ahead of time by :meth:`prepare` in a parent that
+    then forks its workers, which inherit both.
     """
 
     def __init__(self, plan: Plan, templates_dir: Path | None, out_label: str,
@@ -173,13 +174,48 @@ class _RenderCluster:
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_env": None, "_schema": None}
 
-    def __call__(self, index: int) -> _ClusterOutput:
-        from gen.emit.render import kustomizations, make_environment, render_cluster
+    def _setup(self) -> None:
+        from gen.emit.render import make_environment
         from gen.emit.validate import SchemaValidator
 
         if self._env is None:
             self._env = make_environment(self.templates_dir)
             self._schema = SchemaValidator() if self.validate else None
+
+    def prepare(self) -> None:
+        """Build the environment and compile the validators the plan needs, here.
+
+        The (apiVersion, kind) of a template's output is known only once it is rendered, so
+        one manifest per (schema version, DRA API version, template) is rendered to learn
+        it. A template that fails is skipped: its cluster's task reports the error, and a
+        validator missed here is compiled by the worker that needs it.
+        """
+        from gen.emit.render import render_manifest
+        from gen.emit.validate import schema_version_for, warm
+
+        self._setup()
+        if not self.validate:
+            return
+        probed: set[tuple[int, str | None, str]] = set()
+        keys: set[tuple[int, str, str]] = set()
+        for cluster in self.plan.clusters:
+            minor = schema_version_for(cluster.minor)
+            for spec in cluster.manifests:
+                probe = (minor, cluster.dra_api_version, spec.template)
+                if probe in probed:
+                    continue
+                probed.add(probe)
+                try:
+                    obj = render_manifest(self._env, cluster.name, spec)
+                except TemplateError:
+                    continue
+                keys.add((cluster.minor, obj.api_version, obj.kind))
+        warm(sorted(keys))
+
+    def __call__(self, index: int) -> _ClusterOutput:
+        from gen.emit.render import kustomizations, render_cluster
+
+        self._setup()
         cluster = self.plan.clusters[index]
         try:
             objects, files = render_cluster(self._env, cluster)
@@ -225,12 +261,17 @@ def render_outputs(
     rendered in that many worker processes. The result does not depend on ``jobs``.
     Template errors of every cluster are raised together as one :class:`TemplateError`.
     """
-    from gen.emit.parallel import run_tasks
+    from gen.emit.parallel import _context, run_tasks
 
     task = _RenderCluster(plan, templates_dir, out_label,
                           validate=validator in ("auto", "embedded", "kubeconform"))
     results: dict[int, _ClusterOutput] = {}
     total = len(plan.clusters)
+    jobs = default_jobs(plan) if jobs is None else jobs
+    if min(jobs, total) > 1 and _context().get_start_method() == "fork":
+        # Compile the schemas once, before forking: every worker inherits them. Spawned
+        # workers compile their own (jsonschema-rs validators do not pickle).
+        task.prepare()
 
     def collect(index: int, result: _ClusterOutput) -> None:
         results[index] = result
@@ -238,7 +279,7 @@ def render_outputs(
             progress(plan.clusters[index].name, len(results), total)
 
     try:
-        run_tasks(task, total, default_jobs(plan) if jobs is None else jobs, collect)
+        run_tasks(task, total, jobs, collect)
     except WorkerError as err:
         if err.task is None:
             raise

@@ -1,10 +1,17 @@
-"""Embedded strict JSON Schema validation of rendered manifests.
+"""Embedded strict JSON Schema validation of rendered manifests, through ``jsonschema-rs``.
 
 Kubernetes schemas come from the ``kubernetes-validate`` package's bundled data (strict
-variants: unknown fields are errors), for the cluster's own minor version. Each
-validator is built once per (schema version, apiVersion, kind) and cached; the shared
-``_definitions.json`` of a version is read once. Custom resources gen emits are checked
-against gen's own schemas (:mod:`gen.emit.crd_schemas`). A kind with no schema is an error.
+variants: unknown fields are errors), for the cluster's own minor version. Their ``$ref`` values
+point into one shared ``_definitions.json`` per version, which is read and handed to a
+``jsonschema_rs.Registry`` once per minor. Custom resources gen emits are checked against
+gen's own schemas (:mod:`gen.emit.crd_schemas`), draft-07 or 2020-12 as each declares. A kind
+with no schema is an error.
+
+Validators are compiled once per (schema minor, apiVersion, kind) per process and kept in
+one cache, :data:`_VALIDATORS` (:func:`compiled`, :func:`warm`, :func:`clear_cache`). A render
+fills it in the parent before it forks its workers, so they inherit the compiled validators;
+``jsonschema_rs`` validators do not pickle, so spawned workers compile their own.
+``format`` is not checked, as ``jsonschema`` does not check it unless asked to.
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -20,9 +27,17 @@ from typing import Any
 from gen.errors import Finding, SourceLocation
 from gen.fleet.loader import format_key_path
 
-__all__ = ["SchemaValidator", "schema_version_for"]
+__all__ = ["SchemaValidator", "clear_cache", "compiled", "schema_version_for", "warm"]
 
 _GROUP = re.compile(r"^([^./]*)(?:\.[^/]*)?/")
+_DEFINITIONS_URI = "https://kubernetes.io/api/_definitions.json"
+
+ValidatorKey = tuple[int, str, str]
+"""(schema minor, apiVersion, kind)."""
+
+_VALIDATORS: dict[ValidatorKey, Any] = {}
+"""The process-wide validator cache: key → compiled ``jsonschema_rs`` validator, or ``None``
+when no schema describes the kind in that version."""
 
 
 @functools.cache
@@ -41,6 +56,7 @@ def _available_minors() -> tuple[int, ...]:
     return tuple(sorted(minors))
 
 
+@functools.cache
 def schema_version_for(minor: int) -> int:
     """The bundled schema minor used for a cluster minor: the newest not newer than it."""
     available = _available_minors()
@@ -50,13 +66,12 @@ def schema_version_for(minor: int) -> int:
 
 @functools.cache
 def _registry(minor: int) -> Any:
-    from referencing import Registry, Resource
+    """The ``_definitions.json`` of one version, parsed once, as a jsonschema-rs registry."""
+    import jsonschema_rs
 
     path = _schema_root() / f"v1.{minor}.0-local-strict" / "_definitions.json"
     definitions = json.loads(path.read_text(encoding="utf-8"))
-    return Registry().with_resource(
-        "https://kubernetes.io/api/_definitions.json", Resource.from_contents(definitions)
-    )
+    return jsonschema_rs.Registry([(_DEFINITIONS_URI, definitions)])
 
 
 def _schema_file(minor: int, api_version: str, kind: str) -> Path:
@@ -64,56 +79,49 @@ def _schema_file(minor: int, api_version: str, kind: str) -> Path:
     return _schema_root() / f"v1.{minor}.0-local-strict" / f"{kind.lower()}-{group_version}.json"
 
 
-class SchemaValidator:
-    """Validates manifests of any supported Kubernetes version; validators are cached."""
+def _build(minor: int, api_version: str, kind: str) -> Any:
+    """Compile the validator of one kind in one schema version (``None``: no schema)."""
+    import jsonschema_rs
 
-    def __init__(self) -> None:
-        self._cache: dict[tuple[int, str, str], Any] = {}
+    from gen.emit.crd_schemas import custom_schema
 
-    def _validator(self, minor: int, api_version: str, kind: str) -> Any:
-        key = (minor, api_version, kind)
-        if key in self._cache:
-            return self._cache[key]
-        from gen.emit import schemac
-        from gen.emit.crd_schemas import custom_schema
+    file = _schema_file(minor, api_version, kind)
+    if file.is_file():
+        schema = json.loads(file.read_text(encoding="utf-8"))
+        return jsonschema_rs.Draft202012Validator(
+            schema, registry=_registry(minor), validate_formats=False)
+    custom = custom_schema(api_version, kind)
+    if custom is None:
+        return None
+    draft07 = "draft-07" in str(custom.get("$schema", ""))
+    cls: Any = jsonschema_rs.Draft7Validator if draft07 else jsonschema_rs.Draft202012Validator
+    return cls(custom, validate_formats=False)
 
-        # A validator is a function: instance → [(path, message)]. Compiled closures
-        # (gen.emit.schemac) when the schema allows, else jsonschema itself.
-        validator: Any = None
-        fallback: Any = None
-        file = _schema_file(minor, api_version, kind)
-        if file.is_file():
-            try:
-                validator = schemac.compile_file(
-                    file, file.parent / "_definitions.json",
-                    "https://kubernetes.io/api/_definitions.json",
-                )
-            except schemac.UnsupportedSchema:
-                from jsonschema import Draft202012Validator
 
-                schema = json.loads(file.read_text(encoding="utf-8"))
-                fallback = Draft202012Validator(schema, registry=_registry(minor))
-        else:
-            custom = custom_schema(api_version, kind)
-            if custom is not None:
-                draft: schemac.Draft = "2020-12"
-                if "draft-07" in str(custom.get("$schema", "")):
-                    draft = "draft-07"
-                try:
-                    validator = schemac.compile_shared(custom, draft)
-                except schemac.UnsupportedSchema:
-                    from jsonschema import Draft7Validator, Draft202012Validator
-
-                    cls: Any = Draft7Validator if draft == "draft-07" else Draft202012Validator
-                    fallback = cls(custom)
-        if fallback is not None:
-            iter_errors = fallback.iter_errors
-
-            def validator(data: Any) -> list[tuple[Any, str]]:
-                return [(err.absolute_path, err.message) for err in iter_errors(data)]
-
-        self._cache[key] = validator
+def compiled(minor: int, api_version: str, kind: str) -> Any:
+    """The cached validator for a kind in schema version ``minor`` (``None``: no schema)."""
+    key = (minor, api_version, kind)
+    try:
+        return _VALIDATORS[key]
+    except KeyError:
+        validator = _VALIDATORS[key] = _build(minor, api_version, kind)
         return validator
+
+
+def warm(keys: Iterable[tuple[int, str, str]]) -> None:
+    """Compile the validators of (cluster minor, apiVersion, kind) ahead of use."""
+    for cluster_minor, api_version, kind in keys:
+        compiled(schema_version_for(cluster_minor), api_version, kind)
+
+
+def clear_cache() -> None:
+    """Forget every compiled validator and parsed definitions file (tests use this)."""
+    _VALIDATORS.clear()
+    _registry.cache_clear()
+
+
+class SchemaValidator:
+    """Validates manifests of any supported Kubernetes version (validators: :func:`compiled`)."""
 
     def validate(
         self,
@@ -127,7 +135,7 @@ class SchemaValidator:
         api_version = str(data.get("apiVersion", ""))
         kind = str(data.get("kind", ""))
         related = (origin,) if origin is not None else ()
-        validator = self._validator(minor, api_version, kind)
+        validator = compiled(minor, api_version, kind)
         if validator is None:
             return [Finding(
                 "GEN020",
@@ -136,10 +144,12 @@ class SchemaValidator:
                 where, related=related,
                 hint="check the cluster's kubernetes_version and the API versions it enables",
             )]
+        if validator.is_valid(data):  # the common case, and quicker than collecting errors
+            return []
         findings = []
-        for error_path, message in validator(data):
+        for error in validator.iter_errors(data):
             findings.append(Finding(
-                "GEN020", f"{kind} does not match the 1.{minor} schema: {message}",
-                where, format_key_path(list(error_path)), related=related,
+                "GEN020", f"{kind} does not match the 1.{minor} schema: {error.message}",
+                where, format_key_path(list(error.instance_path)), related=related,
             ))
         return findings

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,7 @@ def test_validators_are_cached(monkeypatch: pytest.MonkeyPatch,
                                example_objects: list[tuple[int, Any]]) -> None:
     """Validating the same object twice (or another of its kind) builds one validator."""
     builds: list[tuple[Any, ...]] = []
+    validate_module.clear_cache()
     real = validate_module._schema_file
 
     def counting(*args: Any) -> Any:
@@ -137,3 +139,87 @@ def test_pipeline_reports_schema_error_at_output_file(tmp_path: Path) -> None:
     assert "out/edge-l4/gpu/_cluster/namespace-edge.yaml" in paths
     assert all(f.key_path == "spec" for f in info.value.findings)
     assert not (root / "out").exists()
+
+
+def test_finding_format(example_objects: list[tuple[int, Any]]) -> None:
+    """A finding names the kind, the schema version, the JSON path and jsonschema-rs's reason."""
+    minor, data = _deployment(example_objects)
+    data["spec"]["template"]["spec"]["containers"][0]["image"] = ["x"]
+    findings = SchemaValidator().validate(data, minor, WHERE)
+    assert [(f.rule, f.key_path, f.message, f.location) for f in findings] == [(
+        "GEN020", "spec.template.spec.containers[0].image",
+        f'Deployment does not match the 1.{schema_version_for(minor)} schema: '
+        '["x"] is not of types "null", "string"',
+        WHERE,
+    )]
+
+
+def test_every_error_of_an_object_is_reported(example_objects: list[tuple[int, Any]]) -> None:
+    """Each violation is its own finding, not only the first one."""
+    minor, data = _deployment(example_objects)
+    data["spec"]["template"]["spec"]["containers"][0]["image"] = 5
+    data["spec"]["bogus"] = 1
+    del data["spec"]["selector"]
+    findings = SchemaValidator().validate(data, minor, WHERE)
+    got = {(f.key_path, f.message.split(" schema: ", 1)[1]) for f in findings}
+    assert got == {
+        ("spec.template.spec.containers[0].image", '5 is not of types "null", "string"'),
+        ("spec", "Additional properties are not allowed ('bogus' was unexpected)"),
+        ("spec", '"selector" is a required property'),
+    }
+
+
+def test_custom_schema_keywords_are_enforced(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A custom schema is enforced whole, whatever keywords it uses (here uniqueItems)."""
+    schema = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+              "properties": {"items": {"type": "array", "uniqueItems": True}}}
+    monkeypatch.setattr("gen.emit.crd_schemas.custom_schema",
+                        lambda _api_version, kind: schema if kind == "Odd" else None)
+    validate_module.clear_cache()
+    findings = SchemaValidator().validate(
+        {"apiVersion": "example.com/v1", "kind": "Odd", "items": [1, 1]}, 34, WHERE)
+    validate_module.clear_cache()
+    assert [(f.rule, f.key_path, f.message) for f in findings] == [
+        ("GEN020", "items", "Odd does not match the 1.34 schema: [1,1] has non-unique elements")]
+
+
+def test_warm_compiles_ahead_and_clear_cache_forgets() -> None:
+    """warm() fills the one validator cache; clear_cache() empties it."""
+    validate_module.clear_cache()
+    validate_module.warm([(34, "v1", "Namespace"), (34, "example.com/v1", "Widget")])
+    assert set(validate_module._VALIDATORS) == {(34, "v1", "Namespace"),
+                                                (34, "example.com/v1", "Widget")}
+    assert validate_module._VALIDATORS[(34, "example.com/v1", "Widget")] is None
+    validate_module.clear_cache()
+    assert validate_module._VALIDATORS == {}
+
+
+def test_all_bundled_schemas_of_one_version_compile() -> None:
+    """Every strict schema of one Kubernetes version compiles with jsonschema-rs."""
+    folder = validate_module._schema_file(34, "v1", "Pod").parent
+    files = [f for f in sorted(folder.glob("*.json"))
+             if f.name not in ("_definitions.json", "all.json")]
+    assert len(files) > 500
+    import jsonschema_rs
+
+    registry = validate_module._registry(34)
+    for file in files:
+        schema = json.loads(file.read_text(encoding="utf-8"))
+        jsonschema_rs.Draft202012Validator(schema, registry=registry, validate_formats=False)
+
+
+def test_parallel_render_compiles_schemas_in_the_parent(tmp_path: Path) -> None:
+    """Before forking its workers a parallel render compiles every validator the plan needs."""
+    from gen.emit.parallel import _context
+
+    if _context().get_start_method() != "fork":
+        pytest.skip("workers are spawned here: they compile their own validators")
+    root = copy_fleet(tmp_path)
+    plan = load_plan(root / "profiles", base=root)
+    env = make_environment()
+    needed = {(schema_version_for(c.minor), o.api_version, o.kind)
+              for c in plan.clusters for o in render_cluster(env, c)[0]}
+    validate_module.clear_cache()
+    _, findings, _ = render_outputs(plan, templates_dir=None, out_label="out", jobs=2)
+    assert findings == []
+    assert needed <= set(validate_module._VALIDATORS)

@@ -1,0 +1,283 @@
+"""gen.emit.validate against ``jsonschema``, the pure-Python reference, on broken objects.
+
+The objects are the example fleet's render; each is broken in seeded, repeatable ways (a
+field dropped, a value of the wrong type, an unknown field, a value outside an enum or a
+pattern, array items changed) and both validators must agree: the same verdict and the same
+set of error JSON paths. Messages are not compared: jsonschema-rs words some of them its own
+way (``"x" is not of type "integer"``).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import random
+from typing import Any
+
+import pytest
+from jsonschema import Draft7Validator, Draft202012Validator  # type: ignore[import-untyped]
+from referencing import Registry, Resource
+
+from gen.emit.crd_schemas import custom_schema
+from gen.emit.render import make_environment, render_cluster
+from gen.emit.validate import (
+    _DEFINITIONS_URI,
+    _schema_file,
+    _schema_root,
+    compiled,
+    schema_version_for,
+)
+from gen.pipeline import load_plan
+from tests.helpers import REPO
+
+Path_ = tuple[Any, ...]
+
+# ---------------------------------------------------------------- objects and references
+
+
+@functools.cache
+def _example_objects() -> tuple[tuple[int, dict[str, Any]], ...]:
+    """(schema minor, object) for every manifest of the example fleet's render."""
+    plan = load_plan(REPO / "profiles", base=REPO)
+    env = make_environment()
+    found = []
+    for cluster in plan.clusters:
+        objects, _ = render_cluster(env, cluster)
+        minor = schema_version_for(cluster.minor)
+        found += [(minor, copy.deepcopy(dict(obj.data))) for obj in objects]
+    return tuple(found)
+
+
+@functools.cache
+def _reference_registry(minor: int) -> Any:
+    path = _schema_root() / f"v1.{minor}.0-local-strict" / "_definitions.json"
+    definitions = json.loads(path.read_text(encoding="utf-8"))
+    return Registry().with_resource(_DEFINITIONS_URI, Resource.from_contents(definitions))
+
+
+@functools.cache
+def _reference(minor: int, api_version: str, kind: str) -> Any:
+    """jsonschema's validator for the schema gen uses for a kind."""
+    file = _schema_file(minor, api_version, kind)
+    if file.is_file():
+        schema = json.loads(file.read_text(encoding="utf-8"))
+        return Draft202012Validator(schema, registry=_reference_registry(minor))
+    custom = custom_schema(api_version, kind)
+    assert custom is not None, (api_version, kind)
+    draft07 = "draft-07" in str(custom.get("$schema", ""))
+    return (Draft7Validator if draft07 else Draft202012Validator)(custom)
+
+
+def _verdicts(minor: int, api_version: str, kind: str,
+              obj: Any) -> tuple[set[Path_], set[Path_]]:
+    """The error paths of gen's validator and of jsonschema for one object."""
+    ours = {tuple(e.instance_path) for e in compiled(minor, api_version, kind).iter_errors(obj)}
+    theirs = {tuple(e.absolute_path)
+              for e in _reference(minor, api_version, kind).iter_errors(obj)}
+    return ours, theirs
+
+
+# ---------------------------------------------------------------- mutations
+
+
+def _nodes(value: Any, path: Path_ = ()) -> list[tuple[Path_, Any]]:
+    """Every (path, node) of a JSON value, the root included."""
+    out = [(path, value)]
+    if isinstance(value, dict):
+        for key, child in value.items():
+            out.extend(_nodes(child, (*path, key)))
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            out.extend(_nodes(child, (*path, index)))
+    return out
+
+
+def _get(value: Any, path: Path_) -> Any:
+    for part in path:
+        value = value[part]
+    return value
+
+
+def _set(root: Any, path: Path_, new: Any) -> None:
+    _get(root, path[:-1])[path[-1]] = new
+
+
+_OTHER_TYPE: dict[type, list[Any]] = {
+    str: [7, True, None, ["x"], {"a": "x"}],
+    int: ["7", 1.5, False, [7]],
+    float: ["0.5", True, [0.5]],
+    bool: ["true", 1, None],
+    type(None): [{}, "x", 0],
+    dict: ["x", 1, [{}]],
+    list: ["x", {"a": []}, 3],
+}
+_BAD_STRINGS = ("NotAnEnumValue", "has spaces and UPPER", "-leading-dash", "", "x" * 300,
+                "not-a-date", "!!notbase64!!", "1Gix")
+MUTATIONS = ("drop", "retype", "unknown", "enum", "pattern", "array")
+
+
+def mutate(rng: random.Random, obj: dict[str, Any], mutation: str) -> bool:
+    """Apply one mutation to ``obj`` in place; False when it has no spot for it."""
+    nodes = _nodes(obj)
+    if mutation == "drop":  # drops a field (required ones among them)
+        spots = [(p, k) for p, n in nodes if isinstance(n, dict) for k in n]
+        if not spots:
+            return False
+        path, key = rng.choice(spots)
+        del _get(obj, path)[key]
+    elif mutation == "retype":
+        spots = [(p, n) for p, n in nodes if p]
+        if not spots:
+            return False
+        path, node = rng.choice(spots)
+        _set(obj, path, copy.deepcopy(rng.choice(_OTHER_TYPE[type(node)])))
+    elif mutation == "unknown":
+        spots = [p for p, n in nodes if isinstance(n, dict)]
+        path = rng.choice(spots)
+        _get(obj, path)[rng.choice(["zzUnknown", "Name", "spec", "items", "status"])] = 1
+    elif mutation in ("enum", "pattern"):  # a string where the schema may allow only some
+        spots = [p for p, n in nodes if p and isinstance(n, str)]
+        if not spots:
+            return False
+        _set(obj, rng.choice(spots), rng.choice(_BAD_STRINGS))
+    else:  # array items: appended, replaced, wrapped, emptied
+        spots = [(p, n) for p, n in nodes if p and isinstance(n, list)]
+        if not spots:
+            return False
+        path, items = rng.choice(spots)
+        edit = rng.choice(["append", "replace", "wrap", "empty", "nested"])
+        if edit == "append" and items:
+            items.append(copy.deepcopy(rng.choice(items)))
+            if isinstance(items[-1], dict):
+                items[-1]["zzUnknown"] = True
+        elif edit == "replace" and items:
+            items[rng.randrange(len(items))] = rng.choice(["x", 3, None, []])
+        elif edit == "wrap":
+            _set(obj, path, [items])
+        elif edit == "nested" and items and isinstance(items[0], dict | list):
+            return mutate(rng, {"root": items}, rng.choice(["drop", "retype", "unknown"])) or True
+        else:
+            items.clear()
+    return True
+
+
+def _run(seed: int, per_object: int) -> int:
+    """Mutate every example object ``per_object`` times; assert agreement; count the cases."""
+    rng = random.Random(seed)
+    cases = 0
+    for minor, original in _example_objects():
+        key = (minor, original["apiVersion"], original["kind"])
+        for round_ in range(per_object):
+            obj = copy.deepcopy(original)
+            applied = [m for m in rng.sample(MUTATIONS, k=1 + round_ % 3) if mutate(rng, obj, m)]
+            if not applied:
+                continue
+            ours, theirs = _verdicts(*key, obj)
+            assert ours == theirs, (key, applied, obj)
+            cases += 1
+    return cases
+
+
+# ---------------------------------------------------------------- tests
+
+
+def test_example_render_has_objects_of_many_kinds() -> None:
+    """The example fleet renders objects of at least a dozen (version, kind) pairs."""
+    kinds = {(m, o["apiVersion"], o["kind"]) for m, o in _example_objects()}
+    assert len(kinds) >= 12
+
+
+def test_example_objects_valid_under_both() -> None:
+    """Every example object is valid under gen's validator and under jsonschema."""
+    for minor, obj in _example_objects():
+        assert _verdicts(minor, obj["apiVersion"], obj["kind"], obj) == (set(), set())
+
+
+@pytest.mark.parametrize("mutation", MUTATIONS)
+def test_each_mutation_same_error_paths(mutation: str) -> None:
+    """Each kind of mutation, at a few seeded spots of every example object: same errors."""
+    rng = random.Random(f"gen-{mutation}")
+    broken = 0
+    for minor, original in _example_objects():
+        key = (minor, original["apiVersion"], original["kind"])
+        for _ in range(3):
+            obj = copy.deepcopy(original)
+            if not mutate(rng, obj, mutation):
+                continue
+            ours, theirs = _verdicts(*key, obj)
+            assert ours == theirs, (key, mutation, obj)
+            broken += bool(theirs)
+    assert broken > 0
+
+
+def test_mixed_mutations_same_error_paths() -> None:
+    """One to three mutations at once, seeded: the same verdict and the same error paths."""
+    assert _run(seed=12, per_object=6) > 200
+
+
+@pytest.mark.slow
+def test_mixed_mutations_same_error_paths_many() -> None:
+    """The same, about 40 times as many cases."""
+    assert _run(seed=1234, per_object=240) > 10_000
+
+
+# ------------------------------------------------- keywords gen's schemas use, one by one
+
+_CASES: list[tuple[dict[str, Any], list[Any]]] = [
+    ({"type": ["string", "null"]}, ["a", None, 1, True, [], {}]),
+    ({"type": "integer"}, [1, 1.0, 1.5, True, "1", None]),
+    ({"type": "number"}, [1, 1.5, True, "1"]),
+    ({"type": "boolean"}, [True, 0, "true"]),
+    ({"enum": ["a", "b"]}, ["a", "c", None, 1]),
+    ({"enum": [1, True, None, [1], {"a": 1}]}, [1, True, False, 1.0, 0, None, [1], [True],
+                                               {"a": 1}, {"a": True}, "1"]),
+    ({"const": "x"}, ["x", "y", None]),
+    ({"const": 1}, [1, 1.0, True]),
+    ({"pattern": "^a+$"}, ["aa", "ab", 3, None]),
+    ({"format": "date-time"}, ["not a date", 1]),
+    ({"format": "byte"}, ["!!"]),
+    ({"minimum": 1, "maximum": 3}, [0, 1, 3, 4, 2.5, "9", True]),
+    ({"exclusiveMinimum": 1, "exclusiveMaximum": 3}, [1, 2, 3]),
+    ({"minLength": 1, "maxLength": 3}, ["", "a", "abcd", 5]),
+    ({"minItems": 1, "maxItems": 2}, [[], [1], [1, 2, 3], "ab"]),
+    ({"uniqueItems": True}, [[1, 2], [1, 1], [True, 1], [{"a": 1}, {"a": 1}]]),
+    ({"minProperties": 1, "maxProperties": 1}, [{}, {"a": 1}, {"a": 1, "b": 2}]),
+    ({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}},
+      "required": ["b", "a"], "additionalProperties": False},
+     [{}, {"a": 1, "b": "x", "c": 1, "d": 2}, {"a": "x", "b": 1}, None, []]),
+    ({"additionalProperties": {"type": "integer"}}, [{"a": 1, "b": "x", "c": None}, 5]),
+    ({"items": {"type": "string"}, "type": "array"}, [[], ["a", 1, None], "a", {"a": 1}]),
+    ({"oneOf": [{"type": ["string", "null"]}, {"type": ["number", "null"]}]},
+     ["1Gi", 1, None, True, []]),
+    ({"anyOf": [{"type": "string"}, {"type": "integer"}]}, ["a", 1, None]),
+    ({"allOf": [{"type": "string"}, {"minLength": 2}]}, ["a", 1, "ab"]),
+    ({"not": {"type": "string"}}, ["a", 1]),
+    ({"if": {"properties": {"t": {"const": "oci"}}, "required": ["t"]},
+      "then": {"properties": {"u": {"pattern": "^oci://"}}},
+      "else": {"properties": {"u": {"pattern": "^https?://"}}}},
+     [{"t": "oci", "u": "oci://x"}, {"t": "oci", "u": "https://x"}, {"u": "oci://x"}, {}]),
+    ({"properties": {"n": {"properties": {"m": {"items": {"required": ["k"]}}}}}},
+     [{"n": {"m": [{"k": 1}, {}, {"j": 1}]}}]),
+]
+
+
+@pytest.mark.parametrize("draft", ["draft-07", "2020-12"])
+@pytest.mark.parametrize(("schema", "instances"), _CASES, ids=lambda v: json.dumps(v)[:50])
+def test_keyword_error_paths_match_jsonschema(
+    monkeypatch: pytest.MonkeyPatch, draft: str, schema: dict[str, Any], instances: list[Any]
+) -> None:
+    """A custom schema using one keyword gives jsonschema's verdicts and error paths."""
+    from gen.emit import validate
+
+    uri = ("http://json-schema.org/draft-07/schema#" if draft == "draft-07"
+           else "https://json-schema.org/draft/2020-12/schema")
+    full = {"$schema": uri, **schema}
+    monkeypatch.setattr("gen.emit.crd_schemas.custom_schema", lambda _a, _k: full)
+    monkeypatch.setattr(validate, "_VALIDATORS", {})
+    ours = compiled(34, "example.com/v1", "Case")
+    reference = (Draft7Validator if draft == "draft-07" else Draft202012Validator)(full)
+    for instance in instances:
+        mine = sorted(tuple(e.instance_path) for e in ours.iter_errors(instance))
+        theirs = sorted(tuple(e.absolute_path) for e in reference.iter_errors(instance))
+        assert mine == theirs, instance
