@@ -117,7 +117,15 @@ def warm(keys: Iterable[tuple[int, str, str]]) -> None:
 def clear_cache() -> None:
     """Forget every compiled validator and parsed definitions file (tests use this)."""
     _VALIDATORS.clear()
+    _BY_CLUSTER_MINOR.clear()
     _registry.cache_clear()
+
+
+_BY_CLUSTER_MINOR: dict[ValidatorKey, Any] = {}
+"""(cluster minor, apiVersion, kind) → the validator of :data:`_VALIDATORS` it uses: the
+per-object path is one dict look-up and the validator's own ``is_valid``."""
+
+_NO_VALIDATOR = object()
 
 
 class SchemaValidator:
@@ -131,25 +139,36 @@ class SchemaValidator:
         origin: SourceLocation | None = None,
     ) -> list[Finding]:
         """All schema errors of one object, located at its output file."""
-        minor = schema_version_for(cluster_minor)
-        api_version = str(data.get("apiVersion", ""))
-        kind = str(data.get("kind", ""))
-        related = (origin,) if origin is not None else ()
-        validator = compiled(minor, api_version, kind)
-        if validator is None:
-            return [Finding(
-                "GEN020",
-                f"no schema for {kind} {api_version} in Kubernetes 1.{minor}: the cluster's "
-                "API server does not serve it",
-                where, related=related,
-                hint="check the cluster's kubernetes_version and the API versions it enables",
-            )]
-        if validator.is_valid(data):  # the common case, and quicker than collecting errors
-            return []
-        findings = []
-        for error in validator.iter_errors(data):
-            findings.append(Finding(
-                "GEN020", f"{kind} does not match the 1.{minor} schema: {error.message}",
-                where, format_key_path(list(error.instance_path)), related=related,
-            ))
-        return findings
+        api_version = data.get("apiVersion", "")
+        kind = data.get("kind", "")
+        key = (cluster_minor, api_version, kind)
+        validator = _BY_CLUSTER_MINOR.get(key, _NO_VALIDATOR)
+        if validator is _NO_VALIDATOR:
+            validator = _BY_CLUSTER_MINOR[key] = compiled(
+                schema_version_for(cluster_minor), str(api_version), str(kind))
+        if validator is not None and validator.is_valid(data):
+            return []  # the common case, and quicker than collecting errors
+        return _findings(validator, data, schema_version_for(cluster_minor), where, origin)
+
+
+def _findings(validator: Any, data: Mapping[str, Any], minor: int, where: SourceLocation,
+              origin: SourceLocation | None) -> list[Finding]:
+    """The GEN020 findings of an object that failed (or has no schema)."""
+    api_version = str(data.get("apiVersion", ""))
+    kind = str(data.get("kind", ""))
+    related = (origin,) if origin is not None else ()
+    if validator is None:
+        return [Finding(
+            "GEN020",
+            f"no schema for {kind} {api_version} in Kubernetes 1.{minor}: the cluster's "
+            "API server does not serve it",
+            where, related=related,
+            hint="check the cluster's kubernetes_version and the API versions it enables",
+        )]
+    return [
+        Finding(
+            "GEN020", f"{kind} does not match the 1.{minor} schema: {error.message}",
+            where, format_key_path(list(error.instance_path)), related=related,
+        )
+        for error in validator.iter_errors(data)
+    ]
