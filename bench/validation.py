@@ -123,7 +123,7 @@ def previous_validator() -> tuple[Any, str]:
 
 
 def _jsonschema_validators(objects: Objects) -> dict[tuple[int, str, str], Any]:
-    from jsonschema import Draft7Validator, Draft202012Validator  # type: ignore[import-untyped]
+    from jsonschema import Draft7Validator, Draft202012Validator
     from referencing import Registry, Resource
 
     from gen.emit.crd_schemas import custom_schema

@@ -16,7 +16,7 @@ import random
 from typing import Any
 
 import pytest
-from jsonschema import Draft7Validator, Draft202012Validator  # type: ignore[import-untyped]
+from jsonschema import Draft7Validator, Draft202012Validator
 from referencing import Registry, Resource
 
 from gen.emit.crd_schemas import custom_schema
