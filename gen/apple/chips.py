@@ -19,7 +19,6 @@ All byte counts returned here are exact integers (GiB = 2**30 bytes).
 from __future__ import annotations
 
 import difflib
-import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -28,6 +27,7 @@ from fractions import Fraction
 from importlib import resources
 from typing import Literal
 
+from gen.caches import memoize
 from gen.errors import CatalogLookupError, ProfileValidationError
 
 __all__ = [
@@ -182,7 +182,7 @@ def _parse_chip(raw: object, where: str) -> AppleChip:
     )
 
 
-@functools.cache
+@memoize(maxsize=None)
 def apple_chips() -> tuple[AppleChip, ...]:
     """All chips of the built-in catalog, in file order (M1 → M4, base → ultra).
 
@@ -206,7 +206,7 @@ def _normal(name: str) -> str:
     return key.removeprefix("apple")
 
 
-@functools.cache
+@memoize(maxsize=None)
 def _chip_index() -> dict[str, AppleChip]:
     index: dict[str, AppleChip] = {}
     for chip in apple_chips():

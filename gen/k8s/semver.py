@@ -14,6 +14,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 
+from gen.caches import memoize
 from gen.errors import GenError
 
 __all__ = ["Version", "VersionError", "parse_version"]
@@ -76,7 +77,7 @@ class Version:
         return hash(self._key())
 
 
-@functools.lru_cache(maxsize=4096)
+@memoize(maxsize=4096)
 def parse_version(text: str, *, normalize: bool = False) -> Version:
     """Parse a semantic version; raises :class:`VersionError`."""
     candidate = text
