@@ -17,21 +17,25 @@ are package data, read once.
 Limits. Every cache has one, as data (``stats()`` shows it): a :func:`memoize` cache
 evicts the least recently used entry (``functools.lru_cache``); a :class:`BoundedCache`
 is emptied when a store finds it full, which bounds its memory with no per-lookup cost
-and lets the working set of the current input refill it. ``maxsize=None`` is for
-zero-argument loaders (one entry).
+and lets the working set of the current input refill it; a :func:`once` loader holds one
+value.
 
-Two kinds:
+Three kinds:
 
 * :func:`memoize` — ``functools.lru_cache``, registered under the function's qualified
   name (``gen.k8s.quantity.parse_quantity``).
 * :class:`BoundedCache` — a plain ``dict`` (``.data``) for hot loops that look up a
   value per YAML scalar: read ``cache.data`` directly (a bare dict lookup, as fast as a
   module dict), store through :meth:`BoundedCache.put` on a miss.
+* :func:`once` — a zero-argument loader of package data (the GPU, model and Apple
+  catalogs, the CEL environments): read on first use and kept. Its value depends on no
+  input, so there is nothing to invalidate, and callers keep its objects and compare them
+  by identity; :func:`clear` leaves it alone, :func:`stats` lists it.
 
-:func:`clear` empties every registered cache and resets its counters (tests that need a
-cold cache call it); :func:`stats` reports name → size, limit, hits and misses where they
-are counted without cost on the hot path. The registry holds caches weakly: a cache that
-is no longer referenced leaves it.
+:func:`clear` empties every other registered cache and resets its counters (tests that
+need a cold cache call it); :func:`stats` reports name → size, limit, hits and misses
+where they are counted without cost on the hot path. The registry holds caches weakly: a
+cache that is no longer referenced leaves it.
 """
 
 from __future__ import annotations
@@ -39,9 +43,9 @@ from __future__ import annotations
 import functools
 import weakref
 from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, NamedTuple, TypeVar
 
-__all__ = ["BoundedCache", "CacheStats", "clear", "memoize", "names", "stats"]
+__all__ = ["BoundedCache", "CacheStats", "clear", "memoize", "names", "once", "stats"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -56,6 +60,7 @@ class CacheStats(NamedTuple):
     """Most entries it holds (None: unbounded, for one-entry loaders)."""
     hits: int | None
     misses: int | None
+    kind: Literal["memoize", "bounded", "once"]
 
 
 class BoundedCache(Generic[K, V]):
@@ -104,12 +109,14 @@ class BoundedCache(Generic[K, V]):
 
     def stats(self) -> CacheStats:
         """Size, limit and stores."""
-        return CacheStats(len(self.data), self.limit, None, self.misses)
+        return CacheStats(len(self.data), self.limit, None, self.misses, "bounded")
 
 
 if TYPE_CHECKING:
     _Registered = BoundedCache[Any, Any] | functools._lru_cache_wrapper[Any]
 _registry: weakref.WeakValueDictionary[str, _Registered] = weakref.WeakValueDictionary()
+_loaders: weakref.WeakSet[functools._lru_cache_wrapper[Any]] = weakref.WeakSet()
+"""The :func:`once` loaders among the registered caches (kept by :func:`clear`)."""
 
 
 def _register(name: str, cache: _Registered) -> None:
@@ -137,17 +144,25 @@ def memoize(
     return decorate
 
 
+def once(function: Callable[[], T]) -> functools._lru_cache_wrapper[T]:
+    """A zero-argument loader of constant data, run on first use; never cleared."""
+    wrapper = functools.lru_cache(maxsize=None)(function)
+    _register(f"{function.__module__}.{function.__qualname__}", wrapper)
+    _loaders.add(wrapper)
+    return wrapper
+
+
 def names() -> list[str]:
     """The registered caches' names, sorted."""
     return sorted(_registry.keys())
 
 
 def clear() -> None:
-    """Empty every registered cache and reset its counters."""
+    """Empty every registered cache but the :func:`once` loaders; reset the counters."""
     for cache in list(_registry.values()):
         if isinstance(cache, BoundedCache):
             cache.clear()
-        else:
+        elif cache not in _loaders:
             cache.cache_clear()
 
 
@@ -162,5 +177,9 @@ def stats() -> dict[str, CacheStats]:
             out[name] = cache.stats()
         else:
             info = cache.cache_info()
-            out[name] = CacheStats(info.currsize, info.maxsize, info.hits, info.misses)
+            if cache in _loaders:
+                out[name] = CacheStats(info.currsize, 1, info.hits, info.misses, "once")
+            else:
+                out[name] = CacheStats(info.currsize, info.maxsize, info.hits, info.misses,
+                                       "memoize")
     return out

@@ -27,7 +27,7 @@ from fractions import Fraction
 from importlib import resources
 from typing import Literal
 
-from gen.caches import memoize
+from gen.caches import once
 from gen.errors import CatalogLookupError, ProfileValidationError
 
 __all__ = [
@@ -182,7 +182,7 @@ def _parse_chip(raw: object, where: str) -> AppleChip:
     )
 
 
-@memoize(maxsize=None)
+@once
 def apple_chips() -> tuple[AppleChip, ...]:
     """All chips of the built-in catalog, in file order (M1 → M4, base → ultra).
 
@@ -206,7 +206,7 @@ def _normal(name: str) -> str:
     return key.removeprefix("apple")
 
 
-@memoize(maxsize=None)
+@once
 def _chip_index() -> dict[str, AppleChip]:
     index: dict[str, AppleChip] = {}
     for chip in apple_chips():

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import yaml
 
-from gen.caches import memoize
+from gen.caches import memoize, once
 from gen.errors import CatalogLookupError
 
 __all__ = ["GPU", "GPUCatalog", "MIGProfile", "gpu_catalog", "normalize_pci_id"]
@@ -247,7 +247,7 @@ def load_catalog_text(text: str) -> GPUCatalog:
     return GPUCatalog(_build_gpu(row, data) for row in data["gpus"])
 
 
-@memoize(maxsize=None)
+@once
 def gpu_catalog() -> GPUCatalog:
     """The built-in catalog, parsed once."""
     text = importlib.resources.files("gen").joinpath("data/gpus.yaml").read_text("utf-8")

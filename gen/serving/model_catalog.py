@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from gen.caches import memoize
+from gen.caches import once
 from gen.errors import CatalogLookupError
 
 __all__ = [
@@ -278,7 +278,7 @@ def _load_builtin() -> tuple[LLMSpec, ...]:
     return tuple(LLMSpec.from_mapping(entry) for entry in data["models"])
 
 
-@memoize(maxsize=None)
+@once
 def model_catalog() -> ModelCatalog:
     """The built-in catalog, read from ``gen/data/models.yaml`` on first use."""
     return ModelCatalog(_load_builtin())

@@ -8,7 +8,7 @@ from typing import Any
 
 from cel_expr_python import cel
 
-from gen.caches import memoize
+from gen.caches import memoize, once
 from gen.dra.cel._ast import ASTDecodeError, ParsedAST, decode_parsed_expr
 from gen.dra.cel._cost import estimate_cost
 from gen.dra.cel._library import checker_env, device_data, runtime_env
@@ -43,7 +43,7 @@ class CELRuntimeError(GenError):
     default_rule = "GEN031"
 
 
-@memoize(maxsize=None)
+@once
 def _envs() -> tuple[Any, Any]:
     return checker_env(), runtime_env()
 
