@@ -22,7 +22,6 @@ All byte counts returned here are exact integers (GiB = 2**30 bytes).
 from __future__ import annotations
 
 import difflib
-import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -31,6 +30,7 @@ from fractions import Fraction
 from importlib import resources
 from typing import Literal
 
+from gen.caches import once
 from gen.errors import CatalogLookupError, ProfileValidationError
 
 __all__ = [
@@ -185,7 +185,7 @@ def _parse_chip(raw: object, where: str) -> AppleChip:
     )
 
 
-@functools.cache
+@once
 def apple_chips() -> tuple[AppleChip, ...]:
     """All chips of the built-in catalog, in file order (M1 → M4, base → ultra).
 
@@ -209,7 +209,7 @@ def _normal(name: str) -> str:
     return key.removeprefix("apple")
 
 
-@functools.cache
+@once
 def _chip_index() -> dict[str, AppleChip]:
     index: dict[str, AppleChip] = {}
     for chip in apple_chips():

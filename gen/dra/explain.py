@@ -226,7 +226,7 @@ def _claim(analysis: ChoiceAnalysis, same: tuple[str, ...]) -> ClaimExplanation:
 
 
 def _fit(svc: ServicePlan) -> tuple[FitExplanation, ...]:
-    from gen.serving.sizing import fit_reports
+    from gen.fleet.sizing import fit_reports
 
     return tuple(
         FitExplanation(svc.service.model, cand.name, cand.pool.name, report.fits,

@@ -25,8 +25,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from gen.caches import BoundedCache
 from gen.dra.cel import SelectorResult, compile_selector, explain_miss
 from gen.dra.cel._source import split_conjuncts
 from gen.dra.devices import Device, ShapeKey
@@ -58,7 +59,7 @@ class Matcher:
     evaluations: int = 0
     _results: dict[tuple[str, ShapeKey], SelectorResult] = field(default_factory=dict)
     _reasons: dict[tuple[str, ShapeKey], tuple[int, str]] = field(default_factory=dict)
-    _inventories: dict[int, NodeInventory] = field(default_factory=dict)
+    _inventories: dict[tuple[object, ...], NodeInventory] = field(default_factory=dict)
 
     def result(self, expression: str, device: Device) -> SelectorResult:
         """The selector's outcome on the device's shape; raises CELCompileError."""
@@ -90,11 +91,23 @@ class Matcher:
         return known
 
     def inventory(self, pool: PoolPlan) -> NodeInventory:
-        """The pool's node inventory, built once per pool."""
-        inv = self._inventories.get(id(pool))
-        if inv is None or inv.pool is not pool:
-            inv = self._inventories[id(pool)] = node_inventory(pool)
-        return inv
+        """The pool's node inventory, built once per distinct node hardware.
+
+        Pools of equal hardware (in other clusters, too) share the shapes and slots; the
+        inventory returned always carries ``pool`` itself.
+        """
+        key = _hardware(pool)
+        inv = self._inventories.get(key)
+        if inv is None:
+            inv = self._inventories[key] = node_inventory(pool)
+        return inv if inv.pool is pool else replace(inv, pool=pool)
+
+
+def _hardware(pool: PoolPlan) -> tuple[object, ...]:
+    """Everything :func:`gen.dra.simulate.node_inventory` reads from a pool, as a value."""
+    spec = pool.pool
+    return (pool.gpu, spec.platform, spec.driver_version, spec.gpus_per_node, spec.nodes,
+            pool.mig_checks)
 
 
 _CMP = re.compile(
@@ -261,10 +274,13 @@ def _pick(
     return sum(1 << s for s in best[: choice.count])
 
 
-_FILLS: dict[tuple[int, int, frozenset[int], int, bool, tuple[str, ...]],
-             tuple[NodeInventory, tuple[int, ...]]] = {}
-"""Memo of :func:`_fill` per node shape and claim shape; the entry keeps its inventory
-alive, so the ``id`` in the key cannot be reused while the entry exists."""
+_FillKey = tuple[tuple[tuple[int, int], ...], tuple[Device, ...], int, frozenset[int], int, bool,
+                 tuple[str, ...]]
+_FILLS: BoundedCache[_FillKey, tuple[int, ...]] = BoundedCache(
+    "gen.dra.satisfiability.fills", 100_000)
+"""Memo of :func:`_fill` by value: the node's slots and shape devices (all that
+:func:`_pick` reads of an inventory, :func:`group_key` included), the free slots and the
+claim's shape."""
 
 
 def _fill(
@@ -275,10 +291,11 @@ def _fill(
     Services of a fleet repeat a few claim shapes on a few node shapes: each distinct
     (node, free slots, matching shapes, count, mode, constraints) is placed once.
     """
-    key = (id(inv), free, matching, choice.count, choice.all_devices, tuple(same))
-    hit = _FILLS.get(key)
-    if hit is not None and hit[0] is inv:
-        return hit[1]
+    key = (inv.slots, tuple(s.device for s in inv.shapes), free, matching, choice.count,
+           choice.all_devices, tuple(same))
+    hit = _FILLS.data.get(key)
+    if hit is not None:
+        return hit
     states: list[int] = []
     while True:
         taken = _pick(inv, free, matching, choice, same)
@@ -286,10 +303,7 @@ def _fill(
             break
         free &= ~taken
         states.append(free)
-    if len(_FILLS) > 100_000:
-        _FILLS.clear()
-    _FILLS[key] = (inv, tuple(states))
-    return tuple(states)
+    return _FILLS.put(key, tuple(states))
 
 
 def _full(inv: NodeInventory) -> int:

@@ -39,7 +39,6 @@ on them (``same``) use :func:`group_key`, which knows the real per-device groupi
 
 from __future__ import annotations
 
-import functools
 import re
 import uuid
 from collections.abc import Mapping, Sequence
@@ -47,6 +46,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from gen.caches import memoize
 from gen.dra.devices import AttrValue, Device
 from gen.fleet.plan import PoolPlan
 from gen.k8s.semver import Version, parse_version
@@ -118,7 +118,7 @@ class NodeInventory:
         return len(self.slots)
 
 
-@functools.lru_cache(maxsize=256)
+@memoize(maxsize=256)
 def cuda_driver_version(driver_version: str) -> Version:
     """The CUDA version a driver supports (see the module docstring), e.g. 13.0.0."""
     from gen.serving.engines import CUDA_DRIVER_MINIMUMS, driver_satisfies

@@ -16,10 +16,11 @@ folder is usable as a kubeconform ``-schema-location`` (see :func:`kubeconform_s
 
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
 from typing import Any
+
+from gen.caches import once
 
 __all__ = [
     "custom_schema",
@@ -53,7 +54,7 @@ def schema_file_name(api_version: str, kind: str) -> str:
     return f"{kind.lower()}{suffix}.json"
 
 
-@functools.cache
+@once
 def _index() -> dict[tuple[str, str], dict[str, Any]]:
     """(apiVersion, kind) → schema, read once from the ``const`` values of each file."""
     index: dict[tuple[str, str], dict[str, Any]] = {}

@@ -30,6 +30,8 @@ from typing import Any
 
 import jinja2
 
+from gen.caches import BoundedCache
+
 __all__ = ["EXPRESSION", "TOJSON_LAST", "is_plain", "render_data"]
 
 EXPRESSION = re.compile(r"\{\{-?(.*?)-?\}\}", re.DOTALL)
@@ -52,7 +54,9 @@ _recording: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
 )
 """The JSON texts ``tojson`` has written during the current skeleton render (per thread)."""
 
-_scalars: dict[str, Any] = {}
+_SCALARS: BoundedCache[str, Any] = BoundedCache("gen.emit.skeleton.scalars", 100_000)
+"""A recorded JSON text → its (immutable) value."""
+_scalars = _SCALARS.data
 
 
 class _Miss(Exception):  # control flow only: never escapes this module
@@ -124,10 +128,7 @@ def render_data(
     if text in _skeletons:
         compiled = _skeletons[text]
     else:
-        compiled = _compile(text, load_all)
-        if len(_skeletons) > 4096:
-            _skeletons.clear()
-        _skeletons[text] = compiled
+        compiled = _SKELETONS.put(text, _compile(text, load_all))
     if compiled is None or compiled[1] != len(recorded):
         # The template writes values where a skeleton cannot stand for them (a comment, a
         # block string): stop rendering it twice and take the full parse from now on.
@@ -140,7 +141,10 @@ def render_data(
 
 
 _Plan = tuple[Any, ...]
-_skeletons: dict[str, tuple[list[_Plan], int] | None] = {}
+_SKELETONS: BoundedCache[str, tuple[list[_Plan], int] | None] = BoundedCache(
+    "gen.emit.skeleton.skeletons", 4096)
+"""A skeleton render's text → its compiled plans and placeholder count (None: no skeleton)."""
+_skeletons = _SKELETONS.data
 
 
 def _compile(text: str, load_all: Any) -> tuple[list[_Plan], int] | None:
@@ -223,6 +227,6 @@ def _value(json_text: str) -> Any:
     if "\\u" in json_text and _SURROGATE_ESCAPE.search(json_text):
         raise _Miss
     value = json.loads(json_text)
-    if type(value) in _IMMUTABLE and len(_scalars) < 100_000:
-        _scalars[json_text] = value
+    if type(value) in _IMMUTABLE:
+        _SCALARS.put(json_text, value)
     return value

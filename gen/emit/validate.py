@@ -8,15 +8,15 @@ gen's own schemas (:mod:`gen.emit.crd_schemas`), draft-07 or 2020-12 as each dec
 with no schema is an error.
 
 Validators are compiled once per (schema minor, apiVersion, kind) per process and kept in
-one cache, :data:`_VALIDATORS` (:func:`compiled`, :func:`warm`, :func:`clear_cache`). A render
-fills it in the parent before it forks its workers, so they inherit the compiled validators;
+one cache, :data:`_VALIDATORS` (:func:`compiled`, :func:`warm`), registered with
+:mod:`gen.caches` like every other cache. A render fills it in the parent before it forks
+its workers, so they inherit the compiled validators;
 ``jsonschema_rs`` validators do not pickle, so spawned workers compile their own.
 ``format`` is not checked, as ``jsonschema`` does not check it unless asked to.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -24,10 +24,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from gen.caches import BoundedCache, memoize, once
 from gen.errors import Finding, SourceLocation
 from gen.fleet.loader import format_key_path
 
-__all__ = ["SchemaValidator", "clear_cache", "compiled", "schema_version_for", "warm"]
+__all__ = ["SchemaValidator", "compiled", "schema_version_for", "warm"]
 
 _GROUP = re.compile(r"^([^./]*)(?:\.[^/]*)?/")
 _DEFINITIONS_URI = "https://kubernetes.io/api/_definitions.json"
@@ -35,18 +36,18 @@ _DEFINITIONS_URI = "https://kubernetes.io/api/_definitions.json"
 ValidatorKey = tuple[int, str, str]
 """(schema minor, apiVersion, kind)."""
 
-_VALIDATORS: dict[ValidatorKey, Any] = {}
+_VALIDATORS: BoundedCache[ValidatorKey, Any] = BoundedCache("gen.emit.validate.validators", 4096)
 """The process-wide validator cache: key → compiled ``jsonschema_rs`` validator, or ``None``
 when no schema describes the kind in that version."""
 
 
-@functools.cache
+@once
 def _schema_root() -> Path:
     root = resources.files("kubernetes_validate") / "kubernetes-json-schema"
     return Path(str(root))
 
 
-@functools.cache
+@once
 def _available_minors() -> tuple[int, ...]:
     minors = []
     for entry in _schema_root().iterdir():
@@ -56,7 +57,7 @@ def _available_minors() -> tuple[int, ...]:
     return tuple(sorted(minors))
 
 
-@functools.cache
+@memoize(maxsize=None)
 def schema_version_for(minor: int) -> int:
     """The bundled schema minor used for a cluster minor: the newest not newer than it."""
     available = _available_minors()
@@ -64,7 +65,7 @@ def schema_version_for(minor: int) -> int:
     return older[-1] if older else available[0]
 
 
-@functools.cache
+@memoize(maxsize=64)
 def _registry(minor: int) -> Any:
     """The ``_definitions.json`` of one version, parsed once, as a jsonschema-rs registry."""
     import jsonschema_rs
@@ -102,10 +103,9 @@ def compiled(minor: int, api_version: str, kind: str) -> Any:
     """The cached validator for a kind in schema version ``minor`` (``None``: no schema)."""
     key = (minor, api_version, kind)
     try:
-        return _VALIDATORS[key]
+        return _VALIDATORS.data[key]
     except KeyError:
-        validator = _VALIDATORS[key] = _build(minor, api_version, kind)
-        return validator
+        return _VALIDATORS.put(key, _build(minor, api_version, kind))
 
 
 def warm(keys: Iterable[tuple[int, str, str]]) -> None:
@@ -114,14 +114,8 @@ def warm(keys: Iterable[tuple[int, str, str]]) -> None:
         compiled(schema_version_for(cluster_minor), api_version, kind)
 
 
-def clear_cache() -> None:
-    """Forget every compiled validator and parsed definitions file (tests use this)."""
-    _VALIDATORS.clear()
-    _BY_CLUSTER_MINOR.clear()
-    _registry.cache_clear()
-
-
-_BY_CLUSTER_MINOR: dict[ValidatorKey, Any] = {}
+_BY_CLUSTER_MINOR: BoundedCache[ValidatorKey, Any] = BoundedCache(
+    "gen.emit.validate.by_cluster_minor", 4096)
 """(cluster minor, apiVersion, kind) → the validator of :data:`_VALIDATORS` it uses: the
 per-object path is one dict look-up and the validator's own ``is_valid``."""
 
@@ -142,10 +136,10 @@ class SchemaValidator:
         api_version = data.get("apiVersion", "")
         kind = data.get("kind", "")
         key = (cluster_minor, api_version, kind)
-        validator = _BY_CLUSTER_MINOR.get(key, _NO_VALIDATOR)
+        validator = _BY_CLUSTER_MINOR.data.get(key, _NO_VALIDATOR)
         if validator is _NO_VALIDATOR:
-            validator = _BY_CLUSTER_MINOR[key] = compiled(
-                schema_version_for(cluster_minor), str(api_version), str(kind))
+            validator = _BY_CLUSTER_MINOR.put(key, compiled(
+                schema_version_for(cluster_minor), str(api_version), str(kind)))
         if validator is not None and validator.is_valid(data):
             return []  # the common case, and quicker than collecting errors
         return _findings(validator, data, schema_version_for(cluster_minor), where, origin)

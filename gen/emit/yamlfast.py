@@ -23,6 +23,8 @@ from typing import Any
 
 import yaml
 
+from gen.caches import BoundedCache
+
 __all__ = ["DuplicateKeyError", "dump", "dump_slow", "load_all"]
 
 _CParser: Any
@@ -52,7 +54,9 @@ class _Fallback(Exception):  # control flow only: never escapes this module
 # --- parse -----------------------------------------------------------------------------
 
 _resolver: Any = yaml.SafeLoader("")
-_plain_cache: dict[str, Any] = {}
+_PLAIN: BoundedCache[str, Any] = BoundedCache("gen.emit.yamlfast.plain", 100_000)
+"""A plain scalar's text → its value."""
+_plain_cache = _PLAIN.data
 
 
 def _plain(value: str) -> Any:
@@ -65,10 +69,7 @@ def _plain(value: str) -> Any:
     construct = _resolver.yaml_constructors.get(tag)
     if construct is None or tag == "tag:yaml.org,2002:merge":
         raise _Fallback
-    result = construct(_resolver, yaml.ScalarNode(tag, value))
-    if len(_plain_cache) < 100_000:
-        _plain_cache[value] = result
-    return result
+    return _PLAIN.put(value, construct(_resolver, yaml.ScalarNode(tag, value)))
 
 
 _NO_KEY: Any = object()
@@ -185,7 +186,9 @@ def dump_slow(data: Any) -> str:
     return text
 
 
-_scalar_cache: dict[tuple[type, Any], str] = {}
+_SCALAR: BoundedCache[tuple[type, Any], str] = BoundedCache("gen.emit.yamlfast.scalar", 100_000)
+"""(type, value) → the text :func:`dump_slow` writes for it."""
+_scalar_cache = _SCALAR.data
 _LINE_BREAKS = frozenset("\r\n\x85\u2028\u2029")
 
 
@@ -204,17 +207,16 @@ def _scalar(value: Any) -> str:
     text = dump_slow({"k": value})
     if not text.startswith("k: ") or text.count("\n") != 1:
         raise _Fallback
-    result = text[3:-1]
-    if len(_scalar_cache) < 100_000:
-        _scalar_cache[key] = result
-    return result
+    return _SCALAR.put(key, text[3:-1])
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
-_key_cache: dict[str, str] = {}
-_str_cache: dict[str, str] = {}
+_KEY: BoundedCache[str, str] = BoundedCache("gen.emit.yamlfast.key", 100_000)
+_STR: BoundedCache[str, str] = BoundedCache("gen.emit.yamlfast.str", 100_000)
+_key_cache = _KEY.data
+_str_cache = _STR.data
 """The hot caches: key text and string-value text, by the string itself."""
 
 
@@ -224,17 +226,12 @@ def _key(key: Any) -> str:
     text = _scalar(key)
     if len(text) > 120:  # libyaml writes longer keys as complex "? " keys
         raise _Fallback
-    if len(_key_cache) < 100_000:
-        _key_cache[key] = text
-    return text
+    return _KEY.put(key, text)
 
 
 def _value(value: Any) -> str:
     if type(value) is str:
-        text = _scalar(value)
-        if len(_str_cache) < 100_000:
-            _str_cache[value] = text
-        return text
+        return _STR.put(value, _scalar(value))
     return _scalar(value)
 
 

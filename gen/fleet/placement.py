@@ -3,7 +3,7 @@
 Resolve records the pools a service may run on (``ServicePlan.pools``: its ``node_pool``
 pin and its platform); this module narrows them to the devices the service's GPU class
 asks for. It is a placement decision several capabilities read: the vLLM builder (node
-selectors, the default context length through :mod:`gen.serving.sizing`), the serving
+selectors, the default context length through :mod:`gen.fleet.sizing`), the serving
 rules (GEN304: no pool offers the devices) and the DRA satisfiability rules (which leave a
 service GEN304 reports alone). It lives in the fleet layer so that none of them imports
 another.

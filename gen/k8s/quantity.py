@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass
 from decimal import ROUND_UP, Decimal, Inexact, localcontext
 
+from gen.caches import memoize
 from gen.errors import QuantityError
 
 __all__ = [
@@ -93,7 +94,7 @@ def _split(text: str) -> tuple[Decimal, QuantityFormat]:
     return value, fmt
 
 
-@functools.lru_cache(maxsize=4096)
+@memoize(maxsize=4096)
 def parse_quantity(text: str) -> Decimal:
     """The exact value of a Kubernetes quantity string; raises :class:`QuantityError`."""
     return _split(text)[0]

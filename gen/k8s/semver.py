@@ -14,6 +14,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 
+from gen.caches import memoize
 from gen.errors import VersionError
 
 __all__ = ["Version", "parse_version"]
@@ -72,7 +73,7 @@ class Version:
         return hash(self._key())
 
 
-@functools.lru_cache(maxsize=4096)
+@memoize(maxsize=4096)
 def parse_version(text: str, *, normalize: bool = False) -> Version:
     """Parse a semantic version; raises :class:`VersionError`."""
     candidate = text

@@ -12,7 +12,6 @@ marketing name, all case-insensitive.
 from __future__ import annotations
 
 import difflib
-import functools
 import importlib.resources
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -21,6 +20,7 @@ from typing import Any, Literal
 
 import yaml
 
+from gen.caches import memoize, once
 from gen.errors import CatalogLookupError
 
 __all__ = ["GPU", "GPUCatalog", "MIGProfile", "gpu_catalog", "normalize_pci_id"]
@@ -104,7 +104,7 @@ class GPU:
         return tuple(p.name for p in self.mig_profiles)
 
 
-@functools.lru_cache(maxsize=256)
+@memoize(maxsize=256)
 def _profile_index(gpu: GPU) -> dict[str, MIGProfile]:
     return {p.name: p for p in gpu.mig_profiles}
 
@@ -247,7 +247,7 @@ def load_catalog_text(text: str) -> GPUCatalog:
     return GPUCatalog(_build_gpu(row, data) for row in data["gpus"])
 
 
-@functools.cache
+@once
 def gpu_catalog() -> GPUCatalog:
     """The built-in catalog, parsed once."""
     text = importlib.resources.files("gen").joinpath("data/gpus.yaml").read_text("utf-8")

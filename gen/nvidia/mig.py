@@ -20,12 +20,12 @@ The rules, each reported under its own name in the error text:
 from __future__ import annotations
 
 import difflib
-import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gen.caches import memoize
 from gen.errors import LayoutSyntaxError, MIGLayoutError
 from gen.nvidia.gpus import GPU, MIGProfile
 
@@ -172,7 +172,7 @@ def mig_devices(gpu: GPU, check: LayoutCheck, parent_index: int) -> tuple[MIGDev
 # --- the engine ------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=4096)
+@memoize(maxsize=4096)
 def _check_cached(
     gpu: GPU, items: tuple[tuple[str, int], ...], driver_version: str | None
 ) -> LayoutCheck:

@@ -94,7 +94,7 @@ def _env(svc: ServicePlan) -> list[dict[str, Any]]:
 
 def max_model_len(svc: ServicePlan) -> int:
     """The context length served: the profile's, else the largest that fits."""
-    from gen.serving.sizing import default_max_model_len
+    from gen.fleet.sizing import default_max_model_len
 
     return default_max_model_len(svc)
 

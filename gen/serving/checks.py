@@ -15,7 +15,7 @@ _PARALLEL = re.compile(
 
 def _fit(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
     from gen.fleet.placement import candidates
-    from gen.serving.sizing import fit_reports
+    from gen.fleet.sizing import fit_reports
 
     service = svc.service
     findings: list[Finding] = []

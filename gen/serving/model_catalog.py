@@ -7,7 +7,6 @@ with :meth:`ModelCatalog.with_extra`; an extra model with the id of a built-in o
 from __future__ import annotations
 
 import difflib
-import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from fractions import Fraction
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import yaml
 
+from gen.caches import once
 from gen.errors import CatalogLookupError
 
 if TYPE_CHECKING:
@@ -302,7 +302,7 @@ def _load_builtin() -> tuple[LLMSpec, ...]:
     return tuple(LLMSpec.from_mapping(entry) for entry in data["models"])
 
 
-@functools.cache
+@once
 def model_catalog() -> ModelCatalog:
     """The built-in catalog, read from ``gen/data/models.yaml`` on first use."""
     return ModelCatalog(_load_builtin())

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+import gen.caches
 from gen.emit import validate as validate_module
 from gen.emit.render import make_environment, render_cluster
 from gen.emit.validate import SchemaValidator, schema_version_for
@@ -98,7 +99,7 @@ def test_validators_are_cached(monkeypatch: pytest.MonkeyPatch,
                                example_objects: list[tuple[int, Any]]) -> None:
     """Validating the same object twice (or another of its kind) builds one validator."""
     builds: list[tuple[Any, ...]] = []
-    validate_module.clear_cache()
+    gen.caches.clear()
     real = validate_module._schema_file
 
     def counting(*args: Any) -> Any:
@@ -175,23 +176,23 @@ def test_custom_schema_keywords_are_enforced(monkeypatch: pytest.MonkeyPatch) ->
               "properties": {"items": {"type": "array", "uniqueItems": True}}}
     monkeypatch.setattr("gen.emit.crd_schemas.custom_schema",
                         lambda _api_version, kind: schema if kind == "Odd" else None)
-    validate_module.clear_cache()
+    gen.caches.clear()
     findings = SchemaValidator().validate(
         {"apiVersion": "example.com/v1", "kind": "Odd", "items": [1, 1]}, 34, WHERE)
-    validate_module.clear_cache()
+    gen.caches.clear()
     assert [(f.rule, f.key_path, f.message) for f in findings] == [
         ("GEN020", "items", "Odd does not match the 1.34 schema: [1,1] has non-unique elements")]
 
 
-def test_warm_compiles_ahead_and_clear_cache_forgets() -> None:
-    """warm() fills the one validator cache; clear_cache() empties it."""
-    validate_module.clear_cache()
+def test_warm_compiles_ahead_and_clear_forgets() -> None:
+    """warm() fills the one validator cache; gen.caches.clear() empties it."""
+    gen.caches.clear()
     validate_module.warm([(34, "v1", "Namespace"), (34, "example.com/v1", "Widget")])
-    assert set(validate_module._VALIDATORS) == {(34, "v1", "Namespace"),
+    assert set(validate_module._VALIDATORS.data) == {(34, "v1", "Namespace"),
                                                 (34, "example.com/v1", "Widget")}
-    assert validate_module._VALIDATORS[(34, "example.com/v1", "Widget")] is None
-    validate_module.clear_cache()
-    assert validate_module._VALIDATORS == {}
+    assert validate_module._VALIDATORS.data[(34, "example.com/v1", "Widget")] is None
+    gen.caches.clear()
+    assert validate_module._VALIDATORS.data == {}
 
 
 def test_all_bundled_schemas_of_one_version_compile() -> None:
@@ -219,7 +220,7 @@ def test_parallel_render_compiles_schemas_in_the_parent(tmp_path: Path) -> None:
     env = make_environment()
     needed = {(schema_version_for(c.minor), o.api_version, o.kind)
               for c in plan.clusters for o in render_cluster(env, c)[0]}
-    validate_module.clear_cache()
+    gen.caches.clear()
     _, findings, _ = render_outputs(plan, templates_dir=None, out_label="out", jobs=2)
     assert findings == []
-    assert needed <= set(validate_module._VALIDATORS)
+    assert needed <= set(validate_module._VALIDATORS.data)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from cel_expr_python import cel
 
+from gen.caches import memoize, once
 from gen.dra.cel._ast import ASTDecodeError, ParsedAST, decode_parsed_expr
 from gen.dra.cel._cost import estimate_cost
 from gen.dra.cel._library import checker_env, device_data, runtime_env
@@ -29,7 +29,7 @@ MAX_EXPRESSION_LENGTH = 10 * 1024
 MAX_COST = 1_000_000
 
 
-@functools.cache
+@once
 def _envs() -> tuple[Any, Any]:
     return checker_env(), runtime_env()
 
@@ -128,12 +128,12 @@ class CompiledSelector:
         )
 
 
-@functools.lru_cache(maxsize=4096)
+@memoize(maxsize=4096)
 def _activation(device: Device) -> Any:
     return _envs()[1].Activation({"device": device_data(device)})
 
 
-@functools.lru_cache(maxsize=4096)
+@memoize(maxsize=4096)
 def compile_selector(expression: str) -> CompiledSelector:
     """Compile a selector as the apiserver validates it; raises :class:`CELCompileError`."""
     size = len(expression.encode("utf-8"))

@@ -16,7 +16,6 @@ type"). So the Kubernetes types live twice:
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 
+from gen.caches import memoize
 from gen.dra.devices import Device
 from gen.errors import QuantityError, VersionError
 from gen.k8s.quantity import parse_quantity
@@ -77,7 +77,7 @@ def semver_carrier(version: Version) -> dict[str, str]:
     }
 
 
-_decimal = functools.lru_cache(maxsize=4096)(Decimal)
+_decimal = memoize(maxsize=4096, name="gen.dra.cel._library._decimal")(Decimal)
 
 
 def quantity_value(value: object) -> Decimal | None:
@@ -130,7 +130,7 @@ def _int64(value: Decimal, what: str) -> int:
 # --- implementations ------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=4096)
+@memoize(maxsize=4096)
 def _quantity_text(text: str) -> dict[str, str]:
     return quantity_carrier(parse_quantity(text))
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from gen.caches import BoundedCache
 from gen.fleet.placement import Candidate, candidates
 from gen.fleet.plan import ServicePlan
 
@@ -45,7 +46,7 @@ def fit_reports(
     return out
 
 
-_FIT_CACHE: dict[FitRequest, FitReport] = {}
+_FIT_CACHE: BoundedCache[FitRequest, FitReport] = BoundedCache("gen.fleet.sizing.fit", 10_000)
 
 
 def _check_fit(request: FitRequest) -> FitReport:
@@ -53,15 +54,12 @@ def _check_fit(request: FitRequest) -> FitReport:
     from gen.serving.fit import check_fit
 
     try:
-        return _FIT_CACHE[request]
+        return _FIT_CACHE.data[request]
     except KeyError:
         pass
     except TypeError:  # an unhashable field: answer without caching
         return check_fit(request)
-    report = check_fit(request)
-    if len(_FIT_CACHE) < 10_000:
-        _FIT_CACHE[request] = report
-    return report
+    return _FIT_CACHE.put(request, check_fit(request))
 
 
 def _default_len(svc: ServicePlan) -> int:
