@@ -45,11 +45,11 @@ Objects = list[tuple[int, dict[str, Any]]]
 
 
 def sample_objects(count: int, source: str = "bench") -> Objects:
-    """``count`` rendered objects, (cluster minor, data), in render order.
+    """The first ``count`` rendered objects, (cluster minor, data), in the order a render
+    validates them: cluster by cluster, each cluster's objects in render order.
 
-    ``bench``: spread evenly over the render of a 10-cluster synthetic fleet
-    (``bench/fleet.py``); ``example``: the example fleet's render (``profiles/``, the objects
-    of ``out/``), repeated to ``count``.
+    ``bench``: the render of a 10-cluster synthetic fleet (``bench/fleet.py``); ``example``:
+    the example fleet's render (``profiles/``, the objects of ``out/``), repeated to ``count``.
     """
     from gen.emit.render import make_environment, render_cluster
     from gen.fleet.profiles import load_profiles
@@ -65,8 +65,7 @@ def sample_objects(count: int, source: str = "bench") -> Objects:
     found = [(c.minor, dict(o.data)) for c in plan.clusters for o in render_cluster(env, c)[0]]
     if len(found) < count:
         return (found * (count // len(found) + 1))[:count]
-    step = max(1, len(found) // count)
-    return found[::step][:count]
+    return found[:count]
 
 
 def _medians_us(runs: dict[str, Callable[[], Any]], objects: int,
