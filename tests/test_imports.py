@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 from gen import __version__ as VERSION
-from tests.helpers import REPO
+from tests.helpers import REPO, copy_fleet
 
 
 def _modules_after(code: str) -> tuple[set[str], str]:
@@ -63,3 +65,37 @@ def test_module_and_console_script_agree() -> None:
     proc = subprocess.run([sys.executable, "-m", "gen", "--version"], cwd=REPO,
                           capture_output=True, text=True, check=True, timeout=60)
     assert proc.stdout == f"gen {VERSION}\n"
+
+
+def test_import_gen_loads_no_cli_template_or_progress_library() -> None:
+    """'import gen' (the library API) loads neither click, jinja2 nor rich."""
+    modules, _ = _modules_after("import gen\n")
+    assert modules.isdisjoint({"click", "jinja2", "rich"}), modules & {"click", "jinja2", "rich"}
+
+
+def test_public_api_names_resolve_lazily() -> None:
+    """Every name in gen.__all__ resolves; an unknown one is an AttributeError."""
+    import pytest
+
+    import gen
+    from gen.errors import GenError
+    from gen.pipeline import render
+
+    assert gen.render is render and gen.GenError is GenError
+    for name in gen.__all__:
+        assert getattr(gen, name) is not None, name
+    assert set(gen.__all__) <= set(dir(gen))
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        _ = gen.nothing
+
+
+def test_public_api_lints_and_checks_the_example_fleet(tmp_path: Path) -> None:
+    """The module docstring's calls work on the example fleet: lint, then render --check."""
+    import gen
+
+    root = copy_fleet(tmp_path)
+    shutil.copytree(REPO / "out", root / "out")
+    findings = gen.lint(root / "profiles", base=root)
+    assert not [f for f in findings if f.severity is gen.Severity.ERROR]
+    result = gen.render(root / "profiles", root / "out", check=True, base=root)
+    assert result.changes.empty and result.objects > 0
