@@ -33,7 +33,7 @@ def check(plan: Plan) -> list[Finding]:
                         where, key,
                     ))
                 for error in result.errors:
-                    rule = "GEN102" if error.startswith("driver") else "GEN101"
+                    rule = "GEN102" if error in result.driver_errors else "GEN101"
                     findings.append(Finding(
                         rule, f"layout {layout.name!r} on {pool_plan.gpu.name}: {error}",
                         where, key,

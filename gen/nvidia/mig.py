@@ -76,6 +76,8 @@ class LayoutCheck:
     placements: tuple[Placement, ...]
     errors: tuple[str, ...]
     warnings: tuple[str, ...]
+    driver_errors: tuple[str, ...] = ()
+    """The errors (also in ``errors``) that a newer node driver would fix, not the layout."""
 
     def to_json(self) -> dict[str, Any]:
         """The documented JSON form (``gen mig check --json``)."""
@@ -178,9 +180,11 @@ def _check_cached(
 ) -> LayoutCheck:
     errors: list[str] = []
     warnings: list[str] = []
+    driver_errors: list[str] = []
 
     def verdict(placements: tuple[Placement, ...] = ()) -> LayoutCheck:
-        return LayoutCheck(gpu, not errors, placements, tuple(errors), tuple(warnings))
+        return LayoutCheck(gpu, not errors, placements, tuple(errors), tuple(warnings),
+                           tuple(driver_errors))
 
     if not gpu.mig_capable:
         errors.append(f"profile: {gpu.name} ({gpu.id}) is not MIG-capable")
@@ -198,7 +202,8 @@ def _check_cached(
     if errors:
         return verdict()
     layout = {profiles[name]: n for name, n in wanted}
-    _check_driver(gpu, layout, driver_version, errors, warnings)
+    _check_driver(gpu, layout, driver_version, driver_errors, warnings)
+    errors.extend(driver_errors)
     _warn_unverified_combinations(layout, warnings)
 
     structural = _structural_errors(gpu, layout)

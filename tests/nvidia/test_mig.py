@@ -259,6 +259,17 @@ def test_driver_minimum_per_profile() -> None:
     assert not check_layout(gpu, {"1g.5gb+me": 1}, driver_version="460.91.03").valid
 
 
+def test_driver_errors_are_told_apart_as_data() -> None:
+    """A too-old driver is recorded in driver_errors (GEN102's input); a layout error is not."""
+    gpu = _gpu("a100-sxm4-40gb")
+    old = check_layout(gpu, {"1g.10gb": 1}, driver_version="515.105.01")
+    assert old.driver_errors and set(old.driver_errors) <= set(old.errors)
+    too_many = check_layout(gpu, {"1g.10gb": 8}, driver_version="525.60.13")
+    assert too_many.errors and not too_many.driver_errors
+    both = check_layout(gpu, {"1g.10gb": 8}, driver_version="515.105.01")
+    assert both.driver_errors and len(both.errors) > len(both.driver_errors)
+
+
 def test_driver_minimum_for_4g_with_3g() -> None:
     """The 4g + 3g combination needs R510."""
     gpu = _gpu("a100-sxm4-40gb")
