@@ -391,12 +391,14 @@ def render(
 
 def _annotated_summary(changes: Changes) -> str:
     """The change list, with immutable claim templates called out."""
-    lines = []
-    for line in changes.summary().splitlines():
-        if line.startswith("~ ") and "/resourceclaimtemplate-" in line:
-            line += "  (ResourceClaimTemplate spec is immutable: it will be replaced on sync)"
-        lines.append(line)
-    return "\n".join(lines)
+    from gen.emit.render import manifest_kind
+
+    def note(path: str) -> str:
+        if manifest_kind(PurePosixPath(path)) == "resourceclaimtemplate":
+            return "  (ResourceClaimTemplate spec is immutable: it will be replaced on sync)"
+        return ""
+
+    return changes.summary(note)
 
 
 def _merge_unselected(

@@ -28,8 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from gen.caches import BoundedCache
-from gen.dra.cel import SelectorResult, compile_selector, explain_miss
-from gen.dra.cel._source import split_conjuncts
+from gen.dra.cel import Miss, SelectorResult, compile_selector, diagnose_miss
 from gen.dra.devices import Device, ShapeKey
 from gen.dra.simulate import NodeInventory, group_key, node_inventory, shape_summary
 from gen.errors import CELCompileError, CELRuntimeError, Finding, Severity, SourceLocation
@@ -84,10 +83,12 @@ class Matcher:
         key = (expression, device.shape_key())
         known = self._reasons.get(key)
         if known is None:
-            text = explain_miss(expression, device) or "no match"
-            parts = [p.strip() for p in split_conjuncts(expression)]
-            depth = next((i for i, p in enumerate(parts) if text.startswith(f"{p} is false")), 0)
-            known = self._reasons[key] = (depth, _short_reason(text))
+            miss = diagnose_miss(expression, device)
+            if miss is None:
+                known = (0, "no match")
+            else:
+                known = (miss.conjunct or 0, _short_reason(miss))
+            self._reasons[key] = known
         return known
 
     def inventory(self, pool: PoolPlan) -> NodeInventory:
@@ -112,24 +113,25 @@ def _hardware(pool: PoolPlan) -> tuple[object, ...]:
 
 _CMP = re.compile(
     r"device\.(?:capacity|attributes)\[['\"][^'\"]+['\"]\]\.(?P<name>\w+)\.compareTo\("
-    r"(?:quantity|semver)\(['\"](?P<limit>[^'\"]+)['\"]\)\) >= 0 is false "
-    r"\((?P=name) = (?P<value>[^)]+)\)$"
+    r"(?:quantity|semver)\(['\"](?P<limit>[^'\"]+)['\"]\)\) >= 0"
 )
 _EQ = re.compile(
-    r"device\.attributes\[['\"][^'\"]+['\"]\]\.(?P<name>\w+) == (?P<want>'[^']*') is false "
-    r"\((?P=name) = (?P<value>[^)]+)\)$"
+    r"device\.attributes\[['\"][^'\"]+['\"]\]\.(?P<name>\w+) == (?P<want>'[^']*')"
 )
 
 
-def _short_reason(text: str) -> str:
-    """``memory 81559Mi < 80Gi`` instead of the full false conjunct, where it is a compare."""
-    match = _CMP.search(text)
-    if match is not None:
-        return f"{match['name']} {match['value']} < {match['limit']}"
-    match = _EQ.search(text)
-    if match is not None:
-        return f"{match['name']} {match['value']} != {match['want']}"
-    return text
+def _short_reason(miss: Miss) -> str:
+    """``memory 81559Mi < 80Gi`` instead of the full false conjunct, where the false CEL
+    source is a compare of one device value that the device has."""
+    if len(miss.reads) == 1 and miss.reads[0][1] is not None:
+        name, value = miss.reads[0]
+        match = _CMP.fullmatch(miss.source)
+        if match is not None and match["name"] == name:
+            return f"{name} {value} < {match['limit']}"
+        match = _EQ.fullmatch(miss.source)
+        if match is not None and match["name"] == name:
+            return f"{name} {value} != {match['want']}"
+    return miss.text
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ import difflib
 import errno
 import os
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -54,10 +54,11 @@ class Changes:
         """True when out/ already is the render."""
         return not (self.added or self.changed or self.removed)
 
-    def summary(self) -> str:
-        """One line per file: ``+ added``, ``~ changed``, ``- removed``."""
+    def summary(self, note: Callable[[str], str] | None = None) -> str:
+        """One line per file: ``+ added``, ``~ changed``, ``- removed``; ``note(path)``, when
+        given, is appended to each changed file's line (empty: nothing)."""
         lines = [f"+ {p}" for p in self.added]
-        lines += [f"~ {p}" for p in self.changed]
+        lines += [f"~ {p}{note(p) if note is not None else ''}" for p in self.changed]
         lines += [f"- {p}" for p in self.removed]
         return "\n".join(lines)
 

@@ -34,6 +34,7 @@ __all__ = [
     "dump_yaml",
     "kustomizations",
     "make_environment",
+    "manifest_kind",
     "manifest_path",
     "render_cluster",
     "render_manifest",
@@ -197,6 +198,13 @@ def manifest_path(
     name = f"{str(data['kind']).lower()}-{meta['name']}.yaml"
     base = PurePosixPath(folder, cluster) if folder else PurePosixPath(cluster, stage)
     return base / namespace / name
+
+
+def manifest_kind(path: PurePosixPath) -> str | None:
+    """The lowercased kind of the object :func:`manifest_path` wrote at ``path`` (its file
+    name is ``<kind>-<name>.yaml``, and a kind has no ``-``); None for any other file."""
+    kind, dash, _ = path.name.partition("-")
+    return kind if dash and path.suffix == ".yaml" else None
 
 
 def _check_object(docs: Sequence[Any]) -> str | None:

@@ -203,3 +203,16 @@ def textwrap_dedent(text: str) -> str:
     import textwrap
 
     return textwrap.dedent(text).lstrip("\n")
+
+
+def test_manifest_kind_reads_back_manifest_path() -> None:
+    """The kind comes back from the file name manifest_path writes; other files have none."""
+    from pathlib import PurePosixPath
+
+    from gen.emit.render import manifest_kind, manifest_path
+
+    data = {"kind": "ResourceClaimTemplate",
+            "metadata": {"name": "llama-70b-gpu", "namespace": "llm"}}
+    assert manifest_kind(manifest_path("prod", data, stage="gpu")) == "resourceclaimtemplate"
+    assert manifest_kind(PurePosixPath("prod/gpu/kustomization.yaml")) is None
+    assert manifest_kind(PurePosixPath("_reports/prod/mig-runbook.md")) is None

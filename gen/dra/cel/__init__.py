@@ -33,14 +33,16 @@ from gen.dra.cel._engine import (
     compile_selector,
     evaluate,
 )
-from gen.dra.cel._explain import explain_miss
+from gen.dra.cel._explain import Miss, diagnose_miss, explain_miss
 
 __all__ = [
     "MAX_COST",
     "MAX_EXPRESSION_LENGTH",
     "CompiledSelector",
+    "Miss",
     "SelectorResult",
     "compile_selector",
+    "diagnose_miss",
     "evaluate",
     "explain_miss",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from decimal import Decimal
 
 from gen.dra.cel._engine import compile_selector
@@ -11,7 +12,7 @@ from gen.dra.devices import Device
 from gen.errors import CELCompileError, CELRuntimeError
 from gen.k8s.quantity import QuantityFormat, format_quantity
 
-__all__ = ["explain_miss"]
+__all__ = ["Miss", "diagnose_miss", "explain_miss"]
 
 _NO_SUCH_KEY = re.compile(r"no such key: (\S+)")
 # device.capacity['d'].name, device.attributes["d"]['name'], ...
@@ -29,18 +30,29 @@ def _show(value: object) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def _values(text: str, device: Device) -> str:
-    """``(memory = 81559Mi, productName = 'NVIDIA H100')`` for the device data ``text`` names."""
-    shown: list[str] = []
+Reads = tuple[tuple[str, str | None], ...]
+"""(name, the device's value as shown, or None when the device lacks it), in source order."""
+
+
+def _reads(text: str, device: Device) -> Reads:
+    """The device data the CEL source ``text`` reads, with the device's values."""
+    found: list[tuple[str, str | None]] = []
     for match in _REFERENCE.finditer(text):
         name = match["dot"] or match["key"]
         qualified = f"{match['domain']}/{name}"
         table = device.capacity if match["map"] == "capacity" else device.attributes
         value = table.get(qualified)
-        item = f"{name} = {_show(value)}" if value is not None else f"{name} is not set"
-        if item not in shown:
-            shown.append(item)
-    return f" ({', '.join(shown)})" if shown else ""
+        item = (name, _show(value) if value is not None else None)
+        if item not in found:
+            found.append(item)
+    return tuple(found)
+
+
+def _shown(reads: Reads) -> str:
+    """`` (memory = 81559Mi, productName = 'NVIDIA H100')``, or nothing."""
+    items = [f"{name} = {value}" if value is not None else f"{name} is not set"
+             for name, value in reads]
+    return f" ({', '.join(items)})" if items else ""
 
 
 def _missing_key(name: str, device: Device) -> str:
@@ -66,11 +78,26 @@ def _explain_error(error: str, text: str, device: Device) -> str:
     match = _NO_SUCH_KEY.search(error)
     if match is not None:
         return f"{error}: {_missing_key(match[1], device)}"
-    return f"{error}{_values(text, device)}"
+    return f"{error}{_shown(_reads(text, device))}"
 
 
-def explain_miss(expression: str, device: Device) -> str | None:
-    """A short reason why ``expression`` is false or fails on ``device``; None if it matches.
+@dataclass(frozen=True)
+class Miss:
+    """Why a selector does not select a device, as data (:func:`diagnose_miss`)."""
+
+    text: str
+    """The reason for a person (what :func:`explain_miss` returns)."""
+    conjunct: int | None = None
+    """Index of the first false top-level ``&&`` operand; None when the selector does not
+    compile, errors at run time, or is false as a whole."""
+    source: str = ""
+    """The CEL source that is false: that operand, or the whole expression."""
+    reads: Reads = ()
+    """The device data ``source`` reads, with the device's values."""
+
+
+def diagnose_miss(expression: str, device: Device) -> Miss | None:
+    """Why ``expression`` is false or fails on ``device``, as data; None if it matches.
 
     A compile error is returned as its message. A run-time "no such key: X" says where X
     really is (a capacity, another domain) or that the device lacks it. A false top-level
@@ -79,16 +106,25 @@ def explain_miss(expression: str, device: Device) -> str | None:
     try:
         selector = compile_selector(expression)
     except CELCompileError as err:
-        return err.message
+        return Miss(err.message)
     try:
         if selector.evaluate(device):
             return None
     except CELRuntimeError as err:
-        return _explain_error(err.message, expression, device)
-    for part in split_conjuncts(expression):
+        return Miss(_explain_error(err.message, expression, device))
+    for index, part in enumerate(split_conjuncts(expression)):
         try:
             if not compile_selector(part).evaluate(device):
-                return f"{part} is false{_values(part, device)}"
+                reads = _reads(part, device)
+                return Miss(f"{part} is false{_shown(reads)}", index, part.strip(), reads)
         except (CELCompileError, CELRuntimeError):
             continue
-    return f"{expression.strip()} is false{_values(expression, device)}"
+    reads = _reads(expression, device)
+    return Miss(f"{expression.strip()} is false{_shown(reads)}", None, expression.strip(), reads)
+
+
+def explain_miss(expression: str, device: Device) -> str | None:
+    """A short reason why ``expression`` is false or fails on ``device``; None if it matches
+    (the text of :func:`diagnose_miss`)."""
+    miss = diagnose_miss(expression, device)
+    return None if miss is None else miss.text
