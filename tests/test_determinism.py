@@ -15,6 +15,8 @@ import pytest
 
 from tests.helpers import copy_fleet, snapshot_tree
 
+pytestmark = pytest.mark.slow  # whole-fleet renders in fresh interpreters
+
 ENV_A = {"PYTHONHASHSEED": "1", "TZ": "UTC", "LANG": "C", "LC_ALL": "C"}
 ENV_B = {"PYTHONHASHSEED": "4242", "TZ": "Pacific/Chatham", "LANG": "de_DE.UTF-8",
          "LC_ALL": "de_DE.UTF-8"}

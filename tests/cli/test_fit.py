@@ -95,6 +95,7 @@ def test_bad_option_values_are_usage_errors(runner: CliRunner, args: list[str]) 
     assert result.exit_code == 2
 
 
+@pytest.mark.slow  # the whole catalog: every model on every GPU and MIG profile
 def test_every_model_on_every_device_gets_a_decision(runner: CliRunner) -> None:
     """Every catalog model on every catalog GPU and MIG profile yields a decision, no crash."""
     models = [m.id for m in model_catalog().all()]

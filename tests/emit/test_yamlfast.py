@@ -56,12 +56,14 @@ def test_equal_numbers_of_other_spellings_keep_their_own_text(value: object) -> 
     assert yamlfast.dump({"k": value}) == yamlfast.dump_slow({"k": value})
 
 
+@pytest.mark.slow  # 300-example differential fuzzing against PyYAML
 @FUZZ
 @given(DOCS)
 def test_dump_writes_pyyaml_bytes(data: Any) -> None:
     assert yamlfast.dump(data) == yamlfast.dump_slow(data)
 
 
+@pytest.mark.slow  # 300-example differential fuzzing against PyYAML
 @FUZZ
 @given(DOCS)
 def test_load_reads_what_pyyaml_reads(data: Any) -> None:
@@ -72,6 +74,7 @@ def test_load_reads_what_pyyaml_reads(data: Any) -> None:
         assert yamlfast.load_all(text) == list(yaml.load_all(text, Loader=_Loader))
 
 
+@pytest.mark.slow  # 300-example differential fuzzing against PyYAML
 @FUZZ
 @given(st.recursive(
     st.one_of(TEXT, st.integers(), st.booleans(), st.none(), st.floats(allow_nan=False,
