@@ -1,4 +1,4 @@
-"""Shared test helpers: inline file trees and a scratch copy of the example fleet."""
+"""Shared test helpers: inline file trees, copies of the example fleet, a base fleet to lint."""
 
 from __future__ import annotations
 
@@ -6,6 +6,9 @@ import shutil
 import textwrap
 from collections.abc import Mapping
 from pathlib import Path
+
+from gen.errors import Finding, Severity
+from gen.pipeline import lint
 
 REPO = Path(__file__).resolve().parent.parent
 """The repository root (holds profiles/, schema/, out/)."""
@@ -77,3 +80,70 @@ APPLE_VULKAN_SERVICE = """\
     resources: {cpu: "2", memory: 8Gi}
 """
 """A llama-server (Vulkan) service on the ``studio`` Apple VM pool of cluster ``lab``."""
+
+
+LINT_BASE = {
+    "cluster.yaml": """\
+        kind: Cluster
+        name: prod
+        kubernetes_version: "1.34.2"
+        allocation: dra
+        node_pools:
+          - name: h100
+            gpu: h100-sxm5-80gb
+            gpus_per_node: 8
+            nodes: 2
+            driver_version: "580.95.05"
+          - name: mig
+            gpu: h100-sxm5-80gb
+            gpus_per_node: 8
+            nodes: 1
+            driver_version: "580.95.05"
+            mig_layout: mixed
+        """,
+    "layout.yaml": """\
+        kind: MIGLayout
+        name: mixed
+        gpu: h100-sxm5-80gb
+        profiles: {3g.40gb: 1, 2g.20gb: 1, 1g.10gb: 2}
+        """,
+    "classes.yaml": """\
+        kind: GPUClass
+        name: h100
+        match: {product: h100-sxm5-80gb}
+        ---
+        kind: GPUClass
+        name: mig-3g
+        device_type: mig
+        match: {mig_profile: 3g.40gb}
+        """,
+    "service.yaml": """\
+        kind: InferenceService
+        name: llama-70b
+        model: meta-llama/Llama-3.1-70B-Instruct
+        clusters: [prod]
+        gpu: {gpu_class: h100, count: 4}
+        parallelism: {tensor: 4}
+        serving: {max_model_len: 32768}
+        """,
+}
+
+
+LINT_BASE = {name: textwrap.dedent(text) for name, text in LINT_BASE.items()}
+"""A clean two-pool DRA fleet (whole H100s and a mixed MIG layout) with one 70B service:
+the base that the lint-rule tests change one file of."""
+
+
+def lint_fleet(tmp_path: Path, **changes: str) -> list[Finding]:
+    """Lint :data:`LINT_BASE` with some of its files replaced (``name=text``)."""
+    files = {**LINT_BASE, **changes}
+    root = tmp_path / "profiles"
+    root.mkdir()
+    for name, text in files.items():
+        (root / name).write_text(text)
+    return lint(root, base=tmp_path)
+
+
+def errors_of(findings: list[Finding]) -> list[Finding]:
+    """The findings of severity error."""
+    return [f for f in findings if f.severity is Severity.ERROR]

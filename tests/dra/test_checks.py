@@ -1,0 +1,59 @@
+"""DRA lint rules (GEN2xx) fire at the line to change."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import LINT_BASE, lint_fleet
+
+
+@pytest.mark.parametrize(("version", "runtime"), [("1.33.4", "resource.k8s.io/v1beta2"),
+                                                  ("1.32.5", "resource.k8s.io/v1beta1")])
+def test_beta_dra_needs_runtime_config_and_gate(tmp_path: Path, version: str, runtime: str) -> None:
+    """On 1.32/1.33 the beta API must be enabled and declared, else GEN201 names the flag."""
+    cluster = LINT_BASE["cluster.yaml"].replace('"1.34.2"', f'"{version}"')
+    findings = [f for f in lint_fleet(tmp_path, **{"cluster.yaml": cluster}) if f.rule == "GEN201"]
+    messages = " ".join(f.message for f in findings)
+    assert runtime in messages
+    assert "DynamicResourceAllocation" in messages
+
+def test_first_available_on_133_without_gate_is_refused(tmp_path: Path) -> None:
+    """gpu.alternatives on 1.33 without DRAPrioritizedList: the field would be dropped."""
+    cluster = LINT_BASE["cluster.yaml"].replace('"1.34.2"', '"1.33.4"').replace(
+        "allocation: dra",
+        "allocation: dra\nruntime_config: [resource.k8s.io/v1beta2]\n"
+        "feature_gates: {DynamicResourceAllocation: true}",
+    )
+    service = LINT_BASE["service.yaml"].replace(
+        "gpu: {gpu_class: h100, count: 4}",
+        "gpu: {gpu_class: h100, count: 4, alternatives: [{gpu_class: h100, count: 8}]}",
+    )
+    findings = lint_fleet(tmp_path, **{"cluster.yaml": cluster, "service.yaml": service})
+    (gate,) = [f for f in findings if f.rule == "GEN202"]
+    assert "silently drop" in gate.message
+    assert gate.key_path == "gpu.alternatives"
+
+def test_sharing_needs_driver_gate(tmp_path: Path) -> None:
+    """Time-slicing without the driver's TimeSlicingSettings gate is GEN207 at the class."""
+    classes = LINT_BASE["classes.yaml"].replace(
+        "match: {product: h100-sxm5-80gb}",
+        "match: {product: h100-sxm5-80gb}\nsharing: {strategy: time-slicing, interval: Long}",
+    )
+    (finding,) = [
+        f for f in lint_fleet(tmp_path, **{"classes.yaml": classes}) if f.rule == "GEN207"
+    ]
+    assert "TimeSlicingSettings" in finding.message
+    assert finding.key_path == "sharing.strategy"
+
+def test_cel_that_does_not_compile(tmp_path: Path) -> None:
+    """A raw CEL selector with a syntax error is GEN203 at the selector."""
+    classes = LINT_BASE["classes.yaml"].replace(
+        "match: {product: h100-sxm5-80gb}",
+        "match: {product: h100-sxm5-80gb}\ncel: [\"device.attributes['gpu.nvidia.com'].\"]",
+    )
+    (finding,) = [
+        f for f in lint_fleet(tmp_path, **{"classes.yaml": classes}) if f.rule == "GEN203"
+    ]
+    assert finding.key_path == "cel[0]"

@@ -1,0 +1,46 @@
+"""Serving lint rules (GEN3xx) fire at the line to change."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.helpers import LINT_BASE, errors_of, lint_fleet
+
+
+def test_model_that_does_not_fit(tmp_path: Path) -> None:
+    """70B on one H100 does not fit: GEN301 with the reason."""
+    service = LINT_BASE["service.yaml"].replace("count: 4", "count: 1").replace("tensor: 4",
+                                                                           "tensor: 1")
+    (finding,) = [
+        f for f in lint_fleet(tmp_path, **{"service.yaml": service}) if f.rule == "GEN301"
+    ]
+    assert "does not fit" in finding.message
+    assert finding.key_path == "serving.max_model_len"
+
+def test_bad_tensor_parallel(tmp_path: Path) -> None:
+    """TP 3 does not divide Llama 70B's 64 heads: GEN302 at parallelism."""
+    service = LINT_BASE["service.yaml"].replace("tensor: 4", "tensor: 3")
+    (finding,) = [
+        f for f in lint_fleet(tmp_path, **{"service.yaml": service}) if f.rule == "GEN302"
+    ]
+    assert "divisible" in finding.message
+
+def test_cuda_runtime_newer_than_driver(tmp_path: Path) -> None:
+    """An old driver under a CUDA 13 image is GEN303 at the pool's driver_version."""
+    cluster = LINT_BASE["cluster.yaml"].replace('"580.95.05"', '"550.54.15"', 1)
+    (finding,) = [
+        f for f in lint_fleet(tmp_path, **{"cluster.yaml": cluster}) if f.rule == "GEN303"
+    ]
+    assert "insufficient" in finding.message
+    assert finding.key_path == "node_pools[0].driver_version"
+
+def test_mig_class_without_layout_has_no_pool(tmp_path: Path) -> None:
+    """A MIG class on a cluster whose layouts lack the profile is GEN304."""
+    service = LINT_BASE["service.yaml"].replace(
+        "gpu: {gpu_class: h100, count: 4}", "gpu: {gpu_class: mig-3g}"
+    ).replace("parallelism: {tensor: 4}", "").replace(
+        "meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Llama-3.1-8B-Instruct"
+    ).replace("32768", "8192")
+    layout = LINT_BASE["layout.yaml"].replace("3g.40gb: 1, ", "")
+    findings = lint_fleet(tmp_path, **{"service.yaml": service, "layout.yaml": layout})
+    assert [f.rule for f in errors_of(findings)] == ["GEN304"]
