@@ -1,0 +1,4 @@
+"""From manifests to out/: render (Jinja → canonical YAML, ``render``, ``skeleton``,
+``yamlfast``), validate (``validate`` with jsonschema-rs, ``crd_schemas``,
+``kubeconform``), write (``output``, the only code that touches out/), run in worker
+processes (``parallel``), and SARIF for lint (``sarif``). Knows no capability."""
