@@ -25,9 +25,9 @@ from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 
 from gen.caches import memoize
 from gen.dra.devices import Device
-from gen.errors import QuantityError, VersionError
+from gen.errors import QuantityError
 from gen.k8s.quantity import parse_quantity
-from gen.k8s.semver import Version, parse_version
+from gen.k8s.semver import Version, parse_version, version_or_reason
 
 __all__ = [
     "QUANTITY_KEY",
@@ -151,18 +151,15 @@ def _is_quantity(text: object) -> bool:
 
 
 def _semver(text: object, normalize: object = False) -> dict[str, str]:
-    try:
-        return semver_carrier(parse_version(str(text), normalize=bool(normalize)))
-    except VersionError as err:
-        raise _LibraryError(err.message) from err
+    # Kubernetes reports blang's own wording: "No Major.Minor.Patch elements found".
+    result = version_or_reason(str(text), normalize=bool(normalize))
+    if isinstance(result, str):
+        raise _LibraryError(result)
+    return semver_carrier(result)
 
 
 def _is_semver(text: object, normalize: object = False) -> bool:
-    try:
-        parse_version(str(text), normalize=bool(normalize))
-    except VersionError:
-        return False
-    return True
+    return isinstance(version_or_reason(str(text), normalize=bool(normalize)), Version)
 
 
 def _add(left: object, right: object, sign: int = 1) -> dict[str, str]:
@@ -190,7 +187,9 @@ def _version_part(index: int) -> Callable[[object], int]:
         version = _semver_value(value)
         if version is None:
             raise _LibraryError("no such overload")
-        return (version.major, version.minor, version.patch)[index]
+        number = (version.major, version.minor, version.patch)[index]
+        # Kubernetes returns types.Int(v.Major) of a uint64: Go's conversion wraps past 2^63-1.
+        return number - (1 << 64) if number > _INT64[1] else number
 
     return part
 
