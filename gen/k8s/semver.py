@@ -68,9 +68,7 @@ class Version:
         # A release sorts after every prerelease of the same core version; numeric
         # identifiers sort before alphanumeric ones and compare numerically; a shorter
         # list of equal identifiers sorts first.
-        pre = tuple(
-            (0, int(p), "") if p and _is_numeric(p) else (1, 0, p) for p in self.prerelease
-        )
+        pre = tuple((0, int(p), "") if p and _is_numeric(p) else (1, 0, p) for p in self.prerelease)
         return (self.major, self.minor, self.patch, 0 if self.prerelease else 1, pre)
 
     def compare(self, other: Version) -> int:
