@@ -1,0 +1,100 @@
+"""Every case of the semver corpus agrees, through gen.dra.cel and through ``gen cel eval``.
+
+The corpus (tests/dra/cel/corpus/semver.yaml) transcribes Kubernetes' CEL semver library tests
+and the tests of the parser it wraps (blang/semver v4). A DRA selector must be a bool, so a
+case expecting a value runs as ``(expression) == (value)``, which must be true; one expecting a
+run-time error runs as ``(expression) == (expression)``, whose error must match.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from gen.cli import cli
+from gen.dra.cel import compile_selector, evaluate
+from gen.dra.devices import Device
+from gen.errors import CELCompileError
+
+CORPUS = Path(__file__).parent / "corpus" / "semver.yaml"
+_DATA = yaml.safe_load(CORPUS.read_text(encoding="utf-8"))
+CASES: list[dict[str, Any]] = _DATA["cases"]
+# Expressions that do not mention `device` run on any device.
+DEVICE = Device("gpu.nvidia.com", "gpu-0", {}, {})
+
+
+def _id(case: dict[str, Any]) -> str:
+    return f"{case['source']['repo']}:{case['source']['test']}"
+
+
+def _selector(case: dict[str, Any]) -> str:
+    expect, expression = case["expect"], case["expression"]
+    if "value" in expect:
+        return f"({expression}) == ({expect['value']})"
+    return f"({expression}) == ({expression})"
+
+
+def test_corpus_shape() -> None:
+    """Each entry names its source and expects exactly one outcome; the count is pinned."""
+    for case in CASES:
+        assert set(case["source"]) == {"repo", "path", "ref", "test"}, case
+        assert len(case["expect"]) == 1, case
+        assert set(case["expect"]) <= {"value", "runtime_error", "compile_error"}, case
+    ids = [_id(c) for c in CASES]
+    assert len(ids) == len(set(ids))
+    by_file = Counter(f"{c['source']['repo']}/{c['source']['path']}" for c in CASES)
+    assert by_file == {
+        "kubernetes/kubernetes/staging/src/k8s.io/apiserver/pkg/cel/library/semver_test.go": 33,
+        "blang/semver/v4/semver_test.go": 91,
+    }
+    assert all(n["reason"] for n in _DATA["not_applicable"])
+
+
+@pytest.mark.parametrize("case", CASES, ids=_id)
+def test_library_agrees(case: dict[str, Any]) -> None:
+    """gen.dra.cel compiles and evaluates the case as Kubernetes does."""
+    expect = case["expect"]
+    if "compile_error" in expect:
+        with pytest.raises(CELCompileError) as err:
+            compile_selector(case["expression"])
+        assert re.search(expect["compile_error"], err.value.message), err.value.message
+        return
+    result = evaluate(_selector(case), DEVICE)
+    if "value" in expect:
+        assert (result.matched, result.error) == (True, None)
+    else:
+        assert result.error is not None
+        assert re.search(expect["runtime_error"], result.error), result.error
+
+
+@pytest.fixture(scope="module")
+def device_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A ResourceSlice device entry with nothing but a name."""
+    path = tmp_path_factory.mktemp("device") / "device.yaml"
+    path.write_text("name: gpu-0\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("case", CASES[::4] + [c for c in CASES if "value" not in c["expect"]])
+def test_cli_agrees(case: dict[str, Any], device_file: Path) -> None:
+    """A sample (every fourth case and every error case) through ``gen cel eval --json``."""
+    result = CliRunner().invoke(
+        cli, ["cel", "eval", _selector(case), "--device", str(device_file), "--json"]
+    )
+    out = json.loads(result.stdout)
+    expect = case["expect"]
+    if "value" in expect:
+        assert (result.exit_code, out) == (0, {"compiled": True, "result": True, "error": None})
+        return
+    assert result.exit_code == 1
+    assert out["compiled"] is ("compile_error" not in expect)
+    assert out["result"] is None
+    pattern = expect.get("compile_error") or expect["runtime_error"]
+    assert re.search(pattern, out["error"]), out["error"]
