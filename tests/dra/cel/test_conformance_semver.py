@@ -19,10 +19,12 @@ import yaml
 from click.testing import CliRunner
 
 from gen.cli import cli
-from gen.dra.cel import compile_selector, evaluate
+from gen.dra.cel import SelectorResult, compile_selector, evaluate
 from gen.dra.devices import Device
 from gen.errors import CELCompileError
+from gen.k8s.semver import parse_version
 
+ROOT = Path(__file__).parents[3]
 CORPUS = Path(__file__).parent / "corpus" / "semver.yaml"
 _DATA = yaml.safe_load(CORPUS.read_text(encoding="utf-8"))
 CASES: list[dict[str, Any]] = _DATA["cases"]
@@ -98,3 +100,60 @@ def test_cli_agrees(case: dict[str, Any], device_file: Path) -> None:
     assert out["result"] is None
     pattern = expect.get("compile_error") or expect["runtime_error"]
     assert re.search(pattern, out["error"]), out["error"]
+
+
+# --- the examples of docs/cel.md's Semver section --------------------------------------------
+
+
+def _doc_examples() -> list[tuple[str, bool]]:
+    text = (ROOT / "docs" / "cel.md").read_text(encoding="utf-8")
+    section = text.split("\n## Semver\n", 1)[1].split("\n## ", 1)[0]
+    examples = []
+    for block in re.findall(r"```cel\n(.*?)```", section, re.DOTALL):
+        for line in block.splitlines():
+            expression, _, expected = line.rpartition("  // ")
+            examples.append((expression, {"true": True, "false": False}[expected]))
+    return examples
+
+
+def test_doc_examples_found() -> None:
+    """The Semver section's examples are all picked up."""
+    assert len(_doc_examples()) == 10
+
+
+@pytest.mark.parametrize(("expression", "expected"), _doc_examples())
+def test_doc_examples(expression: str, expected: bool) -> None:
+    """Each example evaluates as the docs say, on an H100 with driver 570.124.06."""
+    h100 = Device(
+        "gpu.nvidia.com",
+        "gpu-0",
+        {
+            "gpu.nvidia.com/driverVersion": parse_version("570.124.06", normalize=True),
+            "gpu.nvidia.com/cudaComputeCapability": parse_version("9.0", normalize=True),
+        },
+        {},
+    )
+    assert evaluate(expression, h100) == SelectorResult(expected)
+
+
+@pytest.mark.parametrize(
+    ("expression", "error"),
+    [
+        ("semver('570.124.06').major() == 5", 'Patch number must not contain leading zeroes "06"'),
+        ("semver('9.0').major() == 9", "No Major.Minor.Patch elements found"),
+        (
+            "semver('1.0.0-18446744073709551616').major() == 1",
+            'strconv.ParseUint: parsing "18446744073709551616": value out of range',
+        ),
+    ],
+)
+def test_doc_pitfalls_are_runtime_errors(expression: str, error: str) -> None:
+    """The pitfalls the docs name compile (no literal validation, as in Kubernetes) and fail."""
+    compile_selector(expression)
+    assert evaluate(expression, DEVICE) == SelectorResult(False, f"CEL runtime error: {error}")
+
+
+def test_major_wraps_like_kubernetes() -> None:
+    """major() of 2^64-1 is -1: Kubernetes' types.Int of a uint64."""
+    assert evaluate("semver('18446744073709551615.0.0').major() == -1", DEVICE).matched
+    assert evaluate("semver('9223372036854775807.0.0').major() > 0", DEVICE).matched
