@@ -198,12 +198,16 @@ def manifest_path(
     meta = data["metadata"]
     namespace = meta.get("namespace") or "_cluster"
     name = f"{str(data['kind']).lower()}-{meta['name']}.yaml"
-    parts = (folder, cluster) if folder else (cluster, stage)
-    if all(type(p) is str and p and p[0] != "/" for p in (*parts, namespace, name)):
+    first, second = (folder, cluster) if folder else (cluster, stage)
+    if (
+        type(first) is str and type(second) is str and type(namespace) is str
+        and first and second and first[0] != "/" and second[0] != "/"
+        and namespace[0] != "/" and name[0] != "/"
+    ):
         # One parse of the joined text: the same path the joins below give, as no part is
         # empty or absolute (an absolute part would restart the path there).
-        return PurePosixPath(f"{parts[0]}/{parts[1]}/{namespace}/{name}")
-    return PurePosixPath(*parts) / namespace / name
+        return PurePosixPath(f"{first}/{second}/{namespace}/{name}")
+    return PurePosixPath(first, second) / namespace / name
 
 
 def manifest_kind(path: PurePosixPath) -> str | None:
