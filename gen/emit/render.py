@@ -5,7 +5,9 @@ Templates only loop and branch; every scalar goes through ``tojson`` (a test sca
 templates), so no value can change the YAML structure. Each rendered text is parsed back
 (once per template shape, :mod:`gen.emit.skeleton`), must hold exactly one object with
 ``apiVersion``, ``kind`` and ``metadata.name``, and is written out again by one canonical
-YAML dumper (:mod:`gen.emit.yamlfast`): sorted keys, block style, ``\\n`` endings.
+YAML dumper (:mod:`gen.emit.yamlfast`): sorted keys, block style, ``\\n`` endings. For a
+plain template's shape that text is compiled once and filled with each object's values
+(the same bytes, :meth:`gen.emit.yamlfast.ShapeText.fill`); anything else is dumped.
 
 A user's ``templates/`` folder overrides a built-in template of the same relative name.
 """
@@ -196,8 +198,16 @@ def manifest_path(
     meta = data["metadata"]
     namespace = meta.get("namespace") or "_cluster"
     name = f"{str(data['kind']).lower()}-{meta['name']}.yaml"
-    base = PurePosixPath(folder, cluster) if folder else PurePosixPath(cluster, stage)
-    return base / namespace / name
+    first, second = (folder, cluster) if folder else (cluster, stage)
+    if (
+        type(first) is str and type(second) is str and type(namespace) is str
+        and first and second and first[0] != "/" and second[0] != "/"
+        and namespace[0] != "/" and name[0] != "/"
+    ):
+        # One parse of the joined text: the same path the joins below give, as no part is
+        # empty or absolute (an absolute part would restart the path there).
+        return PurePosixPath(f"{first}/{second}/{namespace}/{name}")
+    return PurePosixPath(first, second) / namespace / name
 
 
 def manifest_kind(path: PurePosixPath) -> str | None:
@@ -228,7 +238,8 @@ def render_manifest(
     """Render one manifest; raise :class:`TemplateError` at the template's file:line."""
     try:
         template = env.get_template(spec.template)
-        docs = skeleton.render_data(env, template, spec.context, yamlfast.load_all)
+        shaped = skeleton.render_shape(env, template, spec.context, yamlfast.load_all)
+        docs, body = (None, None) if shaped is None else shaped
         text = template.render(**spec.context) if docs is None else ""
     except jinja2.TemplateNotFound as err:
         raise TemplateError(findings=[Finding(
@@ -270,7 +281,7 @@ def render_manifest(
     return RenderedObject(
         path=manifest_path(cluster, data, spec.folder, spec.stage),
         data=data,
-        text=header + dump_yaml(data),
+        text=header + (dump_yaml(data) if body is None else body),
         origin=spec.origin,
         template=spec.template,
     )
@@ -283,10 +294,15 @@ def kustomizations(
     by_stage: dict[str, list[str]] = {}
     base = PurePosixPath(cluster)
     for obj in objects:
-        if obj.path.parts[0] != cluster:
+        # The path as text (str() of a path is cached): <cluster>/<stage>/<resource>.
+        head, _, rest = str(obj.path).partition("/")
+        if head != cluster:
             continue
-        stage = obj.path.parts[1]
-        by_stage.setdefault(stage, []).append(str(obj.path.relative_to(base / stage)))
+        stage, sep, resource = rest.partition("/")
+        if not sep:  # not a file inside a stage folder: the path's own answer
+            stage = obj.path.parts[1]
+            resource = str(obj.path.relative_to(base / stage))
+        by_stage.setdefault(stage, []).append(resource)
     out: dict[PurePosixPath, str] = {}
     header = YAML_HEADER.format(origin="profiles/")
     for stage, resources in by_stage.items():
@@ -310,7 +326,7 @@ def render_cluster(
 ) -> tuple[list[RenderedObject], list[FileSpec]]:
     """Render every manifest of one cluster; paths must be unique."""
     objects: list[RenderedObject] = []
-    seen: dict[PurePosixPath, RenderedObject] = {}
+    seen: dict[str, RenderedObject] = {}
     errors: list[Finding] = []
     for spec in plan.manifests:
         try:
@@ -318,15 +334,16 @@ def render_cluster(
         except TemplateError as err:
             errors.extend(err.findings)
             continue
-        if obj.path in seen:
+        where = str(obj.path)
+        if where in seen:
             errors.append(Finding(
                 "GEN012",
-                f"two objects render to {obj.path}: {obj.kind} {obj.data['metadata']['name']!r}",
-                spec.origin, related=(seen[obj.path].origin,),
+                f"two objects render to {where}: {obj.kind} {obj.data['metadata']['name']!r}",
+                spec.origin, related=(seen[where].origin,),
                 hint="object names must be unique per kind and namespace",
             ))
             continue
-        seen[obj.path] = obj
+        seen[where] = obj
         objects.append(obj)
     if errors:
         raise TemplateError(f"rendering cluster {plan.name!r} failed", findings=errors)

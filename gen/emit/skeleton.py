@@ -18,6 +18,12 @@ The shortcut is taken only when it provably gives the same data as the full pars
 
 Anything else (YAML errors included) returns ``None`` and the caller renders and parses
 the real text, so errors are reported exactly as before.
+
+The canonical YAML text of a one-document skeleton is compiled once too
+(:func:`gen.emit.yamlfast.compile_shape`, with each placeholder a hole), so
+:func:`render_shape` also gives each object's text as ``yamlfast.dump`` writes it, from
+the values alone, wherever that is provably the same bytes (no placeholder is a key, no
+fixed part takes PyYAML's path, no value does: see :meth:`yamlfast.ShapeText.fill`).
 """
 
 from __future__ import annotations
@@ -31,8 +37,9 @@ from typing import Any
 import jinja2
 
 from gen.caches import BoundedCache
+from gen.emit import yamlfast
 
-__all__ = ["EXPRESSION", "TOJSON_LAST", "is_plain", "render_data"]
+__all__ = ["EXPRESSION", "TOJSON_LAST", "is_plain", "render_data", "render_shape"]
 
 EXPRESSION = re.compile(r"\{\{-?(.*?)-?\}\}", re.DOTALL)
 """A ``{{ … }}`` expression (its inside in group 1)."""
@@ -117,6 +124,16 @@ def render_data(
     Parts of the result without a value in them are shared between objects of the same
     shape: rendered data is read-only.
     """
+    shaped = render_shape(env, template, context, load_all)
+    return None if shaped is None else shaped[0]
+
+
+def render_shape(
+    env: jinja2.Environment, template: jinja2.Template, context: Mapping[str, Any],
+    load_all: Any,
+) -> tuple[list[Any], str | None] | None:
+    """:func:`render_data`, and ``yamlfast.dump`` of its one document where the shape's
+    cached text gives it (None there: dump the data)."""
     if not _template_is_plain(env, template):
         return None
     recorded: list[str] = []
@@ -135,19 +152,24 @@ def render_data(
         _plain_templates(env)[template.name or ""] = False
         return None
     try:
-        return [_fill(plan, recorded) for plan in compiled[0]]
+        values = [_value(json_text) for json_text in recorded]
+        docs = [_fill(plan, values) for plan in compiled[0]]
     except _Miss:
         return None
+    shape = compiled[2]
+    return docs, None if shape is None else shape.fill(values)
 
 
 _Plan = tuple[Any, ...]
-_SKELETONS: BoundedCache[str, tuple[list[_Plan], int] | None] = BoundedCache(
+_Compiled = tuple[list[_Plan], int, yamlfast.ShapeText | None]
+_SKELETONS: BoundedCache[str, _Compiled | None] = BoundedCache(
     "gen.emit.skeleton.skeletons", 4096)
-"""A skeleton render's text → its compiled plans and placeholder count (None: no skeleton)."""
+"""A skeleton render's text → its compiled plans, placeholder count and canonical text
+(None: no skeleton)."""
 _skeletons = _SKELETONS.data
 
 
-def _compile(text: str, load_all: Any) -> tuple[list[_Plan], int] | None:
+def _compile(text: str, load_all: Any) -> _Compiled | None:
     """Parse a skeleton into fill plans; None when it cannot stand for the real text."""
     try:
         docs = load_all(text)
@@ -160,7 +182,15 @@ def _compile(text: str, load_all: Any) -> tuple[list[_Plan], int] | None:
         return None
     if sorted(found) != list(range(len(found))):
         return None  # a placeholder lost (in a comment, a block string) or repeated
-    return plans, len(found)
+    shape = yamlfast.compile_shape(docs[0], _hole) if len(docs) == 1 else None
+    return plans, len(found), shape
+
+
+def _hole(node: Any) -> int | None:
+    """The number of the placeholder ``node`` is (each was checked whole by ``_plan``)."""
+    if type(node) is str and "\x00" in node:
+        return int(_PLACEHOLDER.fullmatch(node).group(1))  # type: ignore[union-attr]
+    return None
 
 
 def _index(text: str, found: list[int]) -> int:
@@ -195,24 +225,24 @@ def _plan(node: Any, found: list[int]) -> _Plan:
     return plan if len(found) > before else ("s", node)
 
 
-def _fill(plan: _Plan, recorded: list[str]) -> Any:
+def _fill(plan: _Plan, values: list[Any]) -> Any:
     tag = plan[0]
     if tag == "s":
         return plan[1]
     if tag == "p":
-        return _value(recorded[plan[1]])
+        return values[plan[1]]
     if tag == "l":
-        return [_fill(item, recorded) for item in plan[1]]
+        return [_fill(item, values) for item in plan[1]]
     out: dict[Any, Any] = {}
     for key_plan, value_plan in plan[1]:
         key = key_plan[1]
         if key_plan[0] == "p":
-            key = _value(recorded[key])
+            key = values[key]
             if type(key) not in _IMMUTABLE:
                 raise _Miss
         if key in out:
             raise _Miss  # a value made two keys equal: the real parse reports it
-        out[key] = _fill(value_plan, recorded)
+        out[key] = _fill(value_plan, values)
     return out
 
 

@@ -13,19 +13,24 @@ thousands of times, so each distinct scalar is resolved or represented once and 
   items not indented under their key, ``{}``/``[]`` for empty collections) and asks
   PyYAML for each distinct scalar's text. Data it cannot prove it writes identically
   (multi-line or very long strings, non-string keys, other types) is dumped by PyYAML.
+* :func:`compile_shape` writes that block form once for a document whose values are not
+  all known yet (*holes*, as :mod:`gen.emit.skeleton` has them), and
+  :meth:`ShapeText.fill` writes the document's text from the values alone, with the
+  very code :func:`dump` runs for each value in that position.
 
 ``tests/test_yamlfast.py`` checks both against PyYAML on generated data, byte for byte.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import yaml
 
 from gen.caches import BoundedCache
 
-__all__ = ["DuplicateKeyError", "dump", "dump_slow", "load_all"]
+__all__ = ["DuplicateKeyError", "ShapeText", "compile_shape", "dump", "dump_slow", "load_all"]
 
 _CParser: Any
 try:
@@ -292,3 +297,152 @@ def dump(data: Any) -> str:
     except (_Fallback, TypeError):  # TypeError: keys that do not sort
         return dump_slow(data)
     return "".join(out)
+
+
+# --- per-shape text ----------------------------------------------------------------------
+#
+# What :func:`_emit` writes for one mapping entry or one sequence item depends only on
+# its key, its value and its indent, and the order of a mapping's entries only on its
+# keys. So for a document whose keys are all known and some values are holes, the text
+# is fixed everywhere except at the holes, and each hole's text is what ``_emit`` writes
+# for the value at that (key, indent). The one interaction between neighbours is a
+# sequence item that is a collection: its first line shares the ``- `` line, which
+# rewrites the first characters of that line; where that line is a hole's, the rewrite is
+# made once, here, to the hole's fixed start (every line a hole writes first starts with
+# it, see :meth:`ShapeText.fill`).
+
+_ENTRY, _ITEM = 0, 1
+
+
+class ShapeText:
+    """The canonical text of a document with holes: fill it with the holes' values."""
+
+    __slots__ = ("_head", "_holes")
+
+    def __init__(self, head: str, holes: tuple[tuple[int, str, str, int, str], ...]) -> None:
+        self._head = head
+        self._holes = holes  # (kind, start, indent, hole index, literal text after it)
+
+    def fill(self, values: Sequence[Any]) -> str | None:
+        """``dump`` of the document with ``values[i]`` in hole ``i``; None: ask ``dump``.
+
+        None where ``dump`` would not take its fast path for a value (it then writes
+        PyYAML's text, which only ``dump_slow`` of the whole document gives).
+        """
+        out = [self._head]
+        append = out.append
+        strs = _str_cache
+        try:
+            for kind, start, indent, index, tail in self._holes:
+                value = values[index]
+                vtype = type(value)
+                if vtype is str:
+                    text = strs.get(value) or _value(value)
+                    append(f"{start} {text}\n" if kind is _ENTRY else f"{start}{text}\n")
+                elif vtype is dict or vtype is list:
+                    if not value:
+                        empty = "{}" if vtype is dict else "[]"
+                        append(f"{start} {empty}\n" if kind is _ENTRY else f"{start}{empty}\n")
+                    elif kind is _ENTRY:
+                        append(start + "\n")
+                        _emit(value, indent + "  " if vtype is dict else indent, out)
+                    else:
+                        nested: list[str] = []
+                        _emit(value, indent + "  ", nested)
+                        append(start + nested[0][len(indent) + 2:])
+                        out.extend(nested[1:])
+                elif vtype in _SCALARS:
+                    text = _value(value)
+                    append(f"{start} {text}\n" if kind is _ENTRY else f"{start}{text}\n")
+                else:
+                    return None
+                append(tail)
+        except (_Fallback, TypeError):
+            return None
+        return "".join(out)
+
+
+def compile_shape(doc: Any, hole: Callable[[Any], int | None]) -> ShapeText | None:
+    """The text :func:`dump` writes for ``doc`` where ``hole(node)`` numbers the holes.
+
+    None where it cannot be proven the same for every value: ``doc`` is not a non-empty
+    mapping, a key is a hole (the order of keys would depend on it), or a fixed part takes
+    PyYAML's path. Each hole must be a whole mapping value or sequence item.
+    """
+    if type(doc) is not dict or not doc:
+        return None
+    parts: list[Any] = []
+    try:
+        _shape(doc, "", hole, parts)
+    except (_Fallback, TypeError):
+        return None
+    # Literal lines between the holes, joined: text, (hole, text), (hole, text), ...
+    texts: list[list[str]] = [[]]
+    found: list[list[Any]] = []
+    for part in parts:
+        if type(part) is str:
+            texts[-1].append(part)
+        else:
+            found.append(part)
+            texts.append([])
+    holes = tuple(
+        (kind, start, indent, index, "".join(tail))
+        for (kind, start, indent, index), tail in zip(found, texts[1:], strict=True)
+    )
+    return ShapeText("".join(texts[0]), holes)
+
+
+def _shape(  # noqa: C901 - kept line for line beside _emit, which it mirrors
+    data: Any, indent: str, hole: Callable[[Any], int | None], out: list[Any],
+) -> None:
+    """:func:`_emit` of a document with holes: lines, and ``[kind, start, indent, i]``."""
+    if type(data) is dict:
+        for key in sorted(data):
+            if hole(key) is not None:
+                raise _Fallback
+            value = data[key]
+            head = _key_cache.get(key) or _key(key)
+            index = hole(value)
+            if index is not None:
+                out.append([_ENTRY, f"{indent}{head}:", indent, index])
+                continue
+            kind = type(value)
+            if kind is dict:
+                if value:
+                    out.append(f"{indent}{head}:\n")
+                    _shape(value, indent + "  ", hole, out)
+                else:
+                    out.append(f"{indent}{head}: {{}}\n")
+            elif kind is list:
+                if value:
+                    out.append(f"{indent}{head}:\n")
+                    _shape(value, indent, hole, out)
+                else:
+                    out.append(f"{indent}{head}: []\n")
+            elif kind in _SCALARS:
+                out.append(f"{indent}{head}: {_value(value)}\n")
+            else:
+                raise _Fallback
+        return
+    for item in data:
+        index = hole(item)
+        if index is not None:
+            out.append([_ITEM, f"{indent}- ", indent, index])
+            continue
+        kind = type(item)
+        if kind is dict or kind is list:
+            if not item:
+                out.append(indent + "- " + ("{}" if kind is dict else "[]") + "\n")
+                continue
+            nested: list[Any] = []
+            _shape(item, indent + "  ", hole, nested)
+            first = nested[0]
+            if type(first) is str:
+                nested[0] = indent + "- " + first[len(indent) + 2:]
+            else:  # a hole writes the first line: the "- " goes into its fixed start
+                first[1] = indent + "- " + first[1][len(indent) + 2:]
+            out.extend(nested)
+        elif kind in _SCALARS:
+            out.append(f"{indent}- {_value(item)}\n")
+        else:
+            raise _Fallback

@@ -216,3 +216,18 @@ def test_manifest_kind_reads_back_manifest_path() -> None:
     assert manifest_kind(manifest_path("prod", data, stage="gpu")) == "resourceclaimtemplate"
     assert manifest_kind(PurePosixPath("prod/gpu/kustomization.yaml")) is None
     assert manifest_kind(PurePosixPath("_reports/prod/mig-runbook.md")) is None
+
+
+@pytest.mark.parametrize(("cluster", "folder", "namespace", "name"), [
+    ("c", "", "ns", "x"), ("c", "_bootstrap", "ns", "x"), ("c", "", None, "a.b"),
+    ("c", "", "/abs", "x"), ("", "", "ns", "x"), ("c", "", "ns", "a/b"), ("c", "", ".", "x"),
+    ("/c", "", "ns", "x"), ("c", "f/", "ns//x", "y"),
+])
+def test_manifest_path_is_the_joined_path(
+    cluster: str, folder: str, namespace: str | None, name: str,
+) -> None:
+    """Built from one string, it is still exactly the path the joins give."""
+    data = {"kind": "Deployment", "metadata": {"name": name, "namespace": namespace}}
+    base = PurePosixPath(folder, cluster) if folder else PurePosixPath(cluster, "workloads")
+    assert manifest_path(cluster, data, folder) == base / (namespace or "_cluster") / (
+        f"deployment-{name}.yaml")

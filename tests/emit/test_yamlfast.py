@@ -127,3 +127,91 @@ def test_long_and_multiline_strings_take_pyyamls_path() -> None:
     data = {"script": "set -e\necho hi\n", "long": "x " * 2000, "list": ["a\nb"]}
     assert yamlfast.dump(data) == yamlfast.dump_slow(data)
     assert "script: |" in yamlfast.dump(data)
+
+
+class _Hole:
+    """A hole in a shape: a value not known when the shape's text is compiled."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+
+def _hole(node: Any) -> int | None:
+    return node.index if type(node) is _Hole else None
+
+
+@st.composite
+def _shapes(draw: st.DrawFn) -> tuple[Any, list[Any]]:
+    """A mapping with holes anywhere a value or item goes, and a value for each hole."""
+    count = [0]
+
+    def hole(_: Any) -> _Hole:
+        count[0] += 1
+        return _Hole(count[0] - 1)
+
+    leaf = st.one_of(SCALARS, st.builds(hole, st.none()))
+    tree = st.recursive(leaf, lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(KEYS, inner, max_size=3)), max_leaves=15)
+    doc = draw(st.dictionaries(KEYS, tree, min_size=1, max_size=4))
+    return doc, [draw(JSONISH) for _ in range(count[0])]
+
+
+def _put(node: Any, values: list[Any]) -> Any:
+    if type(node) is _Hole:
+        return values[node.index]
+    if type(node) is dict:
+        return {k: _put(v, values) for k, v in node.items()}
+    if type(node) is list:
+        return [_put(v, values) for v in node]
+    return node
+
+
+def _fast(data: Any) -> bool:
+    """Whether ``dump`` writes ``data`` itself (not through PyYAML)."""
+    try:
+        yamlfast._emit(data, "", [])
+    except (yamlfast._Fallback, TypeError):
+        return False
+    return True
+
+
+@settings(FUZZ, max_examples=int(os.environ.get("GEN_FUZZ_EXAMPLES", "100")))
+@given(_shapes())
+def test_a_shapes_text_filled_is_dump_of_the_filled_data(shape: tuple[Any, list[Any]]) -> None:
+    """Byte for byte, for any value in any value or item position (a collection, an empty
+    one, None, a string that needs quotes or takes PyYAML's path, nested ``- - `` items)."""
+    doc, values = shape
+    compiled = yamlfast.compile_shape(doc, _hole)
+    fixed = _put(doc, [None] * len(values))
+    if compiled is None:  # only where a fixed part is PyYAML's to write
+        assert not _fast(fixed)
+        return
+    data = _put(doc, values)
+    text = compiled.fill(values)
+    assert (text is not None) == _fast(data)  # steps aside exactly where dump does
+    if text is not None:
+        assert text == yamlfast.dump(data)
+
+
+@pytest.mark.parametrize(("doc", "values"), [
+    ({"a": [[_Hole(0), 1], {"x": _Hole(1)}, [[_Hole(2)]]]}, [{"k": [1]}, [], ["a", {"b": 2}]]),
+    ({"a": [{"b": _Hole(0), "c": 1}]}, [{"n": {"m": None}}]),
+    ({"a": _Hole(0), "b": [_Hole(1)]}, [{}, [[], {}]]),
+    ({"a": _Hole(0)}, ["multi\nline"]),           # PyYAML's literal block: dump's job
+])
+def test_shape_text_in_nested_items(doc: Any, values: list[Any]) -> None:
+    compiled = yamlfast.compile_shape(doc, _hole)
+    assert compiled is not None
+    text = compiled.fill(values)
+    assert (text if text is not None else yamlfast.dump(_put(doc, values))) == \
+        yamlfast.dump_slow(_put(doc, values))
+
+
+@pytest.mark.parametrize("doc", [
+    {_Hole(0): 1},                  # a key that is a hole: the order of keys would move
+    {"a": "multi\nline"},           # a fixed part PyYAML writes
+    {},
+    [_Hole(0)],
+])
+def test_shapes_that_cannot_be_proven_are_refused(doc: Any) -> None:
+    assert yamlfast.compile_shape(doc, _hole) is None
