@@ -88,8 +88,8 @@ def _versions(python: Path) -> dict[str, str]:
             "'pyyaml', 'kubernetes-validate')}))")
     out = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True)
     versions: dict[str, str] = json.loads(out.stdout)
-    helm = subprocess.run([str(python), "-c", "import helm_python as h; print(h.helm_sdk_version())"],
-                          capture_output=True, text=True, check=True)
+    code = "import helm_python as h; print(h.helm_sdk_version())"
+    helm = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True)
     versions["helm (Go SDK in the wheel)"] = helm.stdout.strip()
     return versions
 
