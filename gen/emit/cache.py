@@ -51,6 +51,7 @@ import enum
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePath, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -168,6 +169,9 @@ def _library_versions() -> dict[str, str]:
 
 # --------------------------------------------------------------------------- fingerprints
 
+_REFERENCE_TAG = re.compile(r"\{%[-+]?\s*(?:include|import|extends|from)\b")
+"""A tag that can name another template; a source without one references none."""
+
 
 class Fingerprinter:
     """Computes cluster fingerprints for one run: one Jinja environment (the render's own
@@ -201,6 +205,9 @@ class Fingerprinter:
         source = self._template_source(name)
         if source == "\0missing":
             return ()
+        if (self._env.block_start_string == "{%" and self._env.line_statement_prefix is None
+                and not _REFERENCE_TAG.search(source)):
+            return ()  # no tag that could name a template: nothing to parse
         try:
             refs = list(jinja2.meta.find_referenced_templates(self._env.parse(source)))
         except jinja2.TemplateSyntaxError:

@@ -68,7 +68,7 @@ EDITS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("profiles/services/llama-70b-mac.yaml", r"^max_context: (\d+)$", ("65536",)),
     ("profiles/services/llama-70b-mac.yaml", r"^  port: (\d+)$", ("8080",)),
     # a template override: a real change (an annotation) and one the output cannot show
-    ("templates/core/namespace.yaml.j2", r'sync-wave: "(-20)"', ("-21", "-20")),
+    ("templates/core/namespace.yaml.j2", r'sync-wave: "(-?\d+)"', ("-21", "-20")),
 )
 
 
