@@ -137,6 +137,7 @@ def bench_size(name: str, repeat: int) -> dict[str, Any]:
         before = _stat_tree(root / "out")
         row["gen_render_unchanged_s"] = _gen([*args, "--out", str(root / "out")], root)
         row["unchanged_rewrote_nothing"] = _stat_tree(root / "out") == before
+        row.update(_bench_cache(args, root, profiles_dir))
         row["gen_render_jobs1_s"] = _gen([*args, "--out", str(root / "out1"), "--jobs", "1"],
                                          root)
     n = len(objects)
@@ -146,6 +147,44 @@ def bench_size(name: str, repeat: int) -> dict[str, Any]:
     row["peak_rss_mib_after"] = rss
     row["render_validate_vs_c_dump"] = (seconds["render"] + seconds["validate"]) / row["c_dump_s"]
     row["jobs"] = default_jobs(plan)
+    return row
+
+
+def _bench_cache(args: list[str], root: Path, profiles_dir: Path) -> dict[str, Any]:
+    """No-op ``gen render`` and ``--check`` with the render cache and with ``--no-cache``,
+    a one-cluster change, and where a cached no-op spends its time (in process)."""
+    from gen.emit.output import compute_changes
+    from gen.pipeline import _fingerprints, _reusable, load_plan, run_checks
+
+    out = ["--out", str(root / "out")]
+    row: dict[str, Any] = {
+        "gen_render_unchanged_nocache_s": _gen([*args, *out, "--no-cache"], root),
+        "gen_check_s": _gen([*args, *out, "--check"], root),
+        "gen_check_nocache_s": _gen([*args, *out, "--check", "--no-cache"], root),
+    }
+    phases: dict[str, float] = {}
+    start = time.perf_counter()
+    plan = load_plan(profiles_dir)
+    phases["load_resolve_build"] = time.perf_counter() - start
+    start = time.perf_counter()
+    run_checks(plan)
+    phases["lint"] = time.perf_counter() - start
+    start = time.perf_counter()
+    fingerprints = _fingerprints(plan, None)
+    phases["fingerprint"] = time.perf_counter() - start
+    start = time.perf_counter()
+    reused = _reusable(plan, root / "out", fingerprints, validate=True)
+    phases["verify_files"] = time.perf_counter() - start
+    outputs = {p: d for _, _, files in reused.values() for p, d in files.items()}
+    start = time.perf_counter()
+    compute_changes(outputs, root / "out", verified=list(outputs))
+    phases["compare"] = time.perf_counter() - start
+    row["noop_phases_s"] = phases
+    row["noop_skipped_all"] = len(reused) == len(plan.clusters)
+    # one cluster's service changes: only that cluster is rendered again
+    first = profiles_dir / "c0000.yaml"
+    first.write_text(first.read_text().replace("replicas: 2", "replicas: 3", 1))
+    row["gen_render_one_change_s"] = _gen([*args, *out], root)
     return row
 
 

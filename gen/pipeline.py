@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
+from gen.emit.cache import CacheRecord, new_record, record_bytes, record_path
 from gen.emit.output import Changes, compute_changes, unified_diff, write_tree
 from gen.errors import (
     Finding,
@@ -129,6 +130,9 @@ class RenderResult:
     findings: tuple[Finding, ...]
     objects: int
     diff: str = ""
+    skipped: tuple[str, ...] = ()
+    """Clusters not rendered because the render cache vouched for their files in out/
+    (:mod:`gen.emit.cache`); their files in ``outputs`` are the bytes read from out/."""
 
 
 def _select(plan: Plan, clusters: Sequence[str]) -> Plan:
@@ -261,6 +265,27 @@ def render_outputs(
     rendered in that many worker processes. The result does not depend on ``jobs``.
     Template errors of every cluster are raised together as one :class:`TemplateError`.
     """
+    results = _render_clusters(plan, templates_dir=templates_dir, out_label=out_label,
+                               validator=validator, jobs=jobs, progress=progress)
+    outputs: dict[PurePosixPath, bytes] = {}
+    findings: list[Finding] = []
+    for result in results:
+        outputs.update(result.files)
+        findings.extend(result.findings)
+    count = sum(r.objects for r in results)
+    return dict(sorted(outputs.items(), key=lambda kv: str(kv[0]))), findings, count
+
+
+def _render_clusters(
+    plan: Plan,
+    *,
+    templates_dir: Path | None,
+    out_label: str,
+    validator: Validator,
+    jobs: int | None,
+    progress: Progress | None,
+) -> list[_ClusterOutput]:
+    """Each cluster's files and findings, in plan order (see :func:`render_outputs`)."""
     from gen.emit.parallel import _context, run_tasks
 
     task = _RenderCluster(plan, templates_dir, out_label,
@@ -293,13 +318,7 @@ def render_outputs(
             f"rendering failed: {len(template_findings)} template error(s)",
             findings=template_findings,
         )
-    outputs: dict[PurePosixPath, bytes] = {}
-    findings: list[Finding] = []
-    for index in sorted(results):
-        outputs.update(results[index].files)
-        findings.extend(results[index].findings)
-    count = sum(r.objects for r in results.values())
-    return dict(sorted(outputs.items(), key=lambda kv: str(kv[0]))), findings, count
+    return [results[i] for i in sorted(results)]
 
 
 def _kubeconform(
@@ -346,13 +365,22 @@ def render(
     base: Path | None = None,
     jobs: int | None = None,
     progress: Progress | None = None,
+    no_cache: bool = False,
 ) -> RenderResult:
     """Render the fleet into ``out_dir`` (or, with ``check``, compare and write nothing).
 
     Lint errors, template errors and schema errors stop the render before anything is
     written. With ``check``, a stale out/ raises :class:`StaleOutputError`. ``jobs`` and
     ``progress`` are passed to :func:`render_outputs`.
+
+    A cluster whose fingerprint equals the one recorded in ``out/.gen-cache/`` and whose
+    recorded files out/ still holds byte for byte is not rendered again: its files are
+    read from out/ (:mod:`gen.emit.cache`; ``RenderResult.skipped`` names them). A render
+    that writes also writes the records. ``no_cache`` renders every cluster (the records
+    are still written, from that render).
     """
+    import dataclasses
+
     plan = load_plan(profiles_dir, base=base)
     lint_findings = run_checks(plan)
     errors = [f for f in lint_findings if f.severity is Severity.ERROR]
@@ -360,10 +388,40 @@ def render(
         raise LintError(f"{len(errors)} lint error(s); nothing was written", findings=errors)
     plan = _select(plan, clusters)
     out_label = _label(out_dir, base)
-    outputs, findings, count = render_outputs(
-        plan, templates_dir=templates_dir, out_label=out_label, validator=validator,
+    validate = validator != "none"
+    fingerprints = (
+        {} if check and no_cache else _fingerprints(plan, templates_dir)
+    )
+    reused = {} if no_cache else _reusable(plan, out_dir, fingerprints, validate)
+    # A skipped cluster's files are the bytes just read from out/: by its record, the bytes
+    # a render of its unchanged inputs writes (gen.emit.cache).
+    rendered = _render_clusters(
+        dataclasses.replace(plan, clusters=tuple(
+            c for c in plan.clusters if c.name not in reused)),
+        templates_dir=templates_dir, out_label=out_label, validator=validator,
         jobs=jobs, progress=progress,
     )
+    outputs: dict[PurePosixPath, bytes] = {}
+    findings: list[Finding] = []
+    records: dict[str, bytes] = {}
+    fresh = iter(rendered)
+    count = 0
+    for cluster in plan.clusters:
+        if cluster.name in reused:
+            record, data, files = reused[cluster.name]
+            outputs.update(files)
+            records[record_path(cluster.name)] = data
+            count += record.objects
+            continue
+        result = next(fresh)
+        outputs.update(result.files)
+        findings.extend(result.findings)
+        count += result.objects
+        fingerprint = fingerprints.get(cluster.name)
+        if fingerprint is not None:
+            records[record_path(cluster.name)] = record_bytes(
+                new_record(cluster.name, fingerprint, validate, result.objects, result.files))
+    outputs = dict(sorted(outputs.items(), key=lambda kv: str(kv[0])))
     if validator in ("auto", "kubeconform"):
         findings.extend(_kubeconform(plan, outputs, required=validator == "kubeconform"))
     bad = [f for f in findings if f.severity is Severity.ERROR]
@@ -374,9 +432,12 @@ def render(
         )
     if clusters:
         outputs = _merge_unselected(outputs, out_dir, clusters)
+        records = {**_other_records(out_dir, clusters), **records}
     warnings = tuple(sort_findings(f for f in lint_findings if f.severity is not Severity.ERROR))
+    skipped = tuple(c.name for c in plan.clusters if c.name in reused)
     if check:
-        changes = compute_changes(outputs, out_dir)
+        verified = [p for _, _, files in reused.values() for p in files]
+        changes = compute_changes(outputs, out_dir, verified=verified)
         text = unified_diff(outputs, out_dir, changes) if diff and not changes.empty else ""
         if not changes.empty:
             raise StaleOutputError(
@@ -384,9 +445,64 @@ def render(
                 f"changed, {len(changes.removed)} removed; run 'gen render'\n"
                 + _annotated_summary(changes) + ("\n" + text if text else ""),
             )
-        return RenderResult(outputs, changes, warnings, count, text)
-    changes = write_tree(outputs, out_dir)
-    return RenderResult(outputs, changes, warnings, count)
+        return RenderResult(outputs, changes, warnings, count, text, skipped)
+    changes = write_tree(outputs, out_dir, cache=dict(sorted(records.items())))
+    return RenderResult(outputs, changes, warnings, count, skipped=skipped)
+
+
+def _fingerprints(plan: Plan, templates_dir: Path | None) -> dict[str, str | None]:
+    """Every cluster's fingerprint (None: it cannot be cached), through the loader the
+    render uses."""
+    from gen.emit.cache import Fingerprinter
+    from gen.emit.render import make_environment
+
+    fingerprinter = Fingerprinter(make_environment(templates_dir))
+    return {c.name: fingerprinter.fingerprint(c) for c in plan.clusters}
+
+
+def _reusable(
+    plan: Plan, out_dir: Path, fingerprints: dict[str, str | None], validate: bool,
+) -> dict[str, tuple[CacheRecord, bytes, dict[PurePosixPath, bytes]]]:
+    """The clusters the cache vouches for: cluster → (its record, the record's bytes, its
+    files as read from out/). Each needs a record with the fingerprint it has now, validated if this
+    render validates, and every recorded file in out/ with the bytes recorded."""
+    from gen.emit.cache import read_record, verified_files
+
+    reused: dict[str, tuple[CacheRecord, bytes, dict[PurePosixPath, bytes]]] = {}
+    for cluster in plan.clusters:
+        fingerprint = fingerprints.get(cluster.name)
+        if fingerprint is None:
+            continue
+        found = read_record(out_dir, cluster.name)
+        if found is None:
+            continue
+        record, data = found
+        if record.fingerprint != fingerprint or (validate and not record.validated):
+            continue
+        files = verified_files(out_dir, record)
+        if files is not None:
+            reused[cluster.name] = (record, data, files)
+    return reused
+
+
+def _other_records(out_dir: Path, clusters: Iterable[str]) -> dict[str, bytes]:
+    """With --cluster: the records of the clusters not rendered, kept as they are."""
+    from gen.emit.cache import CACHE_DIR, clusters_of, record_path
+
+    folder = out_dir / CACHE_DIR
+    try:
+        names = sorted(entry.name for entry in folder.iterdir() if entry.is_file())
+    except OSError:
+        return {}
+    kept: dict[str, bytes] = {}
+    for name in clusters_of(f"{CACHE_DIR}/{n}" for n in names):
+        if name in set(clusters):
+            continue
+        try:
+            kept[record_path(name)] = (folder / f"{name}.json").read_bytes()
+        except OSError:
+            continue
+    return kept
 
 
 def _annotated_summary(changes: Changes) -> str:

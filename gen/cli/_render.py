@@ -24,11 +24,14 @@ from gen.cli._options import profiles_option, templates_for
 @click.option("--diff", is_flag=True, help="With --check: show a unified diff.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
               help="Worker processes (default: one per CPU, up to 8, for large fleets; else 1).")
+@click.option("--no-cache", is_flag=True,
+              help="Render every cluster, even those whose inputs and files in "
+                   "out/.gen-cache/ show nothing changed.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
 @handle_errors
 def render_command(
     profiles_dir: Path, out_dir: Path, templates_dir: Path | None, clusters: tuple[str, ...],
-    validator: str, check: bool, diff: bool, jobs: int | None, quiet: bool,
+    validator: str, check: bool, diff: bool, jobs: int | None, no_cache: bool, quiet: bool,
 ) -> None:
     """Render profiles into out/ (or --check that out/ is current)."""
     from gen.cli._progress import ClusterProgress
@@ -40,7 +43,7 @@ def render_command(
         result = render(
             profiles_dir, out_dir, templates_dir=templates_for(profiles_dir, templates_dir),
             clusters=clusters, validator=validator,  # type: ignore[arg-type]
-            check=check, diff=diff, jobs=jobs, progress=progress,
+            check=check, diff=diff, jobs=jobs, progress=progress, no_cache=no_cache,
         )
     for finding in result.findings:
         click.echo(finding.format(), err=True)

@@ -6,7 +6,8 @@ recovery elsewhere), so a killed run leaves either the old tree or the new one. 
 whose bytes did not change are hard-linked, not rewritten; when nothing changed, nothing
 is touched. Files gen wrote before and no longer produces are pruned; files gen did not
 write (not listed in ``out/.gen-files`` and without gen's header) are carried over as
-they are.
+they are. The render cache, ``out/.gen-cache/`` (:mod:`gen.emit.cache`), is gen's own
+folder: never in the index, never a change, replaced as a whole when a render hands one in.
 
 Failures: any ``OSError`` (disk full, read-only file system, permission denied, an ancestor
 of out/ that is a file) becomes an :class:`~gen.errors.OutputError` naming the path in
@@ -24,10 +25,11 @@ import difflib
 import errno
 import os
 import shutil
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from gen.emit.cache import is_cache_path
 from gen.errors import OutputError
 from gen.fleet.generated import MARKERS
 
@@ -116,13 +118,14 @@ def _scan(folder: str, prefix: str, found: dict[str, tuple[str, bool]]) -> None:
 def gen_files(out_dir: Path) -> dict[str, Path]:
     """The regular files under out/ that gen wrote: listed in the index or with gen's header.
 
-    The index file itself is not included. A missing or damaged index falls back to the
-    header alone, so no file gen wrote is ever taken for a user's file.
+    The index file and the render cache are not included. A missing or damaged index falls
+    back to the header alone, so no file gen wrote is ever taken for a user's file.
     """
     index = read_index(out_dir)
     return {
         rel: Path(path) for rel, (path, link) in _existing_files(out_dir).items()
-        if rel != INDEX_NAME and not link and _is_gen_file(Path(path), index, rel)
+        if rel != INDEX_NAME and not is_cache_path(rel) and not link
+        and _is_gen_file(Path(path), index, rel)
     }
 
 
@@ -144,14 +147,23 @@ def _index_bytes(paths: list[str]) -> bytes:
     return (header + "".join(f"{p}\n" for p in sorted(paths))).encode()
 
 
-def compute_changes(outputs: Mapping[PurePosixPath, bytes], out_dir: Path) -> Changes:
-    """Compare a render with what out/ holds now."""
+def compute_changes(
+    outputs: Mapping[PurePosixPath, bytes], out_dir: Path, *,
+    verified: Collection[PurePosixPath] = (),
+) -> Changes:
+    """Compare a render with what out/ holds now.
+
+    ``verified``: files of ``outputs`` whose bytes were just read from out/ (a cached
+    cluster's, :func:`gen.emit.cache.verified_files`); they are not read a second time.
+    """
     wanted = {_check_relative(p): data for p, data in outputs.items()}
-    return _changes(wanted, _existing_files(out_dir), read_index(out_dir))
+    known = {str(p) for p in verified}
+    return _changes(wanted, _existing_files(out_dir), read_index(out_dir), known)
 
 
 def _changes(
-    wanted: Mapping[str, bytes], existing: Mapping[str, tuple[str, bool]], index: set[str]
+    wanted: Mapping[str, bytes], existing: Mapping[str, tuple[str, bool]], index: set[str],
+    verified: Collection[str] = (),
 ) -> Changes:
     added, changed = [], []
     unchanged = 0
@@ -159,6 +171,9 @@ def _changes(
         entry = existing.get(rel)
         if entry is None:
             added.append(rel)
+            continue
+        if rel in verified:
+            unchanged += 1
             continue
         try:
             with open(entry[0], "rb") as handle:  # noqa: PTH123 - a str path, hot loop
@@ -171,7 +186,8 @@ def _changes(
             changed.append(rel)
     removed = sorted(
         rel for rel, (path, _) in existing.items()
-        if rel not in wanted and rel != INDEX_NAME and _is_gen_file(Path(path), index, rel)
+        if rel not in wanted and rel != INDEX_NAME and not is_cache_path(rel)
+        and _is_gen_file(Path(path), index, rel)
     )
     return Changes(tuple(added), tuple(changed), tuple(removed), unchanged)
 
@@ -312,8 +328,15 @@ def _where(err: OSError, out_dir: Path, label: str) -> str:
     return text
 
 
-def write_tree(outputs: Mapping[PurePosixPath, bytes], out_dir: Path) -> Changes:
+def write_tree(
+    outputs: Mapping[PurePosixPath, bytes], out_dir: Path, *,
+    cache: Mapping[str, bytes] | None = None,
+) -> Changes:
     """Make out/ the render, atomically; return what changed.
+
+    ``cache``: the render cache's files (path relative to out/, inside ``.gen-cache/``),
+    which then replace that folder as a whole; ``None`` keeps the folder as it is. They are
+    never part of the changes returned.
 
     Raises:
         OutputError: out/ cannot be written (disk full, read-only, not a directory, ...);
@@ -333,9 +356,12 @@ def write_tree(outputs: Mapping[PurePosixPath, bytes], out_dir: Path) -> Changes
             old_index = _parse_index(index_then)
             changes = _changes(wanted, existing, old_index)
             index_now = _index_bytes(list(wanted))
-            if changes.empty and index_then == index_now:
+            cache_now = None if cache is None else {
+                _check_cache_path(rel): data for rel, data in cache.items()}
+            if (changes.empty and index_then == index_now
+                    and (cache_now is None or _same_cache(cache_now, existing))):
                 return changes
-            _swap_in(wanted, out_dir, changes, index_now, existing, old_index)
+            _swap_in(wanted, out_dir, changes, index_now, existing, old_index, cache_now)
     except OSError as err:
         reason = err.strerror or str(err)
         raise OutputError(
@@ -345,9 +371,34 @@ def write_tree(outputs: Mapping[PurePosixPath, bytes], out_dir: Path) -> Changes
     return changes
 
 
+def _check_cache_path(rel: str) -> str:
+    text = _check_relative(PurePosixPath(rel))
+    if not is_cache_path(text):
+        raise OutputError(f"not a render cache file: {text!r}")
+    return text
+
+
+def _same_cache(cache: Mapping[str, bytes], existing: Mapping[str, tuple[str, bool]]) -> bool:
+    """True when out/'s cache folder holds exactly these files with these bytes."""
+    there = {rel: entry for rel, entry in existing.items() if is_cache_path(rel)}
+    if set(there) != set(cache):
+        return False
+    for rel, (path, link) in there.items():
+        if link:
+            return False
+        try:
+            with open(path, "rb") as handle:  # noqa: PTH123 - a str path
+                if handle.read() != cache[rel]:
+                    return False
+        except OSError:
+            return False
+    return True
+
+
 def _swap_in(
     wanted: dict[str, bytes], out_dir: Path, changes: Changes, index: bytes,
     existing: Mapping[str, tuple[str, bool]], old_index: set[str],
+    cache: Mapping[str, bytes] | None = None,
 ) -> None:
     tmp = _tmp_path(out_dir)
     _remove(tmp)
@@ -368,8 +419,14 @@ def _swap_in(
         for rel, (path, link) in existing.items():
             if rel in wanted or rel in removed or rel == INDEX_NAME or rel in old_index:
                 continue
+            if cache is not None and is_cache_path(rel):
+                continue  # replaced by the render's cache below
             # a file gen did not write: keep it
             _link_or_copy(path, os.path.join(tmp_s, rel), link, made)  # noqa: PTH118
+        for rel, data in (cache or {}).items():
+            target = os.path.join(tmp_s, rel)  # noqa: PTH118 - str paths
+            _make_parent(target, made)
+            Path(target).write_bytes(data)
         (tmp / INDEX_NAME).write_bytes(index)
         if out_dir.exists():
             if _exchange(tmp, out_dir):
