@@ -13,9 +13,10 @@ are the bytes a full render writes: the cache can make a render faster, never di
 
 The fingerprint is a SHA-256 over a canonical JSON text (sorted keys, no whitespace) of:
 
-- ``gen``: gen's version, and the versions of the libraries whose behaviour shapes the
-  bytes or the verdict (Jinja2 renders the templates, PyYAML parses their output,
-  jsonschema-rs and kubernetes-validate's bundled schemas validate it);
+- ``gen``: gen's version and a digest of its code (:func:`code_digest`), and the
+  versions of the libraries whose behaviour shapes the bytes or the verdict (Jinja2
+  renders the templates, PyYAML parses their output, jsonschema-rs and
+  kubernetes-validate's bundled schemas validate it);
 - ``cluster``: the name (it is in every path), the Kubernetes minor and the schema minor it
   validates against, and the DRA API version;
 - ``manifests``: every ManifestSpec the builders made (template name, context, note,
@@ -57,6 +58,7 @@ from pathlib import Path, PurePath, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from gen._version import __version__
+from gen.caches import once
 from gen.errors import SourceLocation
 
 if TYPE_CHECKING:
@@ -70,6 +72,7 @@ __all__ = [
     "CacheRecord",
     "Fingerprinter",
     "canonical_json",
+    "code_digest",
     "is_cache_path",
     "read_record",
     "record_bytes",
@@ -155,6 +158,19 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+@once
+def code_digest() -> str:
+    """A SHA-256 of gen's own code: every ``.py`` file of the installed package, by its
+    path inside the package. The version alone is not enough: a checkout whose emitter
+    changed without a version bump must not trust records an older emitter wrote."""
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py"), key=lambda p: p.relative_to(package).as_posix()):
+        digest.update(path.relative_to(package).as_posix().encode("utf-8") + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
 def _library_versions() -> dict[str, str]:
     from importlib import metadata
 
@@ -181,7 +197,8 @@ class Fingerprinter:
         self._env = env
         self._closure: dict[str, tuple[str, ...]] = {}
         self._source: dict[str, str] = {}
-        self._gen = {"version": __version__, "format": FORMAT, **_library_versions()}
+        self._gen = {"version": __version__, "code": code_digest(), "format": FORMAT,
+                     **_library_versions()}
 
     def _template_source(self, name: str) -> str:
         import jinja2
