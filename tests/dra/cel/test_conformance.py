@@ -112,3 +112,33 @@ def test_cel_library_through_the_cli(case: dict[str, Any], tmp_path: Path) -> No
         assert result.exit_code == 1
         expected = entry.get("compile_error") or entry["runtime_error"]
         assert expected.split(" applied")[0] in data["error"]
+
+
+DOC = Path(__file__).resolve().parents[3] / "docs" / "cel.md"
+
+
+def test_docs_cel_examples_compile() -> None:
+    """Every ```cel block of docs/cel.md compiles; the quantity table's claims hold."""
+    import re
+
+    blocks = re.findall(r"```cel\n(.*?)```", DOC.read_text(encoding="utf-8"), re.DOTALL)
+    assert blocks
+    for block in blocks:
+        compile_selector(block.strip())
+    for claim in [
+        "quantity('1.5Gi') == quantity('1536Mi')",
+        "quantity('0.0000000001') == quantity('1n')",
+        "quantity('3.001n') == quantity('4n')",
+        "quantity('9Ei') == quantity('9223372036854775807')",
+        "quantity('.') == quantity('0') && quantity('-.') == quantity('0')",
+        "quantity('+') == quantity('0') && quantity('-') == quantity('0')",
+        "!isQuantity('80GB') && !isQuantity('10Mo') && !isQuantity('10Mm')",
+        "sign(quantity('-5')) == -1",
+    ]:
+        assert evaluate(claim, DEVICE).matched, claim
+    with pytest.raises(CELCompileError):
+        compile_selector("quantity('5').sign() == 1")
+    with pytest.raises(CELCompileError):
+        compile_selector("quantity('1') < 2")
+    assert evaluate("quantity('1x') == quantity('1')", DEVICE).error is not None
+    assert str(Quantity.parse("1000E")) == "1e21"
