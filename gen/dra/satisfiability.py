@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from gen.caches import BoundedCache
-from gen.dra.cel import Miss, SelectorResult, compile_selector, diagnose_miss
+from gen.dra.cel import BUDGET_MESSAGE, Miss, SelectorResult, compile_selector, diagnose_miss
 from gen.dra.devices import Device, ShapeKey
 from gen.dra.simulate import NodeInventory, group_key, node_inventory, shape_summary
 from gen.errors import CELCompileError, CELRuntimeError, Finding, Severity, SourceLocation
@@ -341,8 +341,10 @@ def analyze_choice(
         matching = frozenset(v.shape for v in verdicts if v.matched)
         per_node = sum(inv.shapes[s].per_node for s in matching)
         if any(v.error for v in verdicts):
-            out.append(PoolAnalysis(inv, tuple(verdicts), per_node, 0,
-                                    "a selector errors at run time (the allocator aborts)"))
+            why = ("gen's CEL evaluator stopped a selector (its iteration budget): unknown"
+                   if any(v.error == BUDGET_MESSAGE for v in verdicts)
+                   else "a selector errors at run time (the allocator aborts)")
+            out.append(PoolAnalysis(inv, tuple(verdicts), per_node, 0, why))
             continue
         fits = len(_fill(inv, _full(inv), matching, choice, same)) if pool.pool.nodes else 0
         why = "" if fits else ("the pool has no nodes" if not pool.pool.nodes
@@ -413,6 +415,18 @@ def _runtime_errors(cluster: ClusterPlan, analysis: ChoiceAnalysis) -> list[Find
             label, _, where, key = analysis.choice.selectors[v.selector]
             extra = v.reason.removeprefix(v.error).lstrip(": ")
             shape = pool.inventory.shapes[v.shape]
+            if v.error == BUDGET_MESSAGE:
+                # gen's evaluator gave up, not Kubernetes': a warning, gen cannot verify it.
+                findings.append(Finding(
+                    "GEN206",
+                    f"{label}: {v.error} (on {shape_summary(shape)} devices of pool "
+                    f"{pool.pool.name!r}, cluster {cluster.name!r})",
+                    where, key, severity=Severity.WARNING,
+                    hint="gen cannot check which devices this selector matches nor whether the "
+                    "cluster holds the service; smaller comprehensions let it",
+                    cluster=cluster.name,
+                ))
+                continue
             findings.append(Finding(
                 "GEN206",
                 f"{label}: {v.error}" + (f" — {extra}" if extra else "")
@@ -423,6 +437,13 @@ def _runtime_errors(cluster: ClusterPlan, analysis: ChoiceAnalysis) -> list[Find
                 cluster=cluster.name,
             ))
     return findings
+
+
+def _beyond_budget(analyses: Sequence[ChoiceAnalysis]) -> bool:
+    """Whether gen's evaluator stopped a selector of these choices (its iteration budget)."""
+    return any(
+        v.error == BUDGET_MESSAGE for a in analyses for p in a.pools for v in p.verdicts
+    )
 
 
 def _min_replicas(svc: ServicePlan) -> int:
@@ -521,6 +542,8 @@ def check_with_matcher(plan: Plan, matcher: Matcher) -> list[Finding]:
                 continue  # GEN203 reports the selector
             for analysis in analyses:
                 findings += _runtime_errors(cluster, analysis)
+            if _beyond_budget(analyses):
+                continue  # gen cannot tell what the selector matches (GEN206 says so)
             any_ok = any(a.satisfiable for a in analyses)
             for analysis in analyses:
                 if not analysis.satisfiable:

@@ -10,9 +10,12 @@ The grammar is the one of ``k8s.io/apimachinery/pkg/api/resource``::
     <decimalSI>       ::= n | u | m | "" | k | M | G | T | P | E
     <decimalExponent> ::= e <signedNumber> | E <signedNumber>   (an integer exponent)
 
-Parsing is exact: ``parse_quantity("81559Mi") == Decimal(81559 * 2**20)``. Kubernetes itself
-rounds a parsed value *up* (away from zero) to nano precision; :func:`format_quantity` does the
-same when it renders, so the canonical text matches what the apiserver writes back.
+Parsing follows ``resource.ParseQuantity`` (k8s.io/apimachinery): the value is exact
+(``parse_quantity("81559Mi") == Decimal(81559 * 2**20)``) except that it is rounded *up* (away
+from zero) to nano precision (``0.0000000001`` is ``1n``), a binary-suffix value is capped at
+2^63-1 in magnitude (``9Ei`` is ``9223372036854775807``), and a binary value below 1 takes the
+decimal format. A sign, a dot or a suffix without digits (``+``, ``-.``, ``.``, ``Mi``) reads as
+0, as apimachinery's scanner does.
 
 Canonical form (``Quantity.String()`` in Kubernetes): the suffix family of the input is kept;
 decimal values use the largest exponent that is a multiple of 3 and keeps the mantissa an
@@ -25,7 +28,6 @@ from __future__ import annotations
 
 import enum
 import functools
-import re
 from dataclasses import dataclass
 from decimal import ROUND_UP, Decimal, Inexact, localcontext
 
@@ -49,49 +51,108 @@ class QuantityFormat(enum.StrEnum):
     DECIMAL_EXPONENT = "DecimalExponent"
 
 
-_QUANTITY_RE = re.compile(
-    r"(?P<sign>[+-]?)(?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
-    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]?|[eE][+-]?[0-9]+)"
-)
 _BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _DECIMAL_SUFFIX = {exp: suffix for suffix, exp in _DECIMAL.items()}
 _BINARY_SUFFIX = {bits: suffix for suffix, bits in _BINARY.items()}
 _NANO = Decimal("1e-9")
-# Digits of working precision; a mantissa this long is rejected rather than rounded.
+_MAX_BINARY = Decimal((1 << 63) - 1)
+"""apimachinery's ``maxAllowed``: a binary-suffix value is capped at 2^63-1 in magnitude."""
+# Digits of working precision for formatting.
 _PRECISION = 200
+# An exponent past this is rejected (Kubernetes accepts up to 2^31-1; see docs/cel.md).
 _MAX_EXPONENT = 1000
+_INT32_MAX = (1 << 31) - 1
 _REGEX_HINT = "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+_SUFFIX_CHARS = frozenset("eEinumkKMGTP")
+_DIGITS = frozenset("0123456789")
+
+
+def _format_error(text: str) -> QuantityError:
+    return QuantityError(f"quantities must match the regular expression {_REGEX_HINT}: {text!r}")
+
+
+def _scan(text: str) -> tuple[bool, str, str, str]:
+    """apimachinery's ``parseQuantityString``: sign, numerator, denominator, suffix."""
+    end = len(text)
+    pos = 0
+    positive = True
+    if pos < end and text[0] in "+-":
+        positive = text[0] == "+"
+        pos += 1
+    while pos < end and text[pos] == "0":
+        pos += 1
+    if pos >= end:
+        return positive, "0", "", ""
+    start = pos
+    while pos < end and text[pos] in _DIGITS:
+        pos += 1
+    num = text[start:pos] or "0"
+    denom = ""
+    if pos < end and text[pos] == ".":
+        pos += 1
+        start = pos
+        while pos < end and text[pos] in _DIGITS:
+            pos += 1
+        denom = text[start:pos]
+    suffix_start = pos
+    while pos < end and text[pos] in _SUFFIX_CHARS:
+        pos += 1
+    if pos < end and text[pos] in "+-":
+        pos += 1
+    while pos < end and text[pos] in _DIGITS:
+        pos += 1
+    if pos < end:
+        raise _format_error(text)
+    return positive, num, denom, text[suffix_start:]
+
+
+def _interpret(text: str, suffix: str) -> tuple[int, int, QuantityFormat]:
+    """Base, exponent and format of a suffix (apimachinery's ``suffixer.interpret``)."""
+    if suffix in _BINARY:
+        return 2, _BINARY[suffix], QuantityFormat.BINARY_SI
+    if suffix in _DECIMAL:
+        return 10, _DECIMAL[suffix], QuantityFormat.DECIMAL_SI
+    if len(suffix) > 1 and suffix[0] in "eE":
+        digits = suffix[1:].removeprefix("+").removeprefix("-")
+        if digits and set(digits) <= _DIGITS:
+            exponent = int(suffix[1:])
+            if abs(exponent) <= _INT32_MAX:
+                return 10, exponent, QuantityFormat.DECIMAL_EXPONENT
+    raise QuantityError(f"unable to parse quantity's suffix: {text!r}")
 
 
 def _split(text: str) -> tuple[Decimal, QuantityFormat]:
-    match = _QUANTITY_RE.fullmatch(text)
-    if match is None:
-        raise QuantityError(f"quantities must match the regular expression {_REGEX_HINT}: {text!r}")
-    sign = -1 if match["sign"] == "-" else 1
-    number = match["number"]
-    suffix = match["suffix"]
+    """apimachinery's ``ParseQuantity``: the value, rounded up to nano, and its format."""
+    if not text:
+        raise _format_error(text)
+    positive, num, denom, suffix = _scan(text)
+    base, exponent, fmt = _interpret(text, suffix)
+    digits = int(num + denom)
+    if digits == 0:
+        return Decimal(0), fmt
+    if base == 10 and exponent > _MAX_EXPONENT:
+        raise QuantityError(f"quantity exponent out of range: {text!r}")
     with localcontext() as ctx:
-        ctx.prec = _PRECISION
+        ctx.prec = len(num) + len(denom) + 40
         ctx.traps[Inexact] = True
         try:
-            mantissa = Decimal(number)
-            if suffix in _BINARY:
-                value = mantissa * (Decimal(2) ** _BINARY[suffix])
-                fmt = QuantityFormat.BINARY_SI
-            elif suffix in _DECIMAL:
-                value = mantissa.scaleb(_DECIMAL[suffix])
-                fmt = QuantityFormat.DECIMAL_SI
+            if base == 2:
+                value = Decimal(digits * (1 << exponent)).scaleb(-len(denom))
+            elif exponent - len(denom) < -_MAX_EXPONENT:
+                value = _NANO  # far below a nano unit: rounds up to 1n
             else:
-                exponent = int(suffix[1:])
-                if abs(exponent) > _MAX_EXPONENT:
-                    raise QuantityError(f"quantity exponent out of range: {text!r}")
-                value = mantissa.scaleb(exponent)
-                fmt = QuantityFormat.DECIMAL_EXPONENT
-            value = value * sign
-        except Inexact as err:
+                value = Decimal(digits).scaleb(exponent - len(denom))
+        except Inexact as err:  # pragma: no cover - the precision covers every digit
             raise QuantityError(f"quantity has too many digits: {text!r}") from err
-    return value, fmt
+        ctx.traps[Inexact] = False
+        if value.as_tuple().exponent < -9:  # type: ignore[operator]
+            value = value.quantize(_NANO, rounding=ROUND_UP)
+    if fmt is QuantityFormat.BINARY_SI:
+        value = min(value, _MAX_BINARY)
+        if value < 1:
+            fmt = QuantityFormat.DECIMAL_SI
+    return (value if positive else -value), fmt
 
 
 @memoize(maxsize=4096)
@@ -123,9 +184,8 @@ def _format_decimal(value: Decimal, *, exponent_form: bool) -> str:
     if exponent_form:
         return f"{mantissa}" if exp == 0 else f"{mantissa}e{exp}"
     if exp > 18:
-        # Larger than the E suffix: Kubernetes keeps the E suffix with a bigger mantissa.
-        mantissa *= 10 ** (exp - 18)
-        exp = 18
+        # No decimal suffix past E: apimachinery falls back to exponent notation (1e21).
+        return f"{mantissa}e{exp}"
     return f"{mantissa}{_DECIMAL_SUFFIX[exp]}"
 
 

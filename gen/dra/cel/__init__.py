@@ -14,8 +14,11 @@ Kubernetes semantics kept:
   ("CEL result of type X could not be converted to bool") otherwise;
 * expressions longer than 10 Ki (10240 UTF-8 bytes, Go's ``len``) are rejected before compiling;
 * an estimated cost above 1,000,000 is rejected at compile time ("too complex, exceeds cost
-  limit"), see :mod:`gen.dra.cel._cost`; at run time cel-expr-python's comprehension iteration
-  budget stops a runaway loop.
+  limit"), see :mod:`gen.dra.cel._cost`. At run time cel-expr-python's comprehension iteration
+  budget (:data:`ITERATION_BUDGET` iterations per evaluation, fixed in the binding) stops a
+  loop that Kubernetes would run: the error (:data:`BUDGET_MESSAGE`) says that gen, not
+  Kubernetes, stopped it. Every error the binding raises becomes a :class:`CELCompileError`
+  or :class:`CELRuntimeError`.
 
 How the pieces fit: :mod:`gen.dra.cel._library` holds a typed checker environment and an untyped
 runtime environment (cel-expr-python cannot pass Python objects through CEL values);
@@ -26,6 +29,8 @@ runtime environment (cel-expr-python cannot pass Python objects through CEL valu
 from __future__ import annotations
 
 from gen.dra.cel._engine import (
+    BUDGET_MESSAGE,
+    ITERATION_BUDGET,
     MAX_COST,
     MAX_EXPRESSION_LENGTH,
     CompiledSelector,
@@ -36,6 +41,8 @@ from gen.dra.cel._engine import (
 from gen.dra.cel._explain import Miss, diagnose_miss, explain_miss
 
 __all__ = [
+    "BUDGET_MESSAGE",
+    "ITERATION_BUDGET",
     "MAX_COST",
     "MAX_EXPRESSION_LENGTH",
     "CompiledSelector",

@@ -9,7 +9,7 @@ from typing import Any
 from cel_expr_python import cel
 
 from gen.caches import memoize, once
-from gen.dra.cel._ast import ASTDecodeError, ParsedAST, decode_parsed_expr
+from gen.dra.cel._ast import ParsedAST, decode_parsed_expr
 from gen.dra.cel._cost import estimate_cost
 from gen.dra.cel._library import checker_env, device_data, runtime_env
 from gen.dra.cel._source import matching_bracket
@@ -17,6 +17,8 @@ from gen.dra.devices import Device
 from gen.errors import CELCompileError, CELRuntimeError
 
 __all__ = [
+    "BUDGET_MESSAGE",
+    "ITERATION_BUDGET",
     "MAX_COST",
     "MAX_EXPRESSION_LENGTH",
     "CompiledSelector",
@@ -27,6 +29,16 @@ __all__ = [
 
 MAX_EXPRESSION_LENGTH = 10 * 1024
 MAX_COST = 1_000_000
+ITERATION_BUDGET = 10_000
+"""cel-expr-python's comprehension budget: iterations per evaluation, all comprehensions
+together (cel-cpp's ``comprehension_max_iterations``; the binding does not expose it)."""
+
+BUDGET_MESSAGE = (
+    f"gen's CEL evaluator (cel-expr-python) stopped this selector after {ITERATION_BUDGET:,} "
+    "comprehension iterations in one evaluation; this is a limit of gen, not of Kubernetes "
+    "(the API server bounds a selector by its cost, which this one is within), so gen cannot "
+    "tell what it selects: reduce the nested list sizes or iterations"
+)
 
 
 @once
@@ -34,12 +46,30 @@ def _envs() -> tuple[Any, Any]:
     return checker_env(), runtime_env()
 
 
+# What cel-expr-python's compile and eval raise besides returning an error value: an absl
+# status as RuntimeError ("INTERNAL: Iteration budget exceeded"), and what a Python function
+# extension or the pybind11 conversion lets through.
+_BINDING_ERRORS = (RuntimeError, ValueError, TypeError, OverflowError, MemoryError, RecursionError)
+
+NESTING_MESSAGE = (
+    "the expression nests deeper than gen's CEL parser (cel-expr-python) allows (32 levels of "
+    "operators, calls or literals); this is a limit of gen, not of Kubernetes (cel-go allows "
+    "250): split the expression or use cel.bind"
+)
+
 _STATUS_PREFIX = re.compile(r"^[A-Z_]+: ")
 _STATUS_SUFFIX = re.compile(r"\s*\[[A-Z_]+\]$")
 _RUNTIME_MESSAGES = (
     (re.compile(r'Key not found in map : "?(.*?)"?$'), r"no such key: \1"),
     (re.compile(r"No matching overloads found : (.*)$"), r"no such overload: \1"),
-    (re.compile(r"Iteration budget exceeded"), "iteration budget exceeded"),
+    (re.compile(r"^Iteration budget exceeded$"), BUDGET_MESSAGE),
+    (
+        re.compile(
+            r"(?s)^(?:ERROR: <input>:-1:-1: )?(?:Exceeded max recursion depth of (\d+) when "
+            r"parsing\.|Expression recursion limit exceeded\. limit: (\d+)).*$"
+        ),
+        NESTING_MESSAGE,
+    ),
     (re.compile(r"divide by zero"), "division by zero"),
 )
 
@@ -117,7 +147,15 @@ class CompiledSelector:
 
     def evaluate(self, device: Device) -> bool:
         """The selector's result on ``device``; raises :class:`CELRuntimeError`."""
-        value = self._program.eval(_activation(device))
+        try:
+            value = self._program.eval(_activation(device))
+        except _BINDING_ERRORS as err:
+            # cel-expr-python raises RuntimeError (an absl status) for errors outside CEL's
+            # error values: the iteration budget, internal limits.
+            text = _clean(str(err))
+            raise CELRuntimeError(
+                text if text == BUDGET_MESSAGE else f"CEL runtime error: {text}"
+            ) from None
         kind = value.type()
         if kind == cel.Type.BOOL:
             return bool(value.value())
@@ -136,7 +174,13 @@ def _activation(device: Device) -> Any:
 @memoize(maxsize=4096)
 def compile_selector(expression: str) -> CompiledSelector:
     """Compile a selector as the apiserver validates it; raises :class:`CELCompileError`."""
-    size = len(expression.encode("utf-8"))
+    try:
+        size = len(expression.encode("utf-8"))
+    except UnicodeEncodeError as err:
+        raise CELCompileError(
+            f"compilation failed: the expression is not valid UTF-8 (a lone surrogate at "
+            f"character {err.start + 1})"
+        ) from None
     if size > MAX_EXPRESSION_LENGTH:
         raise CELCompileError(
             f"Too long: may not be more than {MAX_EXPRESSION_LENGTH} bytes (got {size})"
@@ -144,23 +188,34 @@ def compile_selector(expression: str) -> CompiledSelector:
     checker, runtime = _envs()
     try:
         checked = checker.compile(expression)
-    except RuntimeError as err:
+    except _BINDING_ERRORS as err:
         raise CELCompileError(_compile_message(expression, str(err))) from None
-    result_type = checked.return_type()
+    try:
+        result_type = checked.return_type()
+    except _BINDING_ERRORS as err:
+        # The binding cannot express some checked types in Python ("Unsupported map key type:
+        # kubernetes.Quantity"); none of them is bool.
+        raise CELCompileError(
+            f"must evaluate to bool or the unknown type, not a type gen cannot name "
+            f"({_clean(str(err))})"
+        ) from None
     if not (result_type == cel.Type.BOOL or result_type == cel.Type.DYN):
         raise CELCompileError(
             f"must evaluate to bool or the unknown type, not {_type_name(result_type)}"
         )
     try:
         ast = decode_parsed_expr(runtime.compile(expression, disable_check=True).serialize())
-    except (RuntimeError, ASTDecodeError) as err:
+    except _BINDING_ERRORS as err:  # ASTDecodeError is a ValueError
         raise CELCompileError(f"compilation failed: {_clean(str(err))}") from None
     cost = estimate_cost(ast.root)
     if cost > MAX_COST:
         raise CELCompileError(
             f"too complex, exceeds cost limit (estimated cost {cost} > {MAX_COST})"
         )
-    program = runtime.compile(_domain_default_source(expression, ast), disable_check=True)
+    try:
+        program = runtime.compile(_domain_default_source(expression, ast), disable_check=True)
+    except _BINDING_ERRORS as err:
+        raise CELCompileError(f"compilation failed: {_clean(str(err))}") from None
     return CompiledSelector(expression, cost, program)
 
 

@@ -231,7 +231,7 @@ _LIBRARY: dict[str, list[_Overload]] = {
     "asApproximateFloat": [
         ("quantity_asApproximateFloat", _DBL, [_Q], True, lambda v: float(_q(v)))
     ],
-    "sign": [("quantity_sign", _INT, [_Q], True, _sign)],
+    "sign": [("quantity_sign", _INT, [_Q], False, _sign)],  # global only, as in Kubernetes
     "isInteger": [("quantity_isInteger", _BOOL, [_Q], True, _is_integer)],
     "major": [("semver_major", _INT, [_S], True, _version_part(0))],
     "minor": [("semver_minor", _INT, [_S], True, _version_part(1))],
