@@ -15,9 +15,12 @@ from tests.helpers import copy_fleet
 
 KUBECTL = shutil.which("kubectl")
 
-pytestmark = pytest.mark.skipif(
-    KUBECTL is None, reason="kubectl is not installed: 'kubectl kustomize' cannot be checked"
-)
+pytestmark = [
+    pytest.mark.slow,  # kubectl builds of every folder of a whole-fleet render
+    pytest.mark.skipif(
+        KUBECTL is None, reason="kubectl is not installed: 'kubectl kustomize' cannot be checked"
+    ),
+]
 
 
 @pytest.fixture(scope="module")

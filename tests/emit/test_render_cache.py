@@ -113,6 +113,7 @@ def _cached_equals_uncached(rendered: Path, tmp: Path, edits: list[tuple[int, in
     assert _outcome(cached) == _outcome(uncached, no_cache=True)
 
 
+@pytest.mark.slow  # hypothesis: edited fleets rendered with and without the cache
 @settings(max_examples=6, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture,
                                  HealthCheck.too_slow])
@@ -260,6 +261,7 @@ def test_cluster_selection_keeps_the_other_records(rendered: Path, tmp_path: Pat
     assert _render(root).skipped == CLUSTERS
 
 
+@pytest.mark.slow  # renders in fresh interpreters
 def test_records_are_deterministic(rendered: Path, tmp_path: Path) -> None:
     """A fresh copy rendered in another folder under another hash seed: the same bytes."""
     root = copy_fleet(tmp_path / "elsewhere" / "fleet")

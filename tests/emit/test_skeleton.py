@@ -167,6 +167,7 @@ VALUES = st.recursive(
 )
 
 
+@pytest.mark.slow  # 150-example differential run
 @settings(max_examples=int(os.environ.get("GEN_FUZZ_EXAMPLES", "150")), deadline=None,
           derandomize="GEN_FUZZ_EXAMPLES" not in os.environ,
           suppress_health_check=[HealthCheck.too_slow])

@@ -175,6 +175,7 @@ def _fast(data: Any) -> bool:
     return True
 
 
+@pytest.mark.slow  # 100-example differential run
 @settings(FUZZ, max_examples=int(os.environ.get("GEN_FUZZ_EXAMPLES", "100")))
 @given(_shapes())
 def test_a_shapes_text_filled_is_dump_of_the_filled_data(shape: tuple[Any, list[Any]]) -> None:

@@ -77,6 +77,7 @@ def _brute_force_valid(gpu: GPU, counts: dict[str, int]) -> bool:
     return False
 
 
+@pytest.mark.slow  # a 300-example property run over every MIG GPU
 @settings(max_examples=300, deadline=None)
 @given(layouts())
 def test_placements_are_sound(case: tuple[GPU, dict[str, int]]) -> None:
@@ -91,6 +92,7 @@ def test_placements_are_sound(case: tuple[GPU, dict[str, int]]) -> None:
         assert check.placements == ()
 
 
+@pytest.mark.slow  # a 200-example property run over every MIG GPU
 @settings(max_examples=200, deadline=None)
 @given(layouts())
 def test_matches_brute_force(case: tuple[GPU, dict[str, int]]) -> None:
@@ -101,6 +103,7 @@ def test_matches_brute_force(case: tuple[GPU, dict[str, int]]) -> None:
     assert check_layout(gpu, counts).valid == _brute_force_valid(gpu, counts)
 
 
+@pytest.mark.slow  # a 200-example property run over every MIG GPU
 @settings(max_examples=200, deadline=None)
 @given(layouts(), st.data())
 def test_removing_an_instance_keeps_valid(
@@ -115,6 +118,7 @@ def test_removing_an_instance_keeps_valid(
     assert check_layout(gpu, smaller).valid
 
 
+@pytest.mark.slow  # a 150-example property run over every MIG GPU
 @settings(max_examples=150, deadline=None)
 @given(layouts([g for g in MIG_GPUS if g.mig_units == 8]))
 def test_s7_arithmetic_equivalence(case: tuple[GPU, dict[str, int]]) -> None:
