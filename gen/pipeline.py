@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from gen.emit.cache import CacheRecord, new_record, record_bytes, record_path
+from gen.emit.cache import FLEET_RECORD, CacheRecord, new_record, record_bytes, record_path
 from gen.emit.output import Changes, compute_changes, unified_diff, write_tree
 from gen.errors import (
     Finding,
@@ -133,6 +133,10 @@ class RenderResult:
     skipped: tuple[str, ...] = ()
     """Clusters not rendered because the render cache vouched for their files in out/
     (:mod:`gen.emit.cache`); their files in ``outputs`` are the bytes read from out/."""
+    fast_path: bool = False
+    """True when the fleet record vouched for the whole render: nothing was loaded, built,
+    linted or rendered, ``outputs`` are the bytes read from out/, ``findings`` the recorded
+    warnings, and ``skipped`` every cluster the render covers."""
 
 
 def _select(plan: Plan, clusters: Sequence[str]) -> Plan:
@@ -381,13 +385,19 @@ def render(
     """
     import dataclasses
 
+    out_label = _label(out_dir, base)
+    digest = None if check and no_cache else _input_digest(
+        profiles_dir, templates_dir, base, clusters, validator, out_label)
+    if digest is not None and not no_cache:
+        fast = _fast_path(out_dir, digest)
+        if fast is not None:
+            return fast
     plan = load_plan(profiles_dir, base=base)
     lint_findings = run_checks(plan)
     errors = [f for f in lint_findings if f.severity is Severity.ERROR]
     if errors:
         raise LintError(f"{len(errors)} lint error(s); nothing was written", findings=errors)
     plan = _select(plan, clusters)
-    out_label = _label(out_dir, base)
     validate = validator != "none"
     fingerprints = (
         {} if check and no_cache else _fingerprints(plan, templates_dir)
@@ -446,8 +456,66 @@ def render(
                 + _annotated_summary(changes) + ("\n" + text if text else ""),
             )
         return RenderResult(outputs, changes, warnings, count, text, skipped)
+    if digest is not None:
+        records[FLEET_RECORD] = _fleet_record(digest, plan, count, warnings, outputs, records)
     changes = write_tree(outputs, out_dir, cache=dict(sorted(records.items())))
     return RenderResult(outputs, changes, warnings, count, skipped=skipped)
+
+
+def _input_digest(
+    profiles_dir: Path, templates_dir: Path | None, base: Path | None,
+    clusters: Sequence[str], validator: Validator, out_label: str,
+) -> str | None:
+    """The fleet input digest (:func:`gen.emit.cache.input_digest`) of this render; None
+    when kubeconform would run (it is never skipped) or an input cannot be vouched for."""
+    from gen.emit.cache import input_digest
+    from gen.emit.kubeconform import find_kubeconform
+
+    if validator == "kubeconform" or (validator == "auto" and find_kubeconform() is not None):
+        return None
+    # ``base`` reaches the output and the messages only through the paths shown: of the
+    # profiles (hashed as shown) and of out/ (the label). It is not hashed itself, so a
+    # fleet rendered with and without it, or moved elsewhere, keeps the same record.
+    options = {"validator": validator, "clusters": list(clusters), "out": out_label}
+    return input_digest(profiles_dir, templates_dir, base, options)
+
+
+def _fast_path(out_dir: Path, digest: str) -> RenderResult | None:
+    """The whole render from out/ when the fleet record vouches for it: the same input
+    digest, every recorded file (the index and the other records too) in out/ with the
+    bytes recorded, and nothing a render would remove or replace. None otherwise."""
+    from gen.emit.cache import CACHE_DIR, read_fleet_record, verified_hashes
+    from gen.emit.output import INDEX_NAME, holds_only
+
+    record = read_fleet_record(out_dir)
+    if record is None or record.digest != digest:
+        return None
+    files = verified_hashes(out_dir, record.files, cache_ok=True)
+    if files is None or not holds_only(out_dir, record.files):
+        return None
+    outputs = {p: data for p, data in sorted(files.items(), key=lambda kv: str(kv[0]))
+               if str(p) != INDEX_NAME and p.parts[0] != CACHE_DIR}
+    changes = Changes((), (), (), len(outputs))
+    return RenderResult(outputs, changes, record.findings, record.objects,
+                        skipped=record.clusters, fast_path=True)
+
+
+def _fleet_record(
+    digest: str, plan: Plan, objects: int, warnings: tuple[Finding, ...],
+    outputs: dict[PurePosixPath, bytes], records: dict[str, bytes],
+) -> bytes:
+    """The fleet record of a render about to be written: what out/ will then hold."""
+    import hashlib
+
+    from gen.emit.cache import FleetRecord, fleet_record_bytes
+    from gen.emit.output import INDEX_NAME, index_bytes
+
+    files = {str(p): hashlib.sha256(data).hexdigest() for p, data in outputs.items()}
+    files[INDEX_NAME] = hashlib.sha256(index_bytes([str(p) for p in outputs])).hexdigest()
+    files.update({rel: hashlib.sha256(data).hexdigest() for rel, data in records.items()
+                  if rel != FLEET_RECORD})
+    return fleet_record_bytes(FleetRecord(
+        digest, tuple(c.name for c in plan.clusters), objects, files, warnings))
 
 
 def _fingerprints(plan: Plan, templates_dir: Path | None) -> dict[str, str | None]:
