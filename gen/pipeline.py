@@ -382,12 +382,19 @@ def render(
     read from out/ (:mod:`gen.emit.cache`; ``RenderResult.skipped`` names them). A render
     that writes also writes the records. ``no_cache`` renders every cluster (the records
     are still written, from that render).
+
+    Before any of that, the fleet record (:mod:`gen.emit.cache`): when the input digest of
+    this render and every file of out/ match it, nothing is loaded, linted or rendered;
+    the result holds out/'s files, the recorded warnings, every covered cluster in
+    ``skipped`` and ``fast_path`` set. ``no_cache`` bypasses it.
     """
     import dataclasses
 
     out_label = _label(out_dir, base)
-    digest = None if check and no_cache else _input_digest(
-        profiles_dir, templates_dir, base, clusters, validator, out_label)
+    # A --cluster render neither takes nor writes the fleet record; it keeps the one out/
+    # has, which stays valid exactly while out/ still holds every file it lists.
+    digest = None if (check and no_cache) or clusters else _input_digest(
+        profiles_dir, templates_dir, base, clusters, validator)
     if digest is not None and not no_cache:
         fast = _fast_path(out_dir, digest)
         if fast is not None:
@@ -464,7 +471,7 @@ def render(
 
 def _input_digest(
     profiles_dir: Path, templates_dir: Path | None, base: Path | None,
-    clusters: Sequence[str], validator: Validator, out_label: str,
+    clusters: Sequence[str], validator: Validator,
 ) -> str | None:
     """The fleet input digest (:func:`gen.emit.cache.input_digest`) of this render; None
     when kubeconform would run (it is never skipped) or an input cannot be vouched for."""
@@ -473,10 +480,11 @@ def _input_digest(
 
     if validator == "kubeconform" or (validator == "auto" and find_kubeconform() is not None):
         return None
-    # ``base`` reaches the output and the messages only through the paths shown: of the
-    # profiles (hashed as shown) and of out/ (the label). It is not hashed itself, so a
-    # fleet rendered with and without it, or moved elsewhere, keeps the same record.
-    options = {"validator": validator, "clusters": list(clusters), "out": out_label}
+    # ``base`` reaches the output only through the profile paths shown, hashed as shown;
+    # it is not hashed itself, so a fleet rendered with and without it, or moved, keeps
+    # the same record. The out/ label reaches only the messages of a failed render (a
+    # template or schema error), which a recorded render, being a success, cannot have.
+    options = {"validator": validator, "clusters": list(clusters)}
     return input_digest(profiles_dir, templates_dir, base, options)
 
 
@@ -554,7 +562,8 @@ def _reusable(
 
 
 def _other_records(out_dir: Path, clusters: Iterable[str]) -> dict[str, bytes]:
-    """With --cluster: the records of the clusters not rendered, kept as they are."""
+    """With --cluster: the records of the clusters not rendered, and the fleet record,
+    kept as they are."""
     from gen.emit.cache import CACHE_DIR, clusters_of, record_path
 
     folder = out_dir / CACHE_DIR
@@ -563,6 +572,11 @@ def _other_records(out_dir: Path, clusters: Iterable[str]) -> dict[str, bytes]:
     except OSError:
         return {}
     kept: dict[str, bytes] = {}
+    try:
+        if not (out_dir / FLEET_RECORD).is_symlink():
+            kept[FLEET_RECORD] = (out_dir / FLEET_RECORD).read_bytes()
+    except OSError:
+        pass
     for name in clusters_of(f"{CACHE_DIR}/{n}" for n in names):
         if name in set(clusters):
             continue

@@ -134,11 +134,12 @@ def holds_only(out_dir: Path, recorded: Collection[str]) -> bool:
     """True when out/ holds no file a render would remove or replace beyond ``recorded``
     (paths relative to out/, the index and the cache records included): no gen file and no
     cache file outside it (the fleet record aside), no link at a recorded path, and no
-    half-done swap or stale temporary tree beside out/ (a render would clean those up).
+    half-done swap or stale temporary tree beside out/ (a render would clean those up),
+    and out/ not a link.
     With the recorded files' bytes verified, a render that would write exactly
     ``recorded`` then writes nothing (the fleet fast path, :mod:`gen.emit.cache`)."""
-    if _siblings(out_dir, "old") or _siblings(out_dir, "tmp"):
-        return False
+    if out_dir.is_symlink() or _siblings(out_dir, "old") or _siblings(out_dir, "tmp"):
+        return False  # a render resolves the link and tidies beside the real folder
     wanted = set(recorded)
     existing = _existing_files(out_dir)
     index = read_index(out_dir)

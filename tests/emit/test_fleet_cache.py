@@ -219,27 +219,28 @@ def test_a_file_the_loader_ignores_keeps_the_fast_path(rendered: Path, tmp_path:
 def test_options_are_in_the_digest(rendered: Path, tmp_path: Path) -> None:
     root = _copy(rendered, tmp_path / "fleet")
     assert not _render(root, check=True, validator="none").fast_path
+    # --cluster never takes the fast path, and keeps the fleet record out/ has: it stays
+    # valid while out/ holds every file it lists
     assert not _render(root, check=True, clusters=("edge-l4",)).fast_path
-    selected = _render(root, clusters=("edge-l4",))  # records the selection
-    assert not selected.fast_path
-    again = _render(root, clusters=("edge-l4",))
-    assert again.fast_path and again.skipped == ("edge-l4",)
-    assert again.objects == selected.objects
-    assert not _render(root).fast_path  # the whole fleet is another render
+    assert not _render(root, clusters=("edge-l4",)).fast_path
     assert snapshot_tree(root / "out") == snapshot_tree(rendered / "out")
+    assert _render(root).fast_path
+    _profile_value(root)  # qwen-7b on edge-l4
+    _render(root, clusters=("edge-l4",))
+    assert not _render(root).fast_path  # out/ changed: the record no longer vouches
+    assert _render(root).fast_path
 
 
 def test_kubeconform_is_never_skipped(rendered: Path, tmp_path: Path,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     from gen.pipeline import _input_digest
 
-    root = rendered
-    args = (root / "profiles", None, root, (), "out")
-    assert _input_digest(*args[:4], "kubeconform", args[4]) is None
+    args = (rendered / "profiles", None, rendered, ())
+    assert _input_digest(*args, "kubeconform") is None
     monkeypatch.setattr("gen.emit.kubeconform.find_kubeconform", lambda: "/bin/kubeconform")
-    assert _input_digest(*args[:4], "auto", args[4]) is None
+    assert _input_digest(*args, "auto") is None
     monkeypatch.setattr("gen.emit.kubeconform.find_kubeconform", lambda: None)
-    assert _input_digest(*args[:4], "auto", args[4]) is not None
+    assert _input_digest(*args, "auto") is not None
 
 
 def test_the_cli_prints_the_same_on_the_fast_path(rendered: Path, tmp_path: Path,
@@ -308,3 +309,16 @@ def test_gen_files_and_check_ignore_the_fleet_record(rendered: Path, tmp_path: P
     (root / "out" / FLEET_RECORD).unlink()
     result = _render(root, check=True)  # a missing record costs a render, never a stale
     assert not result.fast_path and result.changes.empty
+
+
+def test_a_stale_temporary_tree_beside_out_leaves_the_fast_path(
+    rendered: Path, tmp_path: Path,
+) -> None:
+    """A render tidies what a killed run left beside out/: the fast path must not skip it."""
+    root = _copy(rendered, tmp_path / "fleet")
+    stale = root / ".gen-tmp-out-999999"
+    stale.mkdir()
+    result = _render(root)
+    assert not result.fast_path and result.changes.empty
+    assert not stale.exists()
+    assert _render(root).fast_path
