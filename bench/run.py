@@ -151,17 +151,42 @@ def bench_size(name: str, repeat: int) -> dict[str, Any]:
 
 
 def _bench_cache(args: list[str], root: Path, profiles_dir: Path) -> dict[str, Any]:
-    """No-op ``gen render`` and ``--check`` with the render cache and with ``--no-cache``,
-    a one-cluster change, and where a cached no-op spends its time (in process)."""
+    """No-op ``gen render`` and ``--check`` on the fleet fast path, with the per-cluster
+    cache alone and with ``--no-cache``, a one-cluster change, and where each kind of
+    cached no-op spends its time (in process)."""
+    from gen.emit.cache import FLEET_RECORD
     from gen.emit.output import compute_changes
-    from gen.pipeline import _fingerprints, _reusable, load_plan, run_checks
+    from gen.pipeline import (
+        _fast_path,
+        _fingerprints,
+        _input_digest,
+        _reusable,
+        load_plan,
+        run_checks,
+    )
 
     out = ["--out", str(root / "out")]
     row: dict[str, Any] = {
         "gen_render_unchanged_nocache_s": _gen([*args, *out, "--no-cache"], root),
-        "gen_check_s": _gen([*args, *out, "--check"], root),
+        # the fleet fast path (out/.gen-cache/_fleet.json): medians of three fresh processes
+        "gen_render_noop_fast_s": _median(lambda: _gen([*args, *out], root), 3),
+        "gen_check_s": _median(lambda: _gen([*args, *out, "--check"], root), 3),
         "gen_check_nocache_s": _gen([*args, *out, "--check", "--no-cache"], root),
     }
+    fast: dict[str, float] = {}
+    start = time.perf_counter()
+    digest = _input_digest(profiles_dir, None, None, (), "embedded")
+    fast["input_digest"] = time.perf_counter() - start
+    assert digest is not None
+    start = time.perf_counter()
+    result = _fast_path(root / "out", digest)
+    fast["verify_out"] = time.perf_counter() - start
+    row["noop_fast_phases_s"] = fast
+    row["noop_fast_path"] = result is not None
+    # without the fleet record: the per-cluster cache alone (a --check writes nothing, so
+    # the record stays away until the next render)
+    (root / "out" / FLEET_RECORD).unlink()
+    row["gen_check_cluster_cache_s"] = _gen([*args, *out, "--check"], root)
     phases: dict[str, float] = {}
     start = time.perf_counter()
     plan = load_plan(profiles_dir)

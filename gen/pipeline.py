@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from gen.emit.cache import CacheRecord, new_record, record_bytes, record_path
+from gen.emit.cache import FLEET_RECORD, CacheRecord, new_record, record_bytes, record_path
 from gen.emit.output import Changes, compute_changes, unified_diff, write_tree
 from gen.errors import (
     Finding,
@@ -133,6 +133,10 @@ class RenderResult:
     skipped: tuple[str, ...] = ()
     """Clusters not rendered because the render cache vouched for their files in out/
     (:mod:`gen.emit.cache`); their files in ``outputs`` are the bytes read from out/."""
+    fast_path: bool = False
+    """True when the fleet record vouched for the whole render: nothing was loaded, built,
+    linted or rendered, ``outputs`` are the bytes read from out/, ``findings`` the recorded
+    warnings, and ``skipped`` every cluster the render covers."""
 
 
 def _select(plan: Plan, clusters: Sequence[str]) -> Plan:
@@ -378,16 +382,29 @@ def render(
     read from out/ (:mod:`gen.emit.cache`; ``RenderResult.skipped`` names them). A render
     that writes also writes the records. ``no_cache`` renders every cluster (the records
     are still written, from that render).
+
+    Before any of that, the fleet record (:mod:`gen.emit.cache`): when the input digest of
+    this render and every file of out/ match it, nothing is loaded, linted or rendered;
+    the result holds out/'s files, the recorded warnings, every covered cluster in
+    ``skipped`` and ``fast_path`` set. ``no_cache`` bypasses it.
     """
     import dataclasses
 
+    out_label = _label(out_dir, base)
+    # A --cluster render neither takes nor writes the fleet record; it keeps the one out/
+    # has, which stays valid exactly while out/ still holds every file it lists.
+    digest = None if (check and no_cache) or clusters else _input_digest(
+        profiles_dir, templates_dir, base, clusters, validator)
+    if digest is not None and not no_cache:
+        fast = _fast_path(out_dir, digest)
+        if fast is not None:
+            return fast
     plan = load_plan(profiles_dir, base=base)
     lint_findings = run_checks(plan)
     errors = [f for f in lint_findings if f.severity is Severity.ERROR]
     if errors:
         raise LintError(f"{len(errors)} lint error(s); nothing was written", findings=errors)
     plan = _select(plan, clusters)
-    out_label = _label(out_dir, base)
     validate = validator != "none"
     fingerprints = (
         {} if check and no_cache else _fingerprints(plan, templates_dir)
@@ -446,8 +463,67 @@ def render(
                 + _annotated_summary(changes) + ("\n" + text if text else ""),
             )
         return RenderResult(outputs, changes, warnings, count, text, skipped)
+    if digest is not None:
+        records[FLEET_RECORD] = _fleet_record(digest, plan, count, warnings, outputs, records)
     changes = write_tree(outputs, out_dir, cache=dict(sorted(records.items())))
     return RenderResult(outputs, changes, warnings, count, skipped=skipped)
+
+
+def _input_digest(
+    profiles_dir: Path, templates_dir: Path | None, base: Path | None,
+    clusters: Sequence[str], validator: Validator,
+) -> str | None:
+    """The fleet input digest (:func:`gen.emit.cache.input_digest`) of this render; None
+    when kubeconform would run (it is never skipped) or an input cannot be vouched for."""
+    from gen.emit.cache import input_digest
+    from gen.emit.kubeconform import find_kubeconform
+
+    if validator == "kubeconform" or (validator == "auto" and find_kubeconform() is not None):
+        return None
+    # ``base`` reaches the output only through the profile paths shown, hashed as shown;
+    # it is not hashed itself, so a fleet rendered with and without it, or moved, keeps
+    # the same record. The out/ label reaches only the messages of a failed render (a
+    # template or schema error), which a recorded render, being a success, cannot have.
+    options = {"validator": validator, "clusters": list(clusters)}
+    return input_digest(profiles_dir, templates_dir, base, options)
+
+
+def _fast_path(out_dir: Path, digest: str) -> RenderResult | None:
+    """The whole render from out/ when the fleet record vouches for it: the same input
+    digest, every recorded file (the index and the other records too) in out/ with the
+    bytes recorded, and nothing a render would remove or replace. None otherwise."""
+    from gen.emit.cache import CACHE_DIR, read_fleet_record, verified_hashes
+    from gen.emit.output import INDEX_NAME, holds_only
+
+    record = read_fleet_record(out_dir)
+    if record is None or record.digest != digest:
+        return None
+    files = verified_hashes(out_dir, record.files, cache_ok=True)
+    if files is None or not holds_only(out_dir, record.files):
+        return None
+    outputs = {p: data for p, data in sorted(files.items(), key=lambda kv: str(kv[0]))
+               if str(p) != INDEX_NAME and p.parts[0] != CACHE_DIR}
+    changes = Changes((), (), (), len(outputs))
+    return RenderResult(outputs, changes, record.findings, record.objects,
+                        skipped=record.clusters, fast_path=True)
+
+
+def _fleet_record(
+    digest: str, plan: Plan, objects: int, warnings: tuple[Finding, ...],
+    outputs: dict[PurePosixPath, bytes], records: dict[str, bytes],
+) -> bytes:
+    """The fleet record of a render about to be written: what out/ will then hold."""
+    import hashlib
+
+    from gen.emit.cache import FleetRecord, fleet_record_bytes
+    from gen.emit.output import INDEX_NAME, index_bytes
+
+    files = {str(p): hashlib.sha256(data).hexdigest() for p, data in outputs.items()}
+    files[INDEX_NAME] = hashlib.sha256(index_bytes([str(p) for p in outputs])).hexdigest()
+    files.update({rel: hashlib.sha256(data).hexdigest() for rel, data in records.items()
+                  if rel != FLEET_RECORD})
+    return fleet_record_bytes(FleetRecord(
+        digest, tuple(c.name for c in plan.clusters), objects, files, warnings))
 
 
 def _fingerprints(plan: Plan, templates_dir: Path | None) -> dict[str, str | None]:
@@ -486,7 +562,8 @@ def _reusable(
 
 
 def _other_records(out_dir: Path, clusters: Iterable[str]) -> dict[str, bytes]:
-    """With --cluster: the records of the clusters not rendered, kept as they are."""
+    """With --cluster: the records of the clusters not rendered, and the fleet record,
+    kept as they are."""
     from gen.emit.cache import CACHE_DIR, clusters_of, record_path
 
     folder = out_dir / CACHE_DIR
@@ -495,6 +572,11 @@ def _other_records(out_dir: Path, clusters: Iterable[str]) -> dict[str, bytes]:
     except OSError:
         return {}
     kept: dict[str, bytes] = {}
+    try:
+        if not (out_dir / FLEET_RECORD).is_symlink():
+            kept[FLEET_RECORD] = (out_dir / FLEET_RECORD).read_bytes()
+    except OSError:
+        pass
     for name in clusters_of(f"{CACHE_DIR}/{n}" for n in names):
         if name in set(clusters):
             continue

@@ -43,6 +43,20 @@ What is *not* in the fingerprint, and why: the out/ label and the profile line n
 (messages only); the validator choice (the record says whether its files passed schema
 validation, and a render that asks for validation trusts only a record that did);
 kubeconform (it is never skipped: it runs on every file of the render, cached or not).
+
+In front of the per-cluster records, the **fleet record** (``out/.gen-cache/_fleet.json``)
+lets a no-op render skip everything, the load, resolve, build and lint included. It holds an
+:func:`input_digest` of everything the whole render reads, computed from raw bytes without
+parsing anything: every profile file the loader reads (its own discovery, its displayed
+paths), every template file (override folder and built-ins), gen's data files, gen's
+version, code digest and library versions, and the options that change the output or the
+verdict (validator, --cluster selection). With it, the files of the whole render
+with their SHA-256 (the index and the per-cluster records too) and the lint warnings the
+render returned. When the digest matches, every listed file hashes as recorded and out/
+holds nothing a render would remove or replace, a render would write exactly what out/
+holds and report exactly those warnings: the render returns them without loading anything.
+A link among the inputs, an unreadable one, or kubeconform (which is never skipped) means
+no digest, and the normal path.
 """
 
 from __future__ import annotations
@@ -68,16 +82,22 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CACHE_DIR",
+    "FLEET_RECORD",
     "FORMAT",
     "CacheRecord",
     "Fingerprinter",
+    "FleetRecord",
     "canonical_json",
     "code_digest",
+    "fleet_record_bytes",
+    "input_digest",
     "is_cache_path",
+    "read_fleet_record",
     "read_record",
     "record_bytes",
     "record_path",
     "verified_files",
+    "verified_hashes",
 ]
 
 CACHE_DIR = ".gen-cache"
@@ -359,24 +379,32 @@ def read_record(out_dir: Path, cluster: str) -> tuple[CacheRecord, bytes] | None
     return None if record is None or record.cluster != cluster else (record, data)
 
 
-def _safe(rel: str) -> bool:
+def _safe(rel: str, cache_ok: bool = False) -> bool:
     parts = rel.split("/")
     return bool(rel) and not rel.startswith("/") and "\\" not in rel and all(
         p not in ("", ".", "..") for p in parts
-    ) and not is_cache_path(rel)
+    ) and (cache_ok or not is_cache_path(rel))
 
 
 def verified_files(out_dir: Path, record: CacheRecord) -> dict[PurePosixPath, bytes] | None:
     """The recorded files' bytes as out/ holds them now, when every one is there and
     hashes to what was recorded; None as soon as one is missing, unreadable or differs."""
+    return verified_hashes(out_dir, record.files)
+
+
+def verified_hashes(
+    out_dir: Path, hashes: Mapping[str, str], *, cache_ok: bool = False,
+) -> dict[PurePosixPath, bytes] | None:
+    """``hashes`` (path relative to out/ → SHA-256) checked against out/: every file's
+    bytes when all are there and hash as recorded, else None. ``cache_ok``: the paths may
+    be inside the cache folder (the fleet record lists the other records)."""
     root = os.fspath(out_dir)
     files: dict[PurePosixPath, bytes] = {}
-    for rel, digest in record.files.items():
-        if not _safe(rel):
+    for rel, digest in hashes.items():
+        if not _safe(rel, cache_ok):
             return None  # a damaged or hostile record: never read outside out/
         try:
-            with open(os.path.join(root, rel), "rb") as handle:  # noqa: PTH118,PTH123
-                data = handle.read()
+            data = _read_all(os.path.join(root, rel))  # noqa: PTH118 - str paths, hot loop
         except OSError:
             return None
         if hashlib.sha256(data).hexdigest() != digest:
@@ -385,8 +413,248 @@ def verified_files(out_dir: Path, record: CacheRecord) -> dict[PurePosixPath, by
     return files
 
 
+def _read_all(path: str) -> bytes:
+    """A file's bytes in as few system calls as its size allows (unbuffered: out/ holds
+    tens of thousands of small files, and a buffered open costs more than the read)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        size = os.fstat(fd).st_size
+        chunks = [os.read(fd, size + 1)]
+        while chunks[-1] and (len(chunks) > 1 or len(chunks[0]) > size):
+            chunks.append(os.read(fd, 1 << 20))  # it grew since the fstat: read to the end
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def clusters_of(paths: Iterable[str]) -> set[str]:
-    """The cluster names of record paths (``.gen-cache/<cluster>.json``)."""
+    """The cluster names of record paths (``.gen-cache/<cluster>.json``; not the fleet
+    record)."""
     prefix = CACHE_DIR + "/"
     return {p[len(prefix):-len(".json")] for p in paths
-            if p.startswith(prefix) and p.endswith(".json") and "/" not in p[len(prefix):]}
+            if p.startswith(prefix) and p.endswith(".json") and "/" not in p[len(prefix):]
+            and p != FLEET_RECORD}
+
+
+# --------------------------------------------------------------------------- the fleet record
+
+FLEET_RECORD = f"{CACHE_DIR}/_fleet.json"
+"""The fleet record, relative to out/: the digest of every input of the whole render, the
+files that render was (with the other cache records), and the warnings its lint gave.
+A cluster name cannot start with '_', so it never collides with a cluster's record."""
+
+FLEET_FORMAT = 1
+
+
+class _NoDigest(Exception):
+    """An input the digest cannot vouch for (a link, an unreadable or oversized file)."""
+
+
+def _tree_digest(folder: Path) -> list[tuple[str, str]]:
+    """(relative path, SHA-256) of every file under ``folder``, sorted; any link or
+    unreadable entry raises :class:`_NoDigest`."""
+    entries: list[tuple[str, str]] = []
+
+    def walk(path: str, prefix: str) -> None:
+        try:
+            with os.scandir(path) as it:
+                items = sorted(it, key=lambda e: e.name)
+        except OSError:
+            raise _NoDigest(path) from None
+        for entry in items:
+            rel = prefix + entry.name
+            if entry.is_symlink():
+                raise _NoDigest(entry.path)
+            if entry.is_dir(follow_symlinks=False):
+                walk(entry.path, rel + "/")
+            elif entry.is_file(follow_symlinks=False):
+                entries.append((os.fsencode(rel).hex(), _file_sha256(entry.path)))
+            else:
+                raise _NoDigest(entry.path)
+
+    walk(os.fspath(folder), "")
+    return entries
+
+
+def _file_sha256(path: str | Path, limit: int | None = None) -> str:
+    try:
+        with open(path, "rb") as handle:  # noqa: PTH123 - str paths
+            data = handle.read() if limit is None else handle.read(limit + 1)
+    except OSError:
+        raise _NoDigest(os.fspath(path)) from None
+    if limit is not None and len(data) > limit:
+        raise _NoDigest(os.fspath(path))
+    return hashlib.sha256(data).hexdigest()
+
+
+@once
+def _builtin_digest() -> tuple[list[tuple[str, str]], list[tuple[str, str]]] | None:
+    """The built-in templates and gen's data files (catalogs, CRD schemas): read by every
+    build and render, but not ``.py`` files, so :func:`code_digest` does not see them."""
+    from gen.emit.render import BUILTIN_TEMPLATES
+
+    try:
+        return (_tree_digest(BUILTIN_TEMPLATES),
+                _tree_digest(Path(__file__).resolve().parents[1] / "data"))
+    except _NoDigest:
+        return None
+
+
+def _profile_digest(profiles_dir: Path, base: Path | None) -> list[tuple[str, str]]:
+    """(shown path, SHA-256) of every file the loader reads, in its order: the loader's own
+    discovery (:func:`gen.fleet.loader.profile_files`) and its own displayed paths (they
+    reach messages and the rendered headers)."""
+    from gen.fleet.loader import MAX_FILE_BYTES, display_path, profile_files
+
+    if not profiles_dir.is_dir() or profiles_dir.is_symlink():
+        raise _NoDigest(os.fspath(profiles_dir))
+    shown_base = base if base is not None else profiles_dir.resolve().parent
+    checked: set[Path] = set()
+    entries = []
+    for file in profile_files(profiles_dir):
+        if file.is_symlink():
+            raise _NoDigest(os.fspath(file))
+        for parent in file.relative_to(profiles_dir).parents:
+            folder = profiles_dir / parent
+            if folder not in checked:
+                if folder.is_symlink():
+                    raise _NoDigest(os.fspath(folder))
+                checked.add(folder)
+        shown = display_path(file, shown_base)
+        entries.append((os.fsencode(shown).hex(), _file_sha256(file, MAX_FILE_BYTES)))
+    return entries
+
+
+def input_digest(
+    profiles_dir: Path, templates_dir: Path | None, base: Path | None,
+    options: Mapping[str, Any],
+) -> str | None:
+    """A SHA-256 of everything a whole render depends on, read without parsing anything:
+    the profile files (paths as shown, bytes), the template overrides and built-ins, gen's
+    data files, gen's version and code and the libraries' versions (as a fingerprint has
+    them), and ``options`` (what else changes the output or the verdict). None when an
+    input cannot be vouched for: the render then takes the normal path."""
+    builtin = _builtin_digest()
+    if builtin is None:
+        return None
+    try:
+        profiles = _profile_digest(profiles_dir, base)
+        overrides = (None if templates_dir is None or not templates_dir.is_dir()
+                     else _tree_digest(templates_dir))
+    except _NoDigest:
+        return None
+    if templates_dir is not None and templates_dir.is_symlink():
+        return None
+    parts = {
+        "format": FLEET_FORMAT,
+        "gen": {"version": __version__, "code": code_digest(), "format": FORMAT,
+                **_library_versions()},
+        "profiles": profiles,
+        "templates": {"override": overrides, "builtin": builtin[0]},
+        "data": builtin[1],
+        "options": dict(options),
+    }
+    return _sha256(canonical_json(parts))
+
+
+@dataclasses.dataclass(frozen=True)
+class FleetRecord:
+    """What one successful render of the whole fleet (or a --cluster selection) was."""
+
+    digest: str
+    clusters: tuple[str, ...]
+    """The clusters the render covered (``RenderResult.skipped`` of a fast-path run)."""
+    objects: int
+    files: Mapping[str, str]
+    """Every file of out/ the render made (the index and the other cache records too),
+    relative to out/ → SHA-256."""
+    findings: tuple[Any, ...]
+    """The lint warnings and infos the render returned (:class:`gen.errors.Finding`)."""
+
+
+def _location_json(loc: SourceLocation | None) -> Any:
+    return None if loc is None else [loc.path, loc.line, loc.column]
+
+
+def _location(raw: Any) -> SourceLocation | None:
+    if raw is None:
+        return None
+    if not (isinstance(raw, list) and len(raw) == 3 and isinstance(raw[0], str)
+            and type(raw[1]) is int and type(raw[2]) is int):
+        raise ValueError("bad location")
+    return SourceLocation(raw[0], raw[1], raw[2])
+
+
+def finding_json(finding: Any) -> dict[str, Any]:
+    """Every field of a Finding, for an exact round trip (``to_json`` drops some)."""
+    return {
+        "rule": finding.rule, "message": finding.message,
+        "location": _location_json(finding.location), "key_path": finding.key_path,
+        "severity": finding.severity.value, "hint": finding.hint,
+        "related": [_location_json(r) for r in finding.related],
+        "service": finding.service, "cluster": finding.cluster,
+    }
+
+
+def parse_finding(raw: Any) -> Any:
+    """The Finding :func:`finding_json` wrote; ValueError for anything else."""
+    from gen.errors import Finding, Severity
+
+    if not isinstance(raw, dict) or set(raw) != {
+            "rule", "message", "location", "key_path", "severity", "hint", "related",
+            "service", "cluster"}:
+        raise ValueError("bad finding")
+    texts = ("rule", "message", "key_path", "hint", "service", "cluster")
+    if not all(isinstance(raw[k], str) for k in texts) or not isinstance(raw["related"], list):
+        raise ValueError("bad finding")
+    related = []
+    for item in raw["related"]:
+        loc = _location(item)
+        if loc is None:
+            raise ValueError("bad related location")
+        related.append(loc)
+    return Finding(raw["rule"], raw["message"], _location(raw["location"]), raw["key_path"],
+                   Severity(raw["severity"]), raw["hint"], tuple(related), raw["service"],
+                   raw["cluster"])
+
+
+def fleet_record_bytes(record: FleetRecord) -> bytes:
+    """The fleet record file: canonical, deterministic."""
+    data = {
+        "clusters": list(record.clusters),
+        "digest": record.digest,
+        "files": dict(sorted(record.files.items())),
+        "findings": [finding_json(f) for f in record.findings],
+        "format": FLEET_FORMAT,
+        "objects": record.objects,
+    }
+    return (json.dumps(data, sort_keys=True, indent=1, ensure_ascii=True) + "\n").encode()
+
+
+def parse_fleet_record(data: bytes) -> FleetRecord | None:
+    """A fleet record from its bytes; None for anything damaged or of another format."""
+    try:
+        raw = json.loads(data)
+        if not isinstance(raw, dict) or raw.get("format") != FLEET_FORMAT:
+            return None
+        digest, clusters, files = raw.get("digest"), raw.get("clusters"), raw.get("files")
+        objects, findings = raw.get("objects"), raw.get("findings")
+        if not (isinstance(digest, str) and isinstance(clusters, list)
+                and all(isinstance(c, str) for c in clusters)
+                and type(objects) is int and objects >= 0
+                and isinstance(files, dict) and isinstance(findings, list)
+                and all(isinstance(k, str) and isinstance(v, str) for k, v in files.items())):
+            return None
+        return FleetRecord(digest, tuple(clusters), objects, files,
+                           tuple(parse_finding(f) for f in findings))
+    except ValueError:
+        return None
+
+
+def read_fleet_record(out_dir: Path) -> FleetRecord | None:
+    """The fleet record in out/; None when missing or damaged."""
+    try:
+        data = (out_dir / FLEET_RECORD).read_bytes()
+    except OSError:
+        return None
+    return parse_fleet_record(data)

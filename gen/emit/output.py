@@ -29,13 +29,14 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from gen.emit.cache import is_cache_path
+from gen.emit.cache import FLEET_RECORD, is_cache_path
 from gen.errors import OutputError
 from gen.fleet.generated import MARKERS
 
 __all__ = [
-    "INDEX_NAME", "Changes", "compute_changes", "gen_files", "read_index", "unified_diff",
-    "write_tree",
+    "INDEX_NAME", "Changes", "compute_changes", "gen_files", "holds_only", "index_bytes",
+    "read_index",
+    "unified_diff", "write_tree",
 ]
 
 INDEX_NAME = ".gen-files"
@@ -129,6 +130,32 @@ def gen_files(out_dir: Path) -> dict[str, Path]:
     }
 
 
+def holds_only(out_dir: Path, recorded: Collection[str]) -> bool:
+    """True when out/ holds no file a render would remove or replace beyond ``recorded``
+    (paths relative to out/, the index and the cache records included): no gen file and no
+    cache file outside it (the fleet record aside), no link at a recorded path, and no
+    half-done swap or stale temporary tree beside out/ (a render would clean those up),
+    and out/ not a link.
+    With the recorded files' bytes verified, a render that would write exactly
+    ``recorded`` then writes nothing (the fleet fast path, :mod:`gen.emit.cache`)."""
+    if out_dir.is_symlink() or _siblings(out_dir, "old") or _siblings(out_dir, "tmp"):
+        return False  # a render resolves the link and tidies beside the real folder
+    wanted = set(recorded)
+    existing = _existing_files(out_dir)
+    index = read_index(out_dir)
+    for rel, (path, link) in existing.items():
+        if rel in wanted:
+            if link:
+                return False
+            continue
+        if is_cache_path(rel):
+            if rel != FLEET_RECORD or link:
+                return False
+        elif rel == INDEX_NAME or _is_gen_file(Path(path), index, rel):
+            return False
+    return wanted <= set(existing)
+
+
 def _is_gen_file(path: Path, index: set[str], rel: str) -> bool:
     if rel in index or rel == INDEX_NAME:
         return True
@@ -140,6 +167,11 @@ def _is_gen_file(path: Path, index: set[str], rel: str) -> bool:
     except OSError:
         return False
     return any(marker in head for marker in MARKERS)
+
+
+def index_bytes(paths: list[str]) -> bytes:
+    """The index file a render of these files writes."""
+    return _index_bytes(paths)
 
 
 def _index_bytes(paths: list[str]) -> bytes:

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gen.emit.cache import CACHE_DIR, Fingerprinter, parse_record, record_path
+from gen.emit.cache import CACHE_DIR, FLEET_RECORD, Fingerprinter, parse_record, record_path
 from gen.emit.render import BUILTIN_TEMPLATES, make_environment
 from gen.errors import GenError, StaleOutputError
 from gen.pipeline import RenderResult, load_plan, render
@@ -225,9 +225,19 @@ def test_an_extra_gen_file_is_found(rendered: Path, tmp_path: Path) -> None:
 def test_a_noop_render_skips_every_cluster_and_rewrites_nothing(rendered: Path,
                                                                 tmp_path: Path) -> None:
     root = _copy(rendered, tmp_path / "fleet")
+    # without the fleet record: the per-cluster path skips every cluster, and writes the
+    # fleet record again, nothing else
+    (root / "out" / FLEET_RECORD).unlink()
+    result = _render(root)
+    assert result.skipped == CLUSTERS
+    assert not result.fast_path
+    assert result.changes.empty
+    assert snapshot_tree(root / "out") == snapshot_tree(rendered / "out")
+    # with it: the fleet fast path, which touches nothing
     before = stat_tree(root / "out")
     result = _render(root)
     assert result.skipped == CLUSTERS
+    assert result.fast_path
     assert result.changes.empty
     assert stat_tree(root / "out") == before
     check = _render(root, check=True)
@@ -257,7 +267,7 @@ def test_cluster_selection_keeps_the_other_records(rendered: Path, tmp_path: Pat
     result = _render(root, clusters=("edge-l4",))
     assert result.skipped == ()
     records = sorted(p.name for p in (root / "out" / CACHE_DIR).iterdir())
-    assert records == [f"{c}.json" for c in CLUSTERS]
+    assert records == ["_fleet.json", *(f"{c}.json" for c in CLUSTERS)]  # the old one
     assert _render(root).skipped == CLUSTERS
 
 

@@ -1,0 +1,324 @@
+"""The fleet fast path (gen.emit.cache's fleet record, gen.pipeline.render).
+
+A no-op render or ``--check`` whose input digest and files match the fleet record loads
+nothing and returns what a full run returns (files, objects, warnings); any change to an
+input or to out/ leaves the fast path, and the render is then exactly the uncached one.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from gen.emit.cache import (
+    FLEET_RECORD,
+    FleetRecord,
+    finding_json,
+    fleet_record_bytes,
+    parse_finding,
+    parse_fleet_record,
+    record_path,
+)
+from gen.emit.render import BUILTIN_TEMPLATES
+from gen.errors import Finding, GenError, Severity, SourceLocation
+from gen.pipeline import RenderResult, render
+from tests.helpers import copy_fleet, snapshot_tree, stat_tree
+
+CLUSTERS = ("edge-l4", "mac-lab", "prod-us-east", "research-eu")
+SERVICE = "profiles/services/qwen-7b-edge.yaml"
+
+
+def _render(root: Path, **kwargs: Any) -> RenderResult:
+    templates = root / "templates"
+    kwargs.setdefault("validator", "embedded")
+    return render(root / "profiles", root / "out", base=root,
+                  templates_dir=templates if templates.is_dir() else None, **kwargs)
+
+
+def _with_warning(root: Path) -> Path:
+    """The example fleet has no lint warning: an image gen does not know gives GEN303."""
+    path = root / SERVICE
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("serving:\n", "serving:\n  image: example.com/vllm:1\n", 1),
+                    encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example fleet with one warning, rendered once (out/, its cache, the fleet record)."""
+    root = _with_warning(copy_fleet(tmp_path_factory.mktemp("base") / "fleet"))
+    _render(root)
+    return root
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_a_noop_render_and_check_take_the_fast_path(
+    rendered: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    root = _copy(rendered, tmp_path / "fleet")
+    full = _render(root, check=True, no_cache=True)
+    assert not full.fast_path and full.skipped == ()
+    assert [f.rule for f in full.findings] == ["GEN303"]
+    before = stat_tree(root / "out")
+    monkeypatch.setattr("gen.pipeline.load_plan", _no_loading)
+    for check in (False, True):
+        fast = _render(root, check=check)
+        assert fast.fast_path
+        assert fast.skipped == CLUSTERS
+        assert fast.outputs == full.outputs
+        assert list(fast.outputs) == list(full.outputs)
+        assert fast.objects == full.objects
+        assert fast.findings == full.findings
+        assert fast.changes == full.changes
+        assert fast.diff == ""
+    assert stat_tree(root / "out") == before  # nothing written
+
+
+def test_no_cache_bypasses_the_fast_path(rendered: Path, tmp_path: Path) -> None:
+    root = _copy(rendered, tmp_path / "fleet")
+    result = _render(root, no_cache=True)
+    assert not result.fast_path and result.skipped == ()
+    assert snapshot_tree(root / "out") == snapshot_tree(rendered / "out")
+
+
+def _profile_comment(root: Path) -> None:
+    with (root / SERVICE).open("a", encoding="utf-8") as handle:
+        handle.write("# a comment: one more byte, the same profiles\n")
+
+
+def _profile_value(root: Path) -> None:
+    path = root / SERVICE
+    path.write_text(path.read_text("utf-8").replace("replicas: 3", "replicas: 4"), "utf-8")
+
+
+def _new_profile_file(root: Path) -> None:
+    (root / "profiles/services/empty.yaml").write_text("# nothing yet\n", encoding="utf-8")
+
+
+def _override(root: Path, extra: str = "{# same output #}\n") -> None:
+    target = root / "templates/vllm/pdb.yaml.j2"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text((BUILTIN_TEMPLATES / "vllm/pdb.yaml.j2").read_text("utf-8") + extra,
+                      encoding="utf-8")
+
+
+def _override_edit(root: Path) -> None:
+    _override(root, "{# an override #}\n")
+    _render(root)  # recorded with this override ...
+    _override(root, "# another override\n")  # ... then the override changes the output
+
+
+def _out_edit(root: Path) -> None:
+    path = root / "out/edge-l4/workloads/edge/service-qwen-7b.yaml"
+    path.write_bytes(path.read_bytes() + b"# hand edit\n")
+
+
+def _out_delete(root: Path) -> None:
+    (root / "out/edge-l4/workloads/edge/service-qwen-7b.yaml").unlink()
+
+
+def _out_extra_gen_file(root: Path) -> None:
+    src = root / "out/edge-l4/workloads/edge/service-qwen-7b.yaml"
+    shutil.copyfile(src, src.with_name("service-old.yaml"))
+
+
+def _index_delete(root: Path) -> None:
+    (root / "out/.gen-files").unlink()
+
+
+def _record_delete(root: Path) -> None:
+    (root / "out" / record_path("mac-lab")).unlink()
+
+
+def _record_extra(root: Path) -> None:
+    (root / "out/.gen-cache/by-hand.json").write_text("{}\n", encoding="utf-8")
+
+
+def _fleet_record_damaged(root: Path) -> None:
+    (root / "out" / FLEET_RECORD).write_text("{not json", encoding="utf-8")
+
+
+def _symlinked_profile(root: Path) -> None:
+    target = root / "elsewhere.yaml"
+    shutil.copyfile(root / SERVICE, target)
+    (root / SERVICE).unlink()
+    (root / SERVICE).symlink_to(target)
+
+
+CHANGES = {
+    "profile comment": _profile_comment,
+    "profile value": _profile_value,
+    "new profile file": _new_profile_file,
+    "template override added": _override,
+    "template override edited": _override_edit,
+    "hand edit in out/": _out_edit,
+    "deletion in out/": _out_delete,
+    "extra gen file in out/": _out_extra_gen_file,
+    "index deleted": _index_delete,
+    "cluster record deleted": _record_delete,
+    "extra cache file": _record_extra,
+    "fleet record damaged": _fleet_record_damaged,
+    "profile is a symlink": _symlinked_profile,
+}
+
+
+def _outcome(root: Path, **kwargs: Any) -> tuple[str, bool, dict[str, bytes], Any]:
+    try:
+        result = _render(root, **kwargs)
+    except GenError as err:
+        return type(err).__name__, False, snapshot_tree(root / "out"), None
+    return ("ok", result.fast_path, snapshot_tree(root / "out"),
+            (result.objects, result.findings, result.changes))
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_any_change_leaves_the_fast_path_and_renders_exactly_the_uncached_result(
+    rendered: Path, tmp_path: Path, change: str,
+) -> None:
+    cached = _copy(rendered, tmp_path / "cached")
+    uncached = _copy(rendered, tmp_path / "uncached")
+    for root in (cached, uncached):
+        CHANGES[change](root)
+    status, fast, tree, result = _outcome(cached)
+    uncached_status, _, uncached_tree, uncached_result = _outcome(uncached, no_cache=True)
+    assert not fast
+    assert status == "ok"
+    assert (status, tree, result) == (uncached_status, uncached_tree, uncached_result)
+    # the render recorded its inputs again: the next one is the fast path (a symlinked
+    # input never is)
+    assert _render(cached).fast_path is (change != "profile is a symlink")
+
+
+def test_a_check_after_a_change_is_not_the_fast_path(rendered: Path, tmp_path: Path) -> None:
+    root = _copy(rendered, tmp_path / "fleet")
+    _out_edit(root)
+    with pytest.raises(GenError, match="stale"):
+        _render(root, check=True)
+
+
+def test_a_file_the_loader_ignores_keeps_the_fast_path(rendered: Path, tmp_path: Path) -> None:
+    """The digest reads the loader's own file list: a hidden folder or a non-YAML file
+    changes nothing a render reads, so the fast path still holds."""
+    root = _copy(rendered, tmp_path / "fleet")
+    (root / "profiles/.drafts").mkdir()
+    (root / "profiles/.drafts/wip.yaml").write_text("kind: nonsense\n", encoding="utf-8")
+    (root / "profiles/NOTES.txt").write_text("notes\n", encoding="utf-8")
+    assert _render(root).fast_path
+
+
+def test_options_are_in_the_digest(rendered: Path, tmp_path: Path) -> None:
+    root = _copy(rendered, tmp_path / "fleet")
+    assert not _render(root, check=True, validator="none").fast_path
+    # --cluster never takes the fast path, and keeps the fleet record out/ has: it stays
+    # valid while out/ holds every file it lists
+    assert not _render(root, check=True, clusters=("edge-l4",)).fast_path
+    assert not _render(root, clusters=("edge-l4",)).fast_path
+    assert snapshot_tree(root / "out") == snapshot_tree(rendered / "out")
+    assert _render(root).fast_path
+    _profile_value(root)  # qwen-7b on edge-l4
+    _render(root, clusters=("edge-l4",))
+    assert not _render(root).fast_path  # out/ changed: the record no longer vouches
+    assert _render(root).fast_path
+
+
+def test_kubeconform_is_never_skipped(rendered: Path, tmp_path: Path,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from gen.pipeline import _input_digest
+
+    args = (rendered / "profiles", None, rendered, ())
+    assert _input_digest(*args, "kubeconform") is None
+    monkeypatch.setattr("gen.emit.kubeconform.find_kubeconform", lambda: "/bin/kubeconform")
+    assert _input_digest(*args, "auto") is None
+    monkeypatch.setattr("gen.emit.kubeconform.find_kubeconform", lambda: None)
+    assert _input_digest(*args, "auto") is not None
+
+
+def test_the_cli_prints_the_same_on_the_fast_path(rendered: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from gen.cli import cli
+
+    root = _copy(rendered, tmp_path / "fleet")
+    monkeypatch.chdir(root)
+    runner = CliRunner()
+    for extra in ([], ["--check"]):
+        args = ["render", "--validator", "embedded", *extra]
+        full = runner.invoke(cli, [*args, "--no-cache"])
+        fast = runner.invoke(cli, args)
+        assert full.exit_code == fast.exit_code == 0
+        assert "GEN303" in full.output
+        assert fast.output == full.output
+    # and those runs loaded nothing: with the loader gone they print the same
+    monkeypatch.setattr("gen.pipeline.load_plan", _no_loading)
+    for extra in ([], ["--check"]):
+        args = ["render", "--validator", "embedded", *extra]
+        assert runner.invoke(cli, args).output == runner.invoke(cli, args).output
+        assert "GEN303" in runner.invoke(cli, args).output
+
+
+def _no_loading(*args: object, **kwargs: object) -> None:
+    raise AssertionError("the fast path loads nothing")
+
+
+def test_findings_round_trip_every_field() -> None:
+    finding = Finding(
+        "GEN999", "a message ü \u2028", SourceLocation("profiles/a.yaml", 3, 7), "a.b[0]",
+        Severity.INFO, "a hint",
+        (SourceLocation("profiles/b.yaml", 1, 0), SourceLocation("profiles/c.yaml")),
+        service="svc", cluster="c1",
+    )
+    bare = Finding("GEN998", "no location", severity=Severity.WARNING)
+    for f in (finding, bare):
+        assert parse_finding(json.loads(json.dumps(finding_json(f)))) == f
+    record = FleetRecord("d" * 64, CLUSTERS, 5, {"a/b.yaml": "0" * 64}, (finding, bare))
+    data = fleet_record_bytes(record)
+    assert parse_fleet_record(data) == record
+    assert fleet_record_bytes(parse_fleet_record(data)) == data  # type: ignore[arg-type]
+    assert parse_fleet_record(data.replace(b'"GEN998"', b"7")) is None
+
+
+def test_the_fleet_record_is_the_same_in_another_folder(rendered: Path, tmp_path: Path) -> None:
+    other = _with_warning(copy_fleet(tmp_path / "somewhere" / "else" / "fleet"))
+    _render(other)
+    data = (other / "out" / FLEET_RECORD).read_bytes()
+    assert data == (rendered / "out" / FLEET_RECORD).read_bytes()
+    assert str(tmp_path).encode() not in data
+    record = parse_fleet_record(data)
+    assert record is not None
+    assert record.clusters == CLUSTERS
+    assert [f.rule for f in record.findings] == ["GEN303"]
+    assert ".gen-files" in record.files and record_path("edge-l4") in record.files
+    assert FLEET_RECORD not in record.files
+
+
+def test_gen_files_and_check_ignore_the_fleet_record(rendered: Path, tmp_path: Path) -> None:
+    from gen.emit.output import gen_files, read_index
+
+    root = _copy(rendered, tmp_path / "fleet")
+    assert FLEET_RECORD not in read_index(root / "out")
+    assert FLEET_RECORD not in gen_files(root / "out")
+    (root / "out" / FLEET_RECORD).unlink()
+    result = _render(root, check=True)  # a missing record costs a render, never a stale
+    assert not result.fast_path and result.changes.empty
+
+
+def test_a_stale_temporary_tree_beside_out_leaves_the_fast_path(
+    rendered: Path, tmp_path: Path,
+) -> None:
+    """A render tidies what a killed run left beside out/: the fast path must not skip it."""
+    root = _copy(rendered, tmp_path / "fleet")
+    stale = root / ".gen-tmp-out-999999"
+    stale.mkdir()
+    result = _render(root)
+    assert not result.fast_path and result.changes.empty
+    assert not stale.exists()
+    assert _render(root).fast_path
