@@ -16,7 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from gen.emit.cache import FLEET_RECORD, CacheRecord, new_record, record_bytes, record_path
+from gen.emit.cache import (
+    CACHE_GITIGNORE,
+    CACHE_GITIGNORE_BYTES,
+    FLEET_RECORD,
+    CacheRecord,
+    new_record,
+    record_bytes,
+    record_path,
+)
 from gen.emit.output import Changes, compute_changes, unified_diff, write_tree
 from gen.errors import (
     Finding,
@@ -463,6 +471,7 @@ def render(
                 + _annotated_summary(changes) + ("\n" + text if text else ""),
             )
         return RenderResult(outputs, changes, warnings, count, text, skipped)
+    records[CACHE_GITIGNORE] = CACHE_GITIGNORE_BYTES
     if digest is not None:
         records[FLEET_RECORD] = _fleet_record(digest, plan, count, warnings, outputs, records)
     changes = write_tree(outputs, out_dir, cache=dict(sorted(records.items())))

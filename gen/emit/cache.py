@@ -82,6 +82,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CACHE_DIR",
+    "CACHE_GITIGNORE",
+    "CACHE_GITIGNORE_BYTES",
     "FLEET_RECORD",
     "FORMAT",
     "CacheRecord",
@@ -442,6 +444,19 @@ FLEET_RECORD = f"{CACHE_DIR}/_fleet.json"
 """The fleet record, relative to out/: the digest of every input of the whole render, the
 files that render was (with the other cache records), and the warnings its lint gave.
 A cluster name cannot start with '_', so it never collides with a cluster's record."""
+
+CACHE_GITIGNORE = f"{CACHE_DIR}/.gitignore"
+"""Keeps the fleet record out of Git. The per-cluster records are meant to be committed
+with out/ (a fresh CI clone then skips the clusters a change did not touch, and a change
+touches only its clusters' records); the fleet record changes with every change to any
+input, so committing it would make every two concurrent pull requests conflict. It is
+the checkout's own: the fast path for the repeated local ``render``/``--check``."""
+
+CACHE_GITIGNORE_BYTES = (
+    b"# Written by gen: the fleet record is this checkout's own; the cluster records are\n"
+    b"# meant to be committed with out/.\n"
+    b"/_fleet.json\n"
+)
 
 FLEET_FORMAT = 1
 

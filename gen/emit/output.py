@@ -29,7 +29,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from gen.emit.cache import FLEET_RECORD, is_cache_path
+from gen.emit.cache import CACHE_GITIGNORE, FLEET_RECORD, is_cache_path
 from gen.errors import OutputError
 from gen.fleet.generated import MARKERS
 
@@ -149,7 +149,7 @@ def holds_only(out_dir: Path, recorded: Collection[str]) -> bool:
                 return False
             continue
         if is_cache_path(rel):
-            if rel != FLEET_RECORD or link:
+            if rel not in (FLEET_RECORD, CACHE_GITIGNORE) or link:
                 return False
         elif rel == INDEX_NAME or _is_gen_file(Path(path), index, rel):
             return False

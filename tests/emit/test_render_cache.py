@@ -267,7 +267,7 @@ def test_cluster_selection_keeps_the_other_records(rendered: Path, tmp_path: Pat
     result = _render(root, clusters=("edge-l4",))
     assert result.skipped == ()
     records = sorted(p.name for p in (root / "out" / CACHE_DIR).iterdir())
-    assert records == ["_fleet.json", *(f"{c}.json" for c in CLUSTERS)]  # the old one
+    assert records == [".gitignore", "_fleet.json", *(f"{c}.json" for c in CLUSTERS)]
     assert _render(root).skipped == CLUSTERS
 
 
@@ -337,3 +337,19 @@ def test_code_digest_covers_every_module_of_gen() -> None:
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     assert code_digest() == digest.hexdigest()
     assert len(list(package.rglob("*.py"))) > 50
+
+
+def test_the_fleet_record_is_kept_out_of_git(rendered: Path, tmp_path: Path) -> None:
+    """The cache folder's .gitignore names the fleet record (it changes with every input,
+    so committing it would make concurrent changes conflict) and nothing else."""
+    import subprocess as sp
+
+    ignore = (rendered / "out" / CACHE_DIR / ".gitignore").read_text(encoding="utf-8")
+    assert [line for line in ignore.splitlines() if not line.startswith("#")] == ["/_fleet.json"]
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    root = _copy(rendered, tmp_path / "fleet")
+    sp.run(["git", "init", "-q", str(root)], check=True)
+    listed = sp.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=all",
+                     "out/.gen-cache"], check=True, capture_output=True, text=True).stdout
+    assert "_fleet.json" not in listed and "prod-us-east.json" in listed
