@@ -298,14 +298,14 @@ def _render_clusters(
     progress: Progress | None,
 ) -> list[_ClusterOutput]:
     """Each cluster's files and findings, in plan order (see :func:`render_outputs`)."""
-    from gen.emit.parallel import _context, run_tasks
+    from gen.emit.parallel import forks, run_tasks
 
     task = _RenderCluster(plan, templates_dir, out_label,
                           validate=validator in ("auto", "embedded", "kubeconform"))
     results: dict[int, _ClusterOutput] = {}
     total = len(plan.clusters)
     jobs = default_jobs(plan) if jobs is None else jobs
-    if min(jobs, total) > 1 and _context().get_start_method() == "fork":
+    if min(jobs, total) > 1 and forks():
         # Compile the schemas once, before forking: every worker inherits them. Spawned
         # workers compile their own (jsonschema-rs validators do not pickle).
         task.prepare()

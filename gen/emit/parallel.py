@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from gen.errors import WorkerError
 
-__all__ = ["available_cpus", "run_tasks"]
+__all__ = ["available_cpus", "forks", "run_tasks"]
 
 R = TypeVar("R")
 
@@ -43,6 +43,12 @@ def available_cpus() -> int:
 def _context() -> Any:
     forkable = sys.platform == "linux" and threading.active_count() == 1
     return multiprocessing.get_context("fork" if forkable else "spawn")
+
+
+def forks() -> bool:
+    """Whether workers started now are forked (and inherit what the parent holds, such as
+    compiled schemas) rather than spawned afresh."""
+    return bool(_context().get_start_method() == "fork")
 
 
 def _worker(conn: Connection, task: Callable[[int], Any]) -> None:
