@@ -73,6 +73,8 @@ def _pydantic_findings(err: ValidationError, doc: Document) -> list[Finding]:
             hint = ""
         if kind == "value_error":
             message = message.removeprefix("Value error, ")
+        elif kind == "string_pattern_mismatch":
+            message = _pattern_message(issue, message)
         # Segments pydantic reports beyond what exists in the YAML (a missing key) are
         # still part of the path the user must fix.
         shown: list[str | int] = list(path)
@@ -83,6 +85,22 @@ def _pydantic_findings(err: ValidationError, doc: Document) -> list[Finding]:
             Finding("GEN002", message, where, format_key_path(shown), hint=hint)
         )
     return findings
+
+
+def _pattern_message(issue: Mapping[str, Any], message: str) -> str:
+    """A pattern mismatch in words where the pattern is a known one; a value with a line
+    break is said to be one (it would otherwise look like another line of output)."""
+    from gen.models._types import PATTERN_WORDS
+
+    value = issue.get("input")
+    context = issue.get("ctx") or {}
+    words = PATTERN_WORDS.get(str(context.get("pattern", "")))
+    shown = repr(value) if isinstance(value, str) else ""
+    if isinstance(value, str) and ("\n" in value or "\r" in value):
+        return f"{shown} holds a line break; " + (f"use {words}" if words else message)
+    if words is not None:
+        return f"{shown} is not valid: use {words}"
+    return message
 
 
 def _is_tag(segment: str | int) -> bool:

@@ -7,8 +7,13 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field, StringConstraints
 
-_DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
-_DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+_DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(?!\n)$"
+_DNS_SUBDOMAIN = (
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*(?!\n)$"
+)
+# Every pattern ends in (?!\n)$: with Python's re (the models' regex engine) a bare $ also
+# matches before a final newline, so "qwen-7b\n" would pass and name a file.
+_LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?(?!\n)$"
 
 DNSLabel = Annotated[
     str,
@@ -22,12 +27,12 @@ DNSSubdomain = Annotated[
 ]
 KubernetesVersion = Annotated[
     str,
-    StringConstraints(pattern=r"^v?1\.(2[5-9]|3[0-9])(\.\d{1,3})?$"),
+    StringConstraints(pattern=r"^v?1\.(2[5-9]|3[0-9])(\.\d{1,3})?(?!\n)$"),
     Field(description="Kubernetes version of the cluster, e.g. '1.34' or '1.34.2' (1.25–1.39)."),
 ]
 DriverVersion = Annotated[
     str,
-    StringConstraints(pattern=r"^\d{3}(\.\d{1,3}){1,2}$"),
+    StringConstraints(pattern=r"^\d{3}(\.\d{1,3}){1,2}(?!\n)$"),
     Field(description="NVIDIA driver version, e.g. '570.124.06'."),
 ]
 def _check_quantity(value: str) -> str:
@@ -45,7 +50,8 @@ def _check_quantity(value: str) -> str:
 Quantity = Annotated[
     str,
     StringConstraints(
-        pattern=r"^[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+|Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$",
+        pattern=(r"^[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)"
+                 r"([eE][-+]?[0-9]+|Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?(?!\n)$"),
     ),
     AfterValidator(_check_quantity),
     Field(description="A Kubernetes quantity, e.g. '80Gi', '500m', '2'."),
@@ -57,14 +63,14 @@ _QUALIFIED = re.compile(
 
 
 def _check_label_key(value: str) -> str:
-    if not _QUALIFIED.match(value) or len(value) > 316:
+    if not _QUALIFIED.fullmatch(value) or len(value) > 316:
         raise ValueError(f"{value!r} is not a valid Kubernetes label or attribute name")
     return value
 
 
 LabelKey = Annotated[str, AfterValidator(_check_label_key)]
 LabelValue = Annotated[
-    str, StringConstraints(max_length=63, pattern=r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+    str, StringConstraints(max_length=63, pattern=_LABEL_VALUE)
 ]
 
 _PINNED = re.compile(
@@ -73,7 +79,7 @@ _PINNED = re.compile(
 
 
 def _check_image(value: str) -> str:
-    if not _PINNED.match(value):
+    if not _PINNED.fullmatch(value):
         raise ValueError(f"{value!r} is not a container image reference")
     name_part = value.split("@", 1)[0]
     tag = name_part.rsplit(":", 1)[1] if ":" in name_part.rsplit("/", 1)[-1] else ""
@@ -87,3 +93,14 @@ ImageRef = Annotated[
     AfterValidator(_check_image),
     Field(description="A pinned container image: 'repo/name:tag' (not 'latest') or '@sha256:…'."),
 ]
+
+
+PATTERN_WORDS: dict[str, str] = {
+    _DNS_LABEL: "lowercase letters, digits and '-', starting and ending with a letter or "
+    "digit (a DNS-1123 label)",
+    _DNS_SUBDOMAIN: "lowercase letters, digits, '-' and '.', each dot-separated part starting "
+    "and ending with a letter or digit (a DNS-1123 subdomain)",
+    _LABEL_VALUE: "letters, digits, '-', '_' and '.', starting and ending with a letter or "
+    "digit, or empty (a Kubernetes label value)",
+}
+"""Words for the patterns users meet most, shown instead of the regular expression."""

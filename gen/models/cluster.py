@@ -103,11 +103,13 @@ class GitOps(Spec):
 
     engine: Literal["argocd", "flux"] = Field(description="GitOps engine that applies out/.")
     repo_url: str = Field(
-        pattern=r"^(https://|ssh://|git@)[^\s]+$", description="Git URL of this fleet repository."
+        pattern=r"^(https://|ssh://|git@)[^\s]+(?!\n)$",
+        description="Git URL of this fleet repository.",
     )
     revision: str = Field("main", min_length=1, description="Branch, tag or commit to sync.")
     path_prefix: str = Field(
-        "out", pattern=r"^[A-Za-z0-9_.\-/]+$", description="Folder of out/ inside the repository."
+        "out", pattern=r"^[A-Za-z0-9_.\-/]+(?!\n)$",
+        description="Folder of out/ inside the repository.",
     )
     namespace: DNSLabel | None = Field(
         None, description="Namespace of the GitOps controller (default argocd / flux-system)."
@@ -131,7 +133,7 @@ class GPUOperator(Spec):
     """NVIDIA GPU Operator installation (Helm chart)."""
 
     version: str = Field(
-        "v25.10.1", pattern=r"^v\d+\.\d+\.\d+$", description="Pinned chart version."
+        "v25.10.1", pattern=r"^v\d+\.\d+\.\d+(?!\n)$", description="Pinned chart version."
     )
     namespace: DNSLabel = Field("gpu-operator", description="Namespace of the operator.")
 
@@ -140,7 +142,7 @@ class DRADriver(Spec):
     """NVIDIA DRA driver installation (Helm chart), for clusters with allocation 'dra'."""
 
     version: str = Field(
-        "25.12.0", pattern=r"^v?\d+\.\d+\.\d+$", description="Pinned chart version."
+        "25.12.0", pattern=r"^v?\d+\.\d+\.\d+(?!\n)$", description="Pinned chart version."
     )
     namespace: DNSLabel = Field("nvidia-dra-driver-gpu", description="Namespace of the driver.")
     feature_gates: dict[str, bool] = Field(
@@ -165,7 +167,7 @@ class Monitoring(Spec):
     )
     prometheus_url: str = Field(
         "http://prometheus-operated.monitoring.svc:9090",
-        pattern=r"^https?://[^\s]+$",
+        pattern=r"^https?://[^\s]+(?!\n)$",
         description="Prometheus the autoscaler queries for vllm:num_requests_waiting.",
     )
     namespace: DNSLabel = Field(

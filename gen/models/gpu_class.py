@@ -30,10 +30,11 @@ class GPUMatch(Spec):
     )
     mig_profile: str | None = Field(None, description="MIG profile, e.g. '3g.40gb' (type mig).")
     min_compute_capability: str | None = Field(
-        None, pattern=r"^\d+\.\d+$", description="Least CUDA compute capability, e.g. '8.0'."
+        None, pattern=r"^\d+\.\d+(?!\n)$", description="Least CUDA compute capability, e.g. '8.0'."
     )
     min_driver_version: str | None = Field(
-        None, pattern=r"^\d+\.\d+(\.\d+)?$", description="Least NVIDIA driver, e.g. '570.0.0'."
+        None, pattern=r"^\d+\.\d+(\.\d+)?(?!\n)$",
+        description="Least NVIDIA driver, e.g. '570.0.0'.",
     )
 
 
@@ -90,7 +91,7 @@ class GPUClass(Spec):
         # 'requests.' + it a qualified name; the API server rejects anything else.
         if value is None:
             return value
-        match = _RESOURCE_NAME.match(value)
+        match = _RESOURCE_NAME.fullmatch(value)
         domain = match["domain"] if match else ""
         if (match is None or len(domain) > 244 or value.startswith("requests.")
                 or domain == "kubernetes.io" or domain.endswith(".kubernetes.io")):

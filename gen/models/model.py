@@ -21,7 +21,7 @@ class ModelProfile(Spec):
 
     kind: Literal["Model"] = Field(description="Document kind.")
     name: str = Field(
-        min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-/]*$",
+        min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-/]*(?!\n)$",
         description="Hugging Face repo id services use in 'model'.",
     )
     parameters: int = Field(gt=0, description="Total parameters.")

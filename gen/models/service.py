@@ -18,7 +18,7 @@ class SecretRef(Spec):
     """A key of a Kubernetes Secret; the value never appears in profiles or out/."""
 
     name: DNSSubdomain = Field(description="Secret name (in the service's namespace).")
-    key: str = Field(pattern=r"^[-._a-zA-Z0-9]+$", description="Key inside the Secret.")
+    key: str = Field(pattern=r"^[-._a-zA-Z0-9]+(?!\n)$", description="Key inside the Secret.")
 
 
 class GPUAlternative(Spec):

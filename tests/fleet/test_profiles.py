@@ -155,3 +155,25 @@ def test_validation_error_message_format(tmp_path: Path) -> None:
         load_profiles(tmp_path / "profiles", base=tmp_path)
     assert info.value.format_message().splitlines()[-1] == "1 problem(s) in profiles"
     assert info.value.format_message().startswith("profiles/x.yaml:2:1: error GEN002: name: ")
+
+
+@pytest.mark.parametrize("value", ['"qwen-7b\\n"', '"qwen-7b\\r\\n"', "Qwen_7B"])
+def test_a_name_that_is_not_a_dns_label_is_refused_in_words(tmp_path: Path, value: str) -> None:
+    """A trailing line break no longer passes as a name (Python's $ matches before a final
+    newline, and the file would be named 'deployment-qwen-7b\\n.yaml'); the message says
+    what a name may hold instead of printing the regular expression."""
+    from gen.errors import ProfileValidationError
+    from gen.fleet.profiles import load_profiles
+
+    write_tree(tmp_path / "profiles", {"svc.yaml": f"""\
+        kind: InferenceService
+        name: {value}
+        model: Qwen/Qwen2.5-7B-Instruct
+        clusters: [c1]
+        """})
+    with pytest.raises(ProfileValidationError) as err:
+        load_profiles(tmp_path / "profiles", base=tmp_path)
+    (finding,) = err.value.findings
+    assert finding.key_path == "name" and finding.location is not None
+    assert finding.location.line == 2
+    assert "DNS-1123 label" in finding.message and "(?!" not in finding.message
