@@ -147,10 +147,6 @@ class RenderResult:
     warnings, and ``skipped`` every cluster the render covers."""
 
 
-def _select(plan: Plan, clusters: Sequence[str]) -> Plan:
-    return plan.select(clusters)
-
-
 PARALLEL_MIN_MANIFESTS = 600
 """Below this many manifests, starting worker processes costs more than it saves."""
 
@@ -412,7 +408,7 @@ def render(
     errors = [f for f in lint_findings if f.severity is Severity.ERROR]
     if errors:
         raise LintError(f"{len(errors)} lint error(s); nothing was written", findings=errors)
-    plan = _select(plan, clusters)
+    plan = plan.select(clusters)
     validate = validator != "none"
     fingerprints = (
         {} if check and no_cache else _fingerprints(plan, templates_dir)
@@ -581,13 +577,14 @@ def _other_records(out_dir: Path, clusters: Iterable[str]) -> dict[str, bytes]:
     except OSError:
         return {}
     kept: dict[str, bytes] = {}
+    selected = set(clusters)
     try:
         if not (out_dir / FLEET_RECORD).is_symlink():
             kept[FLEET_RECORD] = (out_dir / FLEET_RECORD).read_bytes()
     except OSError:
         pass
     for name in clusters_of(f"{CACHE_DIR}/{n}" for n in names):
-        if name in set(clusters):
+        if name in selected:
             continue
         try:
             kept[record_path(name)] = (folder / f"{name}.json").read_bytes()

@@ -322,21 +322,20 @@ def test_a_template_override_invalidates_the_clusters_that_render_it(
     assert result.changes.empty
 
 
-def test_code_digest_covers_every_module_of_gen() -> None:
-    """The digest changes with gen's code, not only with its version: it hashes each module."""
-    import hashlib
-    from pathlib import Path
+def test_a_change_in_gen_s_code_invalidates_every_record(
+    rendered: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """gen's code, not only its version, is in every fingerprint and in the fleet's input
+    digest: an emitter changed without a version bump must not trust older records."""
+    from gen.emit import cache
 
-    import gen
-    from gen.emit.cache import code_digest
-
-    package = Path(gen.__file__).resolve().parent
-    digest = hashlib.sha256()
-    for path in sorted(package.rglob("*.py"), key=lambda p: p.relative_to(package).as_posix()):
-        digest.update(path.relative_to(package).as_posix().encode("utf-8") + b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
-    assert code_digest() == digest.hexdigest()
-    assert len(list(package.rglob("*.py"))) > 50
+    plan = load_plan(rendered / "profiles", base=rendered)
+    cluster = plan.clusters[0]
+    before = Fingerprinter(make_environment(None)).fingerprint(cluster)
+    digest = cache.input_digest(rendered / "profiles", None, rendered, {})
+    monkeypatch.setattr(cache, "code_digest", lambda: "0" * 64)
+    assert Fingerprinter(make_environment(None)).fingerprint(cluster) != before
+    assert cache.input_digest(rendered / "profiles", None, rendered, {}) != digest
 
 
 def test_the_fleet_record_is_kept_out_of_git(rendered: Path, tmp_path: Path) -> None:
