@@ -114,14 +114,6 @@ def warm(keys: Iterable[tuple[int, str, str]]) -> None:
         compiled(schema_version_for(cluster_minor), api_version, kind)
 
 
-_BY_CLUSTER_MINOR: BoundedCache[ValidatorKey, Any] = BoundedCache(
-    "gen.emit.validate.by_cluster_minor", 4096)
-"""(cluster minor, apiVersion, kind) → the validator of :data:`_VALIDATORS` it uses: the
-per-object path is one dict look-up and the validator's own ``is_valid``."""
-
-_NO_VALIDATOR = object()
-
-
 class SchemaValidator:
     """Validates manifests of any supported Kubernetes version (validators: :func:`compiled`)."""
 
@@ -133,16 +125,11 @@ class SchemaValidator:
         origin: SourceLocation | None = None,
     ) -> list[Finding]:
         """All schema errors of one object, located at its output file."""
-        api_version = data.get("apiVersion", "")
-        kind = data.get("kind", "")
-        key = (cluster_minor, api_version, kind)
-        validator = _BY_CLUSTER_MINOR.data.get(key, _NO_VALIDATOR)
-        if validator is _NO_VALIDATOR:
-            validator = _BY_CLUSTER_MINOR.put(key, compiled(
-                schema_version_for(cluster_minor), str(api_version), str(kind)))
+        minor = schema_version_for(cluster_minor)
+        validator = compiled(minor, str(data.get("apiVersion", "")), str(data.get("kind", "")))
         if validator is not None and validator.is_valid(data):
             return []  # the common case, and quicker than collecting errors
-        return _findings(validator, data, schema_version_for(cluster_minor), where, origin)
+        return _findings(validator, data, minor, where, origin)
 
 
 def _findings(validator: Any, data: Mapping[str, Any], minor: int, where: SourceLocation,
