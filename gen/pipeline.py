@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from gen.emit.cache import (
     CACHE_GITIGNORE,
@@ -39,14 +39,19 @@ from gen.errors import (
 )
 from gen.fleet.plan import ClusterPlan, Plan
 
+if TYPE_CHECKING:
+    from gen.fleet.suppress import SuppressionReport
+
 __all__ = [
     "Progress",
     "RenderResult",
     "Validator",
     "build_cluster",
     "build_manifests",
+    "check_report",
     "default_jobs",
     "lint",
+    "lint_report",
     "load_plan",
     "render",
     "render_outputs",
@@ -106,12 +111,25 @@ def _checks() -> tuple[Check, ...]:
             apple_check)
 
 
-def run_checks(plan: Plan) -> list[Finding]:
-    """All findings of all capabilities' rules (and those resolve recorded in the Plan)."""
+def check_report(plan: Plan) -> SuppressionReport:
+    """All findings of all capabilities' rules (and those resolve recorded in the Plan),
+    split by the fleet's suppressions (:mod:`gen.fleet.suppress`) into those that count
+    and those silenced. Unused suppressions are reported only when the plan holds every
+    cluster (a ``--cluster`` render checks part of the fleet)."""
+    from gen.fleet.suppress import apply_suppressions
+    from gen.rules import RULES
+
     findings: list[Finding] = list(plan.findings)
     for check in _checks():
         findings.extend(check(plan))
-    return findings
+    whole = {c.name for c in plan.clusters} == set(plan.profiles.clusters)
+    return apply_suppressions(findings, plan.profiles.suppressions, RULES,
+                              report_unused=whole, profiles=plan.profiles)
+
+
+def run_checks(plan: Plan) -> list[Finding]:
+    """The findings that count: :func:`check_report` less the suppressed ones."""
+    return list(check_report(plan).findings)
 
 
 def load_plan(profiles_dir: Path, *, base: Path | None = None) -> Plan:
@@ -124,9 +142,21 @@ def load_plan(profiles_dir: Path, *, base: Path | None = None) -> Plan:
 
 
 def lint(profiles_dir: Path, *, base: Path | None = None) -> list[Finding]:
-    """Every check on the profiles, nothing written. Raises on unreadable or invalid input."""
-    plan = load_plan(profiles_dir, base=base)
-    return sort_findings(run_checks(plan))
+    """Every check on the profiles, nothing written. Raises on unreadable or invalid input.
+
+    Suppressed findings are left out (:func:`lint_report` has them)."""
+    return list(lint_report(profiles_dir, base=base).findings)
+
+
+def lint_report(profiles_dir: Path, *, base: Path | None = None) -> SuppressionReport:
+    """:func:`lint` with the suppressed findings too, each with what silenced it."""
+    import dataclasses
+
+    report = check_report(load_plan(profiles_dir, base=base))
+    return dataclasses.replace(
+        report, findings=tuple(sort_findings(report.findings)),
+        suppressed=tuple(sorted(report.suppressed, key=lambda fs: fs[0].sort_key())),
+    )
 
 
 @dataclass(frozen=True)

@@ -82,6 +82,18 @@ _ALL = (
         "node pool, catalog GPU)",
     ),
     Rule(
+        "GEN004", "suppression matches no finding", _IO,
+        "a suppression (`# gen: ignore[RULE] reason`, a profile's `lint.ignore`, an entry of "
+        "the fleet's `gen.yaml`) that silences no finding: the problem is gone, or the "
+        "suppression is on the wrong line; remove it",
+        _WARNING,
+    ),
+    Rule(
+        "GEN005", "suppression cannot be used", _IO,
+        "a suppression without a reason, naming no rule, an unknown rule id, or a rule that "
+        "cannot be suppressed (input, render and validation errors, and GEN004/GEN005)",
+    ),
+    Rule(
         "GEN010", "template failed", _IO,
         "a template failed (Jinja syntax, an undefined name, a template not found)",
     ),

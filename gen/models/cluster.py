@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from gen.models._base import Spec
+from gen.models._base import ProfileKind, Spec
 from gen.models._types import (
     DNSLabel,
     DNSSubdomain,
@@ -175,7 +175,7 @@ class Monitoring(Spec):
     )
 
 
-class Cluster(Spec):
+class Cluster(ProfileKind):
     """A Kubernetes cluster of the fleet."""
 
     kind: Literal["Cluster"] = Field(description="Document kind.")

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from gen.models._base import Spec
+from gen.models._base import ProfileKind
 
 _LIMITS = {
     "parameters": 10**15, "active_parameters": 10**15, "hidden_size": 10**6,
@@ -16,7 +16,7 @@ _LIMITS = {
 """Upper bounds far beyond any real model, so that sizes stay within float arithmetic."""
 
 
-class ModelProfile(Spec):
+class ModelProfile(ProfileKind):
     """A model's architecture, for memory-fit checks."""
 
     kind: Literal["Model"] = Field(description="Document kind.")

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from gen.models._base import Spec
+from gen.models._base import ProfileKind, Spec
 from gen.models._types import DNSLabel, DNSSubdomain, ImageRef, LabelKey, Quantity
 
 Engine = Literal["vllm", "llama-server", "vllm-metal", "vllm-mlx"]
@@ -155,7 +155,7 @@ class PodSecurity(Spec):
     )
 
 
-class InferenceService(Spec):
+class InferenceService(ProfileKind):
     """A model served with an inference engine."""
 
     kind: Literal["InferenceService"] = Field(description="Document kind.")

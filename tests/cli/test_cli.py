@@ -105,12 +105,15 @@ def test_lint_clean_fleet(runner: CliRunner, fleet: Path) -> None:
     result = _invoke(runner, "lint", "--profiles", fleet / "profiles", "--format", "json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert set(data) == {"version", "findings", "summary"}
+    assert set(data) == {"version", "findings", "suppressed", "summary"}
     assert data["version"] == 1
-    assert set(data["summary"]) == {"error", "warning", "info"}
+    assert set(data["summary"]) == {"error", "warning", "info", "suppressed"}
     assert data["summary"]["error"] == 0
-    assert sum(data["summary"].values()) == len(data["findings"])
-    keys = {"rule", "severity", "message", "path", "line", "column", "key_path", "hint"}
+    counts = data["summary"]
+    assert counts["error"] + counts["warning"] + counts["info"] == len(data["findings"])
+    assert counts["suppressed"] == len(data["suppressed"])
+    keys = {"rule", "severity", "message", "path", "line", "column", "key_path", "hint",
+            "related"}
     assert all(set(f) == keys for f in data["findings"])
 
 
@@ -123,10 +126,11 @@ def test_lint_json_on_unknown_key(runner: CliRunner, fleet: Path) -> None:
     assert data["version"] == 1 and data["summary"]["error"] == 1
     (finding,) = data["findings"]
     assert finding == {
-        "rule": "GEN002", "severity": "error", "message": "unknown key",
+        "rule": "GEN002", "severity": "error", "message": "unknown key 'gpuz'",
         "path": "profiles/services/qwen-7b-edge.yaml", "line": line, "column": 3,
-        "key_path": "gpu.gpuz", "hint": finding["hint"],
+        "key_path": "gpu.gpuz", "hint": finding["hint"], "related": [],
     }
+    assert "gpu_class" in finding["hint"]
 
 
 @pytest.mark.parametrize("command", ["render", "lint"])

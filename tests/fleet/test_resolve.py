@@ -158,7 +158,7 @@ def test_every_llmspec_field_is_carried_or_deliberately_defaulted() -> None:
         field = spec_fields[name]
         assert field.default is not dataclasses.MISSING, f"{name} has no default"
     carried = {LLMSpec.PROFILE_NAMES.get(n, n) for n in spec_fields if n not in defaulted}
-    profile_keys = set(ModelProfile.model_fields) - {"kind"}
+    profile_keys = set(ModelProfile.model_fields) - {"kind", "lint"}
     assert carried == profile_keys
 
 
@@ -175,7 +175,7 @@ def test_model_profile_becomes_its_llmspec() -> None:
     )
     spec = LLMSpec.from_profile(profile)
     assert spec.id == "example/Moe-1"
-    for key in set(ModelProfile.model_fields) - {"kind", "name"}:
+    for key in set(ModelProfile.model_fields) - {"kind", "name", "lint"}:
         assert getattr(spec, key) == getattr(profile, key), key
     assert spec.intermediate_size is None
     assert spec.compute_dtype == "bf16"
