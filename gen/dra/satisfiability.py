@@ -393,17 +393,55 @@ def _unsatisfiable(cluster: ClusterPlan, svc: ServicePlan, analysis: ChoiceAnaly
         parts.append("the service has no node pool in this cluster")
     mode = "all matching devices" if choice.all_devices else f"{choice.count} device(s)"
     located = cluster.gpu_classes[choice.gpu_class.name]
+    where, key_path = choice.where, choice.key_path
+    related = (replace(located.document.location,
+                                   note=f"class {choice.gpu_class.name!r}"),)
+    source = _rejecting_match_field(analysis)
+    if source is not None:
+        # The class's own match field rejects the devices nearest to matching: that line
+        # is the one to edit; the service that uses the class is where it is used.
+        where, key_path = located.at(*source), ".".join(source)
+        related = (replace(
+            choice.where, note=f"used by service {svc.service.name!r} ({choice.key_path})"),)
     return Finding(
         "GEN204",
         f"{choice.label} of service {svc.service.name!r} (request 'gpu', class "
         f"{choice.gpu_class.name!r}, {mode}) cannot be allocated on any node of cluster "
         f"{cluster.name!r}: " + "; ".join(parts or ["no device matches"]),
-        choice.where, choice.key_path, severity=severity,
+        where, key_path, severity=severity,
         hint="compare the selectors with the devices: "
         f"'gen explain {svc.service.name} --cluster {cluster.name}'",
-        related=(located.document.location,),
+        related=related,
         service=svc.service.name, cluster=cluster.name,
     )
+
+
+_MATCH_FIELDS = {
+    "memory": ("match", "min_memory"), "productName": ("match", "product"),
+    "architecture": ("match", "architecture"), "profile": ("match", "mig_profile"),
+    "cudaComputeCapability": ("match", "min_compute_capability"),
+    "driverVersion": ("match", "min_driver_version"), "type": ("device_type",),
+}
+"""The device attribute a structured-match term compares → the class field it comes from."""
+
+
+def _rejecting_match_field(analysis: ChoiceAnalysis) -> tuple[str, ...] | None:
+    """The class field (``("match", "min_memory")``) whose term rejects the devices that
+    come nearest to matching, when it is one the class sets; None otherwise."""
+    best: tuple[int, int, str] | None = None
+    for pool in analysis.pools:
+        for v in pool.verdicts:
+            if not v.matched and v.error is None:
+                candidate = (v.selector, v.depth, v.reason)
+                if best is None or candidate[:2] > best[:2]:
+                    best = candidate
+    if best is None or analysis.choice.selectors[best[0]][3] != "match":
+        return None
+    source = _MATCH_FIELDS.get(best[2].split(" ", 1)[0])
+    match = analysis.choice.gpu_class.match
+    if source is None or (source[0] == "match" and getattr(match, source[1], None) is None):
+        return None
+    return source
 
 
 def _runtime_errors(cluster: ClusterPlan, analysis: ChoiceAnalysis) -> list[Finding]:

@@ -19,7 +19,8 @@ Three places, each with a required reason:
             paths: ["profiles/services/*"]    # optional: only findings in matching files
 
 A finding is about a service or a cluster when its rule says so, or when it is located in
-that service's or cluster's profile. ``paths`` are globs on the file names findings show
+that service's or cluster's profile (a finding in a service's profile is about the clusters
+it runs in: ``clusters`` must name them all). ``paths`` are globs on the file names findings show
 (relative to the fleet repository; ``*`` also matches ``/``).
 
 A suppressed finding does not count towards the exit code, is counted in the summary and
@@ -66,6 +67,8 @@ runs, render and validation errors are not lint findings, and the suppression ru
 themselves would hide their own mistakes."""
 
 Scope = Literal["inline", "profile", "fleet"]
+About = tuple[str, frozenset[str]]
+"""The service and the clusters a finding is about."""
 
 
 @dataclass(frozen=True)
@@ -89,9 +92,10 @@ class Suppression:
     clusters: tuple[str, ...] = ()
     """fleet: what the findings must be about (each empty: anything)."""
 
-    def matches(self, finding: Finding, about: tuple[str, str] = ("", "")) -> bool:
-        """Whether this suppression silences ``finding``; ``about``: the (service, cluster)
-        the finding is about, where the rule did not say (the profile it is located in)."""
+    def matches(self, finding: Finding, about: About = ("", frozenset())) -> bool:
+        """Whether this suppression silences ``finding``; ``about``: the service and the
+        clusters the finding is about where its rule did not say (from the profile it is
+        located in: a service runs in its clusters)."""
         if finding.rule != self.rule:
             return False
         loc = finding.location
@@ -110,7 +114,11 @@ class Suppression:
             return False
         if self.services and (finding.service or about[0]) not in self.services:
             return False
-        return not (self.clusters and (finding.cluster or about[1]) not in self.clusters)
+        if not self.clusters:
+            return True
+        if finding.cluster:
+            return finding.cluster in self.clusters
+        return bool(about[1]) and about[1] <= set(self.clusters)
 
 
 @dataclass(frozen=True)
@@ -235,27 +243,27 @@ def _problems(suppressions: Sequence[Suppression], known: Iterable[str]) -> tupl
     return usable, problems
 
 
-def _owners(profiles: ProfileSet | None) -> Callable[[Finding], tuple[str, str]]:
-    """(service, cluster) whose profile document holds a finding's location."""
-    spans: dict[str, list[tuple[int, int, str, str]]] = {}
+def _owners(profiles: ProfileSet | None) -> Callable[[Finding], About]:
+    """The service and clusters whose profile document holds a finding's location."""
+    spans: dict[str, list[tuple[int, int, About]]] = {}
     if profiles is not None:
         for name, svc in profiles.services.items():
             doc = svc.document
             spans.setdefault(doc.path, []).append(
-                (doc.location.line, doc.end_line or doc.location.line, name, ""))
+                (doc.location.line, doc.end_line or doc.location.line,
+                 (name, frozenset(svc.value.clusters))))
         for name, cluster in profiles.clusters.items():
             doc = cluster.document
             spans.setdefault(doc.path, []).append(
-                (doc.location.line, doc.end_line or doc.location.line, "", name))
+                (doc.location.line, doc.end_line or doc.location.line, ("", frozenset({name}))))
 
-    def owner(finding: Finding) -> tuple[str, str]:
+    def owner(finding: Finding) -> About:
         loc = finding.location
-        if loc is None:
-            return "", ""
-        for first, last, service, cluster in spans.get(loc.path, ()):
-            if first <= loc.line <= last:
-                return service, cluster
-        return "", ""
+        if loc is not None:
+            for first, last, about in spans.get(loc.path, ()):
+                if first <= loc.line <= last:
+                    return about
+        return "", frozenset()
 
     return owner
 

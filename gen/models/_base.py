@@ -59,6 +59,25 @@ class WrongScalar:
         return repr(self.value)
 
 
+def _applies(annotation: Any, value: Any) -> bool:
+    """Whether a member of a union is one ``value``'s shape could be (None for None, a
+    container for a container, a scalar type for a scalar)."""
+    origin = typing.get_origin(annotation) or annotation
+    if origin is typing.Annotated:
+        return _applies(typing.get_args(annotation)[0], value)
+    if annotation is type(None):
+        return value is None
+    if annotation is str:
+        return isinstance(value, str)
+    if annotation in _EXPECTED:
+        return isinstance(value, str | int | float)
+    if origin in (list, tuple, set, frozenset):
+        return isinstance(value, list)
+    if origin is dict or (isinstance(origin, type) and issubclass(origin, BaseModel)):
+        return isinstance(value, dict)
+    return True
+
+
 def _strict(annotation: Any, value: Any) -> Any:
     """``value`` with every scalar of the wrong kind for ``annotation`` (one that lax mode
     would convert) replaced by a :class:`WrongScalar`; ``value`` itself when none is."""
@@ -66,14 +85,8 @@ def _strict(annotation: Any, value: Any) -> Any:
     if origin is typing.Annotated:
         return _strict(typing.get_args(annotation)[0], value)
     if origin is Union or origin is types.UnionType:
-        first = value
-        for i, member in enumerate(typing.get_args(annotation)):
-            fixed = _strict(member, value)
-            if fixed is value:
-                return value
-            if i == 0:
-                first = fixed
-        return first
+        fixed = [_strict(m, value) for m in typing.get_args(annotation) if _applies(m, value)]
+        return value if not fixed or any(f is value for f in fixed) else fixed[0]
     if annotation in _EXPECTED:
         wrong = isinstance(value, str) or (
             isinstance(value, bool) != (annotation is bool) and isinstance(value, int | float)

@@ -8,25 +8,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from gen.cli import VERSION, cli
-from tests.helpers import REPO, copy_fleet, snapshot_tree, write_tree
-
-
-@pytest.fixture
-def fleet(tmp_path: Path) -> Path:
-    """A scratch copy of the example fleet."""
-    return copy_fleet(tmp_path / "fleet")
-
-
-def _invoke(runner: CliRunner, *args: str | Path) -> Result:
-    result = runner.invoke(cli, [str(a) for a in args])
-    assert "Traceback" not in result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result
+from gen.cli import VERSION
+from tests.helpers import REPO, invoke, snapshot_tree, write_tree
 
 
 def _render(runner: CliRunner, root: Path, *extra: str) -> Result:
-    return _invoke(runner, "render", "--profiles", root / "profiles", "--out", root / "out",
+    return invoke(runner, "render", "--profiles", root / "profiles", "--out", root / "out",
                    "--validator", "embedded", *extra)
 
 
@@ -42,14 +29,14 @@ def _add_unknown_key(root: Path) -> tuple[Path, int]:
 
 def test_version(runner: CliRunner) -> None:
     """--version prints 'gen <version>' and exits 0."""
-    result = _invoke(runner, "--version")
+    result = invoke(runner, "--version")
     assert result.exit_code == 0
     assert result.stdout == f"gen {VERSION}\n"
 
 
 def test_help_lists_commands(runner: CliRunner) -> None:
     """--help lists render, lint and schema."""
-    result = _invoke(runner, "--help")
+    result = invoke(runner, "--help")
     assert result.exit_code == 0
     for command in ("render", "lint", "schema"):
         assert command in result.stdout
@@ -66,7 +53,7 @@ def test_help_lists_commands(runner: CliRunner) -> None:
 def test_usage_errors_exit_2(runner: CliRunner, fleet: Path, args: tuple[str, ...]) -> None:
     """Unknown options, bad choices, unknown commands and --diff without --check exit 2."""
     extra = ("--profiles", fleet / "profiles") if args[0] in ("render", "lint") else ()
-    result = _invoke(runner, *args, *extra)
+    result = invoke(runner, *args, *extra)
     assert result.exit_code == 2, result.output
     assert "Usage" in result.stderr or "Error" in result.stderr
     assert not (Path.cwd() / "--bogus").exists()
@@ -82,7 +69,7 @@ def test_diff_without_check_says_why(runner: CliRunner, fleet: Path) -> None:
 
 def test_schema_is_valid_json_and_committed(runner: CliRunner) -> None:
     """'gen schema' prints valid JSON equal to the committed schema/gen-profile.schema.json."""
-    result = _invoke(runner, "schema")
+    result = invoke(runner, "schema")
     assert result.exit_code == 0
     schema = json.loads(result.stdout)
     committed = (REPO / "schema/gen-profile.schema.json").read_text(encoding="utf-8")
@@ -102,7 +89,7 @@ def test_render_writes_and_reports(runner: CliRunner, fleet: Path) -> None:
 
 def test_lint_clean_fleet(runner: CliRunner, fleet: Path) -> None:
     """lint of the example fleet exits 0; the JSON form has version, findings and summary."""
-    result = _invoke(runner, "lint", "--profiles", fleet / "profiles", "--format", "json")
+    result = invoke(runner, "lint", "--profiles", fleet / "profiles", "--format", "json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert set(data) == {"version", "findings", "suppressed", "summary"}
@@ -120,7 +107,7 @@ def test_lint_clean_fleet(runner: CliRunner, fleet: Path) -> None:
 def test_lint_json_on_unknown_key(runner: CliRunner, fleet: Path) -> None:
     """lint --format json reports invalid profiles as located findings and exits 1."""
     _, line = _add_unknown_key(fleet)
-    result = _invoke(runner, "lint", "--profiles", fleet / "profiles", "--format", "json")
+    result = invoke(runner, "lint", "--profiles", fleet / "profiles", "--format", "json")
     assert result.exit_code == 1
     data = json.loads(result.stdout)
     assert data["version"] == 1 and data["summary"]["error"] == 1
@@ -142,7 +129,7 @@ def test_unknown_key_exit_1_located_out_untouched(runner: CliRunner, fleet: Path
     _, line = _add_unknown_key(fleet)
     args: list[str | Path] = (["--out", fleet / "out", "--validator", "embedded"]
                               if command == "render" else [])
-    result = _invoke(runner, command, "--profiles", fleet / "profiles", *args)
+    result = invoke(runner, command, "--profiles", fleet / "profiles", *args)
     assert result.exit_code == 1
     text = result.stderr if command == "render" else result.stdout
     rel = "profiles/services/qwen-7b-edge.yaml"  # relative to the fleet repo, not the cwd
@@ -158,7 +145,7 @@ def test_broken_yaml_exit_1_located_out_untouched(runner: CliRunner, fleet: Path
     before = snapshot_tree(fleet / "out")
     write_tree(fleet, {"profiles/broken.yaml": "kind: Cluster\nname: [x\n"})
     args: list[str | Path] = ["--out", fleet / "out"] if command == "render" else []
-    result = _invoke(runner, command, "--profiles", fleet / "profiles", *args)
+    result = invoke(runner, command, "--profiles", fleet / "profiles", *args)
     assert result.exit_code == 1
     where = "profiles/broken.yaml:3:1: error GEN001: YAML syntax error"
     assert where in result.output
@@ -167,7 +154,7 @@ def test_broken_yaml_exit_1_located_out_untouched(runner: CliRunner, fleet: Path
 
 def test_missing_profiles_folder(runner: CliRunner, tmp_path: Path) -> None:
     """A profiles folder that does not exist is exit 1 with a message, not a traceback."""
-    result = _invoke(runner, "render", "--profiles", tmp_path / "nope", "--out", tmp_path / "out")
+    result = invoke(runner, "render", "--profiles", tmp_path / "nope", "--out", tmp_path / "out")
     assert result.exit_code == 1
     assert "does not exist" in result.stderr
     assert not (tmp_path / "out").exists()

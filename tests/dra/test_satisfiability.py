@@ -51,7 +51,9 @@ def _rules(findings: list[Finding], *rules: str) -> list[Finding]:
 
 
 def test_min_memory_80gi_misses_h100_with_reason(tmp_path: Path) -> None:
-    """80Gi excludes an H100 (81559Mi); the finding names the selector and the values."""
+    """80Gi excludes an H100 (81559Mi); the finding names the selector and the values, is
+    located at the class's min_memory line (the one to edit) and names the service that uses
+    the class as a related location."""
     plan = _plan(tmp_path, "kind: GPUClass\nname: big\nmatch: {min_memory: 80Gi}\n---\n"
                  + _service("svc", "{gpu_class: big}"))
     findings = _rules(check(plan), "GEN204")
@@ -63,8 +65,13 @@ def test_min_memory_80gi_misses_h100_with_reason(tmp_path: Path) -> None:
         "8 NVIDIA H100 80GB HBM3 devices rejected by class 'big' selector #0: "
         "memory 81559Mi < 80Gi" in finding.message
     )
-    assert finding.key_path == "gpu"
+    assert finding.key_path == "match.min_memory"
     assert finding.location is not None and finding.location.path.endswith("fleet.yaml")
+    text = (tmp_path / "fleet.yaml").read_text().splitlines()
+    assert "min_memory: 80Gi" in text[finding.location.line - 1]
+    (used,) = finding.related
+    assert used.note == "used by service 'svc' (gpu)"
+    assert text[used.line - 1].startswith("gpu: ")
 
 
 def test_min_memory_79gi_is_satisfiable(tmp_path: Path) -> None:
