@@ -97,8 +97,12 @@ class Serving(Spec):
     @classmethod
     def _no_secrets_in_args(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for arg in value:
-            if arg.split("=", 1)[0] in ("--api-key", "--hf-token"):
-                raise ValueError(f"{arg.split('=', 1)[0]} takes a secret: use 'auth' instead")
+            flag = arg.split("=", 1)[0]
+            # vLLM reads '--api_key' as '--api-key': its FlexibleArgumentParser turns '_'
+            # into '-' in an option's name (vllm-project/vllm, vllm/utils/argparse_utils.py,
+            # FlexibleArgumentParser.parse_args).
+            if flag.startswith("--") and flag.replace("_", "-") in ("--api-key", "--hf-token"):
+                raise ValueError(f"{flag} takes a secret: use 'auth' instead")
         return value
 
 
