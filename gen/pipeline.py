@@ -105,10 +105,11 @@ def _checks() -> tuple[Check, ...]:
     from gen.dra.satisfiability import check as satisfiability_check
     from gen.nvidia.checks import check as mig_check
     from gen.security.checks import check as security_check
+    from gen.serving.capacity import check as capacity_check
     from gen.serving.checks import check as serving_check
 
     return (mig_check, dra_check, serving_check, security_check, satisfiability_check,
-            apple_check)
+            apple_check, capacity_check)
 
 
 def check_report(plan: Plan) -> SuppressionReport:

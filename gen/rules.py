@@ -177,6 +177,25 @@ _ALL = (
         _WARNING,
     ),
     Rule(
+        "GEN215", "DRA driver chart requires a newer Kubernetes", _DRA,
+        "a DRA cluster older than the NVIDIA DRA driver chart's `kubeVersion` floor (1.32 for "
+        "every chart since 25.3.1): Helm refuses to install it; reported at the cluster's "
+        "`kubernetes_version`",
+    ),
+    Rule(
+        "GEN216", "more than 32 selectors in a DeviceClass or request", _DRA,
+        "a GPU class with more than 32 selectors (the structured match counts as one) or a "
+        "request with more than 32: the API server refuses the object "
+        "(`DeviceSelectorsMaxSize`)",
+    ),
+    Rule(
+        "GEN217", "setting a device-plugin cluster cannot honour", _DRA,
+        "a request selector, `same`, `allocation_mode: All` or a class's DRA sharing on a "
+        "device-plugin cluster: gen cannot render it there and says so instead of dropping "
+        "it silently",
+        _WARNING,
+    ),
+    Rule(
         "GEN301", "model does not fit the device memory", _SERVING,
         "the model (weights + KV cache for one full sequence + overhead) does not fit the "
         "device's memory",
@@ -194,6 +213,13 @@ _ALL = (
         "no node pool of the cluster offers the devices the service needs (on a device-plugin "
         "cluster: no pool has GPUs the class's product, architecture, memory and compute "
         "capability admit)",
+    ),
+    Rule(
+        "GEN330", "device-plugin cluster cannot run all replicas at once", _SERVING,
+        "on a device-plugin cluster, the replicas of the services (min_replicas when "
+        "autoscaled) need more `nvidia.com/gpu` or `nvidia.com/mig-<profile>` per node than "
+        "the pools they may use have: the rest stay Pending; reported at the service's "
+        "`replicas`, the pools as related locations",
     ),
     Rule(
         "GEN501", "literal secret in a profile", _SECURITY,

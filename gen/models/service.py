@@ -186,6 +186,15 @@ class InferenceService(ProfileKind):
         "llama-server); in-cluster clients reach them through a selectorless Service."
     )
 
+    @field_validator("clusters")
+    @classmethod
+    def _clusters_once(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        twice = sorted({name for name in value if value.count(name) > 1})
+        if twice:
+            raise ValueError(f"cluster {twice[0]!r} is listed more than once (it would "
+                             "render the same objects twice)")
+        return value
+
     @model_validator(mode="after")
     def _shape(self) -> InferenceService:
         if self.name == "vllm":

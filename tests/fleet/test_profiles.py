@@ -265,3 +265,12 @@ def test_kubernetes_version_out_of_range_says_the_range(tmp_path: Path) -> None:
     """A version gen does not support names the supported range."""
     finding = _one(tmp_path, CLUSTER.replace('"1.34"', '"1.24"'))
     assert "1.25 to 1.39" in finding.message
+
+
+def test_cluster_listed_twice(tmp_path: Path) -> None:
+    """A service listing a cluster twice is refused at lint time (render used to fail)."""
+    text = ("kind: InferenceService\nname: s\nmodel: m\nclusters: [c1, c2, c1]\n"
+            "gpu: {gpu_class: x}\n")
+    finding = _one(tmp_path, text)
+    assert finding.key_path == "clusters"
+    assert finding.message.startswith("cluster 'c1' is listed more than once")
