@@ -35,6 +35,7 @@ def _version_findings(cluster: ClusterPlan) -> list[Finding]:
             where, "allocation", hint="use allocation: device-plugin on this cluster",
         )]
     findings = []
+    data = cluster.located.document.data
     if cluster.minor in _RUNTIME_CONFIG:
         needed = _RUNTIME_CONFIG[cluster.minor]
         if needed not in spec.runtime_config:
@@ -42,7 +43,7 @@ def _version_findings(cluster: ClusterPlan) -> list[Finding]:
                 "GEN201",
                 f"gen renders {needed} for Kubernetes 1.{cluster.minor}, which the API server "
                 f"serves only with --runtime-config={needed}=true",
-                cluster.located.at("runtime_config") if spec.runtime_config else where,
+                cluster.located.at("runtime_config") if "runtime_config" in data else where,
                 "runtime_config",
                 hint=f"enable it on the API server and add '{needed}' to runtime_config",
             ))
@@ -50,7 +51,7 @@ def _version_findings(cluster: ClusterPlan) -> list[Finding]:
             findings.append(Finding(
                 "GEN201",
                 f"DynamicResourceAllocation is off by default on 1.{cluster.minor}",
-                cluster.located.at("feature_gates") if spec.feature_gates else where,
+                cluster.located.at("feature_gates") if "feature_gates" in data else where,
                 "feature_gates",
                 hint="set the gate on apiserver, controller-manager, scheduler and kubelet, "
                 "then declare DynamicResourceAllocation: true",

@@ -484,6 +484,18 @@ def _beyond_budget(analyses: Sequence[ChoiceAnalysis]) -> bool:
     )
 
 
+def _replicas_key(svc: ServicePlan, at_max: bool) -> tuple[SourceLocation, str]:
+    """Where the replica count to lower is written (the ``gpu`` request when it is not)."""
+    if at_max:
+        key: tuple[str, ...] = ("autoscaling", "max_replicas")
+    elif svc.service.autoscaling is not None:
+        key = ("autoscaling", "min_replicas")
+    else:
+        key = ("replicas",)
+    where, found = svc.located.document.locate(key)
+    return (where, ".".join(key)) if found == key else (svc.located.at("gpu"), "gpu")
+
+
 def _min_replicas(svc: ServicePlan) -> int:
     service = svc.service
     return service.autoscaling.min_replicas if service.autoscaling else service.replicas
@@ -547,9 +559,7 @@ def _capacity(cluster: ClusterPlan, analyzed: list[tuple[ServicePlan, list[Choic
                 f"cluster {cluster.name!r} holds {placed} of the {wanted} replicas "
                 f"({what}) of service {svc.service.name!r} once the services before it "
                 "(in namespace/name order) have their devices",
-                svc.located.at("autoscaling", "max_replicas") if at_max
-                else svc.located.at("gpu"),
-                "autoscaling.max_replicas" if at_max else "gpu",
+                *_replicas_key(svc, at_max),
                 severity=Severity.WARNING if at_max else Severity.ERROR,
                 hint="add nodes, lower the replicas, or allow alternatives"
                 + ("; sharing only shares one claim's devices between its containers, "

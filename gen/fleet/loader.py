@@ -324,7 +324,7 @@ def parse_text(text: str, path: str) -> tuple[list[Document], list[Finding]]:
                 ))
             index += 1
     except yaml.MarkedYAMLError as err:
-        findings.append(_syntax_finding(err, path))
+        findings.append(_syntax_finding(err, path, text))
     except (yaml.YAMLError, RecursionError) as err:
         findings.append(Finding("GEN001", f"YAML error: {err}", SourceLocation(path)))
     finally:
@@ -332,11 +332,12 @@ def parse_text(text: str, path: str) -> tuple[list[Document], list[Finding]]:
     return documents, findings
 
 
-def _syntax_finding(err: yaml.MarkedYAMLError, path: str) -> Finding:
-    """A YAML syntax error where the problem starts: an unclosed quote or block where it
-    opens, not at the end of the file where the parser noticed."""
+def _syntax_finding(err: yaml.MarkedYAMLError, path: str, text: str = "") -> Finding:
+    """A YAML syntax error where the problem starts: an unclosed quote, block or bracket
+    where it opens, not further down where the parser noticed."""
     context = err.context or ""
-    opens = err.context_mark is not None and context.startswith("while scanning a")
+    opens = err.context_mark is not None and context.startswith(
+        ("while scanning a", "while parsing a flow"))
     mark = (err.context_mark if opens else None) or err.problem_mark or err.context_mark
     loc = _mark(path, mark) if mark is not None else SourceLocation(path)
     problem = err.problem or "invalid YAML"
@@ -347,9 +348,38 @@ def _syntax_finding(err: yaml.MarkedYAMLError, path: str) -> Finding:
             "GEN001", f"YAML syntax error: the quoted string that starts here is never "
             f"closed{reached}", loc, hint="close the quote on the same value",
         )
+    runaway = _runaway_quote(text, err.problem_mark) if text else None
+    if runaway is not None:
+        start, end_line = runaway
+        return Finding(
+            "GEN001", f"YAML syntax error: the quoted string that starts here runs on to "
+            f"line {end_line}, over lines that look like keys: a closing quote is missing",
+            _mark(path, start),
+            hint=f"close the quote on this line (the parser then stopped: {problem})",
+        )
     if context:
         problem = f"{problem} ({context})"
     return Finding("GEN001", f"YAML syntax error: {problem}", loc)
+
+
+_KEY_LINE = re.compile(r"\n[ \t]*[-\w./]+:[ \t]")
+
+
+def _runaway_quote(text: str, until: Any) -> tuple[Any, int] | None:
+    """The start mark and last line of the last quoted string before ``until`` that spans
+    lines holding ``key: value`` text (a closing quote missing on its first line)."""
+    found = None
+    try:
+        for token in yaml.scan(text, Loader=yaml.SafeLoader):
+            if until is not None and token.start_mark.index >= until.index:
+                break
+            if (isinstance(token, yaml.ScalarToken) and token.style in ('"', "'")
+                    and token.end_mark.line > token.start_mark.line
+                    and _KEY_LINE.search(text, token.start_mark.index, token.end_mark.index)):
+                found = (token.start_mark, token.end_mark.line + 1)
+    except yaml.YAMLError:
+        pass
+    return found
 
 
 def _position(raw: bytes, offset: int, path: str) -> SourceLocation:

@@ -9,15 +9,19 @@ from tests.helpers import LINT_BASE, errors_of, lint_fleet
 
 
 def test_impossible_mig_layout(tmp_path: Path) -> None:
-    """A layout that needs more than the 8 memory slices of an H100 is GEN101 at the pool."""
+    """A layout that needs more than the 8 memory slices of an H100 is GEN101 in the layout
+    file (what to edit), the pool that uses it as the related location."""
     findings = lint_fleet(tmp_path, **{"layout.yaml": LINT_BASE["layout.yaml"].replace(
         "{3g.40gb: 1, 2g.20gb: 1, 1g.10gb: 2}", "{3g.40gb: 2, 2g.20gb: 1}")})
     errors = errors_of(findings)
     assert errors and all(f.rule in ("GEN101", "GEN304") for f in errors)
     mig = [f for f in errors if f.rule == "GEN101"]
-    assert mig[0].location is not None and mig[0].location.path.endswith("cluster.yaml")
-    assert mig[0].location.line == 16
-    assert mig[0].key_path == "node_pools[1].mig_layout"
+    assert mig[0].location is not None and mig[0].location.path.endswith("layout.yaml")
+    assert mig[0].location.line == 4
+    assert mig[0].key_path.startswith("profiles")
+    (used,) = mig[0].related
+    assert used.path.endswith("cluster.yaml") and used.line == 16
+    assert used.note == "used by pool 'mig' of cluster 'prod'"
 
 def test_layout_change_warns_with_runbook(tmp_path: Path) -> None:
     """Changing a pool's layout is a warning that names the runbook."""
