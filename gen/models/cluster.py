@@ -200,7 +200,11 @@ class Cluster(ProfileKind):
         default_factory=DRADriver, description="NVIDIA DRA driver settings (allocation 'dra')."
     )
     node_pools: tuple[NodePool, ...] = Field(min_length=1, description="GPU node pools.")
-    quotas: tuple[GPUQuota, ...] = Field((), description="DRA device quotas per namespace.")
+    quotas: tuple[GPUQuota, ...] = Field(
+        (), description="GPU quotas per namespace: a DRA ResourceQuota (devices of the class) "
+        "on DRA clusters, an extended-resource ResourceQuota (requests.nvidia.com/gpu or "
+        "requests.nvidia.com/mig-<profile>) on device-plugin clusters.",
+    )
     monitoring: Monitoring = Field(default_factory=Monitoring, description="Metrics settings.")
 
     @model_validator(mode="after")
