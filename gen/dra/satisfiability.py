@@ -550,6 +550,9 @@ def _capacity(cluster: ClusterPlan, analyzed: list[tuple[ServicePlan, list[Choic
             placed = _place(analyses, wanted, gpu.same, states)
             if placed < wanted:
                 short.append((svc, wanted, placed))
+        if at_max:
+            findings += _growth_blame(cluster, analyzed, short)
+            short = [entry for entry in short if entry[0].service.autoscaling is not None]
         for svc, wanted, placed in short:
             what = "autoscaling max_replicas" if at_max else (
                 "autoscaling min_replicas" if svc.service.autoscaling else "replicas")
@@ -568,6 +571,35 @@ def _capacity(cluster: ClusterPlan, analyzed: list[tuple[ServicePlan, list[Choic
             ))
         if short and not at_max:
             break  # the minimum does not fit: the maximum cannot either
+    return findings
+
+
+def _growth_blame(
+    cluster: ClusterPlan, analyzed: list[tuple[ServicePlan, list[ChoiceAnalysis]]],
+    short: list[tuple[ServicePlan, int, int]],
+) -> list[Finding]:
+    """Warnings at the autoscaled services whose growth to max_replicas leaves a service
+    without autoscaling short: the one that causes the shortage is named, at the line that
+    causes it (the service that is short has no max_replicas to lower)."""
+    findings = []
+    order = [svc for svc, _ in analyzed]
+    for svc, wanted, placed in short:
+        if svc.service.autoscaling is not None:
+            continue
+        for grower in order[:order.index(svc)]:
+            if grower.service.autoscaling is None:
+                continue
+            findings.append(Finding(
+                "GEN205",
+                f"at its autoscaling max_replicas, service {grower.service.name!r} takes "
+                f"devices of cluster {cluster.name!r} that service {svc.service.name!r} "
+                f"(no autoscaling) needs: {placed} of its {wanted} replicas would then fit",
+                *_replicas_key(grower, True), severity=Severity.WARNING,
+                hint="lower max_replicas, add nodes, or give the other service alternatives",
+                related=(replace(svc.located.at("gpu"),
+                                 note=f"service {svc.service.name!r} is left short"),),
+                service=grower.service.name, cluster=cluster.name,
+            ))
     return findings
 
 

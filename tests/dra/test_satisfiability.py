@@ -213,3 +213,28 @@ def test_selectors_run_once_per_shape(tmp_path: Path, nodes: int) -> None:
 def test_example_fleet_is_clean() -> None:
     """The example fleet in profiles/ has no satisfiability or capacity finding."""
     assert check(load_plan(ROOT / "profiles")) == []
+
+
+def test_autoscaling_growth_warning_names_the_autoscaled_service(tmp_path: Path) -> None:
+    """An autoscaled service growing to max_replicas leaves a fixed service short: the
+    warning is at the autoscaled service's max_replicas, never at the fixed one."""
+    grower = _service("a-grows", "{gpu_class: big, count: 8}",
+                      "autoscaling: {min_replicas: 1, max_replicas: 2}")
+    fixed = _service("b-fixed", "{gpu_class: big, count: 8}", "replicas: 1")
+    plan = _plan(tmp_path, "kind: GPUClass\nname: big\nmatch: {min_memory: 79Gi}\n---\n"
+                 + grower + "---\n" + fixed, full_nodes=2)
+    (warning,) = _rules(check(plan), "GEN205")
+    assert warning.severity is Severity.WARNING
+    assert warning.service == "a-grows" and warning.key_path == "autoscaling.max_replicas"
+    assert "'b-fixed' (no autoscaling)" in warning.message
+    assert warning.related[0].note == "service 'b-fixed' is left short"
+
+
+def test_fixed_services_that_fit_get_no_growth_warning(tmp_path: Path) -> None:
+    """The near miss: room for both at max_replicas."""
+    grower = _service("a-grows", "{gpu_class: big, count: 8}",
+                      "autoscaling: {min_replicas: 1, max_replicas: 2}")
+    fixed = _service("b-fixed", "{gpu_class: big, count: 8}", "replicas: 1")
+    plan = _plan(tmp_path, "kind: GPUClass\nname: big\nmatch: {min_memory: 79Gi}\n---\n"
+                 + grower + "---\n" + fixed, full_nodes=3)
+    assert _rules(check(plan), "GEN205") == []
