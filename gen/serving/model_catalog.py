@@ -22,9 +22,13 @@ if TYPE_CHECKING:
     from gen.models.model import ModelProfile
 
 __all__ = [
+    "QUANTIZATIONS",
     "WEIGHT_DTYPES",
+    "COUNTED_ARCHITECTURES",
     "LLMSpec",
     "ModelCatalog",
+    "count_parameters",
+    "unquantized_parameters",
     "dtype_bytes",
     "model_catalog",
 ]
@@ -36,7 +40,8 @@ _PLAIN_DTYPE_BYTES: dict[str, int] = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1,
 # Weight dtypes the catalog understands. int4 (AWQ/GPTQ) and mxfp4 cost more than 4 bits:
 # see :meth:`LLMSpec.bits_per_quantized_weight`.
 WEIGHT_DTYPES: frozenset[str] = frozenset({*_PLAIN_DTYPE_BYTES, "int4", "mxfp4"})
-_QUANTIZATIONS: frozenset[str] = frozenset({"awq", "gptq", "fp8", "mxfp4"})
+QUANTIZATIONS: frozenset[str] = frozenset({"awq", "gptq", "fp8", "mxfp4", "compressed-tensors"})
+"""Checkpoint quantization methods, as ``quantization_config.quant_method`` names them."""
 _COMPUTE_DTYPES: frozenset[str] = frozenset({"fp32", "bf16", "fp16"})
 
 # MXFP4 (OCP microscaling): 4-bit E2M1 elements sharing one 8-bit E8M0 scale per block of 32.
@@ -73,7 +78,8 @@ class LLMSpec:
         experts: routed experts per MoE layer, or None for a dense model.
         experts_per_token: experts routed per token (MoE only).
         license_gated: the repository asks for a licence acceptance: pods need ``HF_TOKEN``.
-        intermediate_size: MLP width (per expert for a MoE); TP must divide it.
+        intermediate_size: ``intermediate_size``: the dense MLP width (also each expert's width
+            when a MoE's config has no ``moe_intermediate_size``, as Mixtral's); TP must divide it.
         vocab_size: vocabulary size (embeddings and lm_head).
         tie_word_embeddings: lm_head shares the embedding matrix.
         compute_dtype: activation dtype (bf16/fp16/fp32): the KV cache element for ``auto``.
@@ -83,6 +89,27 @@ class LLMSpec:
         sliding_window_layers: how many of ``layers`` use the sliding window.
         architecture: the ``architectures[0]`` class name (informational).
         checkpoint_bytes: size of the safetensors on disk when known; else None.
+        moe_intermediate_size: ``moe_intermediate_size``: each routed (and shared) expert's MLP
+            width when it differs from ``intermediate_size``.
+        shared_experts: ``n_shared_experts``: experts every token goes through (DeepSeek, Kimi,
+            GLM, Llama 4), on top of the routed ones.
+        dense_layers: ``first_k_dense_replace``: leading layers with a dense MLP of
+            ``intermediate_size`` instead of experts.
+        kv_lora_rank: ``kv_lora_rank``: width of the compressed KV latent of multi-head latent
+            attention (MLA); None for every other attention.
+        qk_rope_head_dim: ``qk_rope_head_dim``: the rotary part of each MLA query/key head (the
+            part cached beside the latent).
+        qk_nope_head_dim: ``qk_nope_head_dim``: the non-rotary part of each MLA query/key head.
+        v_head_dim: ``v_head_dim``: each MLA value head's width.
+        q_lora_rank: ``q_lora_rank``: width of MLA's compressed query (None: queries are
+            projected directly, as in DeepSeek-V2-Lite).
+        moe_layer_step: every how many layers (after ``dense_layers``) a layer has experts; the
+            others have a dense MLP of ``dense_intermediate_size``. None or 1: every layer.
+            (``interleave_moe_layer_step`` of Llama 4, ``moe_layer_freq`` of DeepSeek.)
+        dense_intermediate_size: MLP width of the dense layers between MoE layers when it differs
+            from ``intermediate_size`` (Llama 4's ``intermediate_size_mlp``).
+        vision_parameters: parameters of a vision-language model's vision encoder and projector;
+            they are part of ``parameters`` (vLLM loads them) but not of the decoder's own count.
     """
 
     id: str
@@ -109,6 +136,17 @@ class LLMSpec:
     sliding_window_layers: int = 0
     architecture: str = ""
     checkpoint_bytes: int | None = None
+    moe_intermediate_size: int | None = None
+    shared_experts: int | None = None
+    dense_layers: int | None = None
+    kv_lora_rank: int | None = None
+    qk_rope_head_dim: int | None = None
+    qk_nope_head_dim: int | None = None
+    v_head_dim: int | None = None
+    q_lora_rank: int | None = None
+    moe_layer_step: int | None = None
+    dense_intermediate_size: int | None = None
+    vision_parameters: int = 0
 
     PROFILE_NAMES: ClassVar[Mapping[str, str]] = {"id": "name"}
     """Fields that a ``kind: Model`` profile spells differently (field -> profile key)."""
@@ -147,8 +185,8 @@ class LLMSpec:
         if self.compute_dtype not in _COMPUTE_DTYPES:
             out.append(f"compute_dtype {self.compute_dtype!r} is not one of "
                        f"{sorted(_COMPUTE_DTYPES)}")
-        if self.quantization is not None and self.quantization not in _QUANTIZATIONS:
-            out.append(f"quantization {self.quantization!r} is not one of {sorted(_QUANTIZATIONS)}")
+        if self.quantization is not None and self.quantization not in QUANTIZATIONS:
+            out.append(f"quantization {self.quantization!r} is not one of {sorted(QUANTIZATIONS)}")
         if self.kv_heads > self.attention_heads or (
             self.kv_heads >= 1 and self.attention_heads % self.kv_heads
         ):
@@ -161,6 +199,36 @@ class LLMSpec:
             out.append("sliding_window_layers must be between 0 and layers")
         if self.sliding_window_layers and not self.sliding_window:
             out.append("sliding_window_layers needs a sliding_window")
+        out.extend(self._moe_mla_problems())
+        return out
+
+    def _moe_mla_problems(self) -> list[str]:
+        out: list[str] = []
+        optional = ("moe_intermediate_size", "shared_experts", "dense_layers", "kv_lora_rank",
+                    "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "q_lora_rank",
+                    "moe_layer_step", "dense_intermediate_size")
+        out.extend(f"{name} must be a positive integer (or absent)" for name in optional
+                   if getattr(self, name) is not None and getattr(self, name) < 1
+                   and name not in ("shared_experts", "dense_layers"))
+        out.extend(f"{name} must be 0 or more (or absent)" for name in
+                   ("shared_experts", "dense_layers") if (getattr(self, name) or 0) < 0)
+        if not self.is_moe:
+            out.extend(f"{name} is for a MoE model (give experts and experts_per_token)"
+                       for name in ("moe_intermediate_size", "shared_experts", "dense_layers",
+                                    "moe_layer_step")
+                       if getattr(self, name))
+        if (self.dense_layers or 0) > self.layers:
+            out.append("dense_layers must be at most layers")
+        mla = ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
+        given = [name for name in mla if getattr(self, name) is not None]
+        if given and len(given) != len(mla):
+            missing = [name for name in mla if name not in given]
+            out.append(f"MLA attention needs {', '.join(mla)} together (missing "
+                       f"{', '.join(missing)})")
+        if self.q_lora_rank is not None and self.kv_lora_rank is None:
+            out.append("q_lora_rank is for MLA attention (give kv_lora_rank)")
+        if not 0 <= self.vision_parameters < self.parameters:
+            out.append("vision_parameters must be between 0 and parameters")
         return out
 
     @property
@@ -223,6 +291,24 @@ class LLMSpec:
         return self.checkpoint_bytes if self.checkpoint_bytes is not None else self.weight_bytes
 
     @property
+    def is_mla(self) -> bool:
+        """True for multi-head latent attention (DeepSeek-V2/V3, Kimi K2): the KV cache holds
+        one ``kv_lora_rank + qk_rope_head_dim`` latent per token and layer."""
+        return self.kv_lora_rank is not None
+
+    @property
+    def expert_intermediate_size(self) -> int | None:
+        """Each expert's MLP width (None for a dense model or an unknown width)."""
+        if not self.is_moe:
+            return None
+        return self.moe_intermediate_size or self.intermediate_size
+
+    def counted_parameters(self) -> int | None:
+        """The exact parameter count the architecture numbers give, or None when the
+        architecture's layout is not one gen knows (see :func:`count_parameters`)."""
+        return count_parameters(self)
+
+    @property
     def full_attention_layers(self) -> int:
         """Layers whose KV cache grows with the whole sequence."""
         return self.layers - self.sliding_window_layers
@@ -241,6 +327,108 @@ class LLMSpec:
         if unknown:
             raise ValueError(f"model {data.get('id')!r}: unknown keys {unknown}")
         return cls(**dict(data))
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """What a decoder architecture adds to the plain Llama layer (from its modelling code)."""
+
+    qkv_bias: bool = False  # q/k/v projections carry a bias
+    qk_norm: bool = False  # an RMSNorm of head_dim on each query and key head
+    norms: int = 2  # RMSNorms per layer
+    router_bias: bool = False  # a per-expert router bias (``e_score_correction_bias``)
+
+
+# Layer layouts by ``architectures[0]``. Sources: Hugging Face transformers' modelling code
+# (src/transformers/models/<family>/modeling_<family>.py, v4.57.0): Qwen2 sets
+# ``bias=True`` on q/k/v_proj; Qwen3 and Qwen3-MoE add ``q_norm``/``k_norm``; Gemma 2 has four
+# norms per layer; DeepSeek-V3 (also Kimi K2's architecture) and GLM-4.5 (Glm4Moe) give the
+# router an ``e_score_correction_bias`` of one value per routed expert, and Glm4Moe's q/k/v
+# carry ``config.attention_bias`` (true in the published GLM-4.5/4.6 configs).
+_LAYOUTS: Mapping[str, _Layout] = {
+    "LlamaForCausalLM": _Layout(),
+    "MistralForCausalLM": _Layout(),
+    "MixtralForCausalLM": _Layout(),
+    "Phi3ForCausalLM": _Layout(),
+    "Qwen2ForCausalLM": _Layout(qkv_bias=True),
+    "Qwen2_5_VLForConditionalGeneration": _Layout(qkv_bias=True),
+    "Qwen3ForCausalLM": _Layout(qk_norm=True),
+    "Qwen3MoeForCausalLM": _Layout(qk_norm=True),
+    "Gemma2ForCausalLM": _Layout(norms=4),
+    "DeepseekV3ForCausalLM": _Layout(router_bias=True),
+    "Glm4MoeForCausalLM": _Layout(qkv_bias=True, router_bias=True),
+}
+COUNTED_ARCHITECTURES: frozenset[str] = frozenset(_LAYOUTS)
+"""Architectures whose exact parameter count :func:`count_parameters` reproduces."""
+
+
+def _attention_parameters(spec: LLMSpec, layout: _Layout) -> tuple[int, int]:
+    """(all parameters, those of the linear projections) of one layer's attention."""
+    h, heads = spec.hidden_size, spec.attention_heads
+    if spec.kv_lora_rank is not None:
+        # MLA (DeepSeek-V3 modelling code): q_a_proj + q_a_layernorm + q_b_proj (or a direct
+        # q_proj), kv_a_proj_with_mqa (latent + shared rope key) + kv_a_layernorm, kv_b_proj
+        # (per-head nope key and value), o_proj.
+        rope, nope = spec.qk_rope_head_dim or 0, spec.qk_nope_head_dim or 0
+        v, rank = spec.v_head_dim or 0, spec.kv_lora_rank
+        q_rank = spec.q_lora_rank
+        q = h * q_rank + q_rank * heads * (nope + rope) if q_rank else h * heads * (nope + rope)
+        linear = q + h * (rank + rope) + rank * heads * (nope + v) + heads * v * h
+        return linear + (q_rank or 0) + rank, linear
+    hd, kv_heads = spec.head_dim, spec.kv_heads
+    linear = 2 * h * heads * hd + 2 * h * kv_heads * hd
+    extra = (heads + 2 * kv_heads) * hd if layout.qkv_bias else 0
+    extra += 2 * hd if layout.qk_norm else 0
+    return linear + extra, linear
+
+
+def _breakdown(spec: LLMSpec, layout: _Layout) -> tuple[int, int]:
+    """(parameters, parameters of the decoder blocks' linear layers) of ``spec``."""
+    h = spec.hidden_size
+    attention, attention_linear = _attention_parameters(spec, layout)
+    attention += layout.norms * h
+    dense = 3 * h * (spec.dense_intermediate_size or spec.intermediate_size or 0)
+    experts = spec.experts or 0
+    expert_linear = (experts + (spec.shared_experts or 0)) * 3 * h * (
+        spec.expert_intermediate_size or 0)
+    router = experts * h + (experts if layout.router_bias else 0)
+    leading, step = spec.dense_layers or 0, spec.moe_layer_step or 1
+    moe_layers = 0
+    if spec.is_moe:
+        moe_layers = sum(1 for index in range(leading, spec.layers)
+                         if (index - leading) % step == step - 1)
+    dense_layers = spec.layers - moe_layers
+    linear = spec.layers * attention_linear + dense_layers * dense + moe_layers * expert_linear
+    total = spec.layers * attention + dense_layers * dense
+    total += moe_layers * (expert_linear + router)
+    return total + spec.embedding_parameters + h + spec.vision_parameters, linear
+
+
+def count_parameters(spec: LLMSpec) -> int | None:
+    """Exact parameters of ``spec`` from its architecture numbers: embeddings (tied ones once),
+    per layer the attention (GQA or MLA), norms and the MLP — dense, or routed plus shared
+    experts and the router — the leading dense layers of a MoE, the final norm, and the vision
+    encoder a vision-language model records. None when the layout is not in
+    :data:`COUNTED_ARCHITECTURES` or the config lacks ``intermediate_size``/``vocab_size``.
+
+    A multi-token-prediction module (DeepSeek's ``num_nextn_predict_layers``) is not counted:
+    vLLM does not load it unless it serves as a speculative draft.
+    """
+    layout = _LAYOUTS.get(spec.architecture)
+    if layout is None or spec.intermediate_size is None or spec.vocab_size is None:
+        return None
+    return _breakdown(spec, layout)[0]
+
+
+def unquantized_parameters(spec: LLMSpec) -> int | None:
+    """Parameters a quantized checkpoint keeps at the compute dtype when it quantizes exactly
+    the linear layers of the decoder blocks — embeddings, lm_head, norms, routers, biases and
+    the vision encoder stay — as the FP8, AWQ, GPTQ and llm-compressor (``ignore: [lm_head]``)
+    checkpoints do. None for a layout :func:`count_parameters` does not know."""
+    layout = _LAYOUTS.get(spec.architecture)
+    if layout is None or spec.intermediate_size is None or spec.vocab_size is None:
+        return None
+    return spec.parameters - _breakdown(spec, layout)[1]
 
 
 class ModelCatalog:

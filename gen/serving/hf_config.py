@@ -1,0 +1,438 @@
+"""A model's architecture from its Hugging Face files, read offline.
+
+:func:`find_model_files` accepts a ``config.json``, a model folder (``config.json`` beside
+the safetensors, as ``huggingface-cli download --local-dir`` leaves it) or an entry of the
+Hugging Face cache (``models--ORG--NAME``, whose ``refs/main`` names the snapshot under
+``snapshots/<revision>/``). :func:`read_model` turns those files into the field values of an
+:class:`~gen.serving.model_catalog.LLMSpec`: the architecture from ``config.json`` (its
+``text_config`` for a vision-language model), the quantization from its
+``quantization_config``, the checkpoint size from ``model.safetensors.index.json``
+(``metadata.total_size``) or the safetensors headers, and the exact parameter count from the
+architecture numbers (:func:`~gen.serving.model_catalog.count_parameters`), or from the
+safetensors headers for an architecture gen cannot count.
+
+Nothing here touches the network. Every error is a :class:`~gen.errors.ModelConfigError`
+located at the file, line and key the user must look at.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import struct
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+from gen.errors import Finding, ModelConfigError, SourceLocation
+from gen.serving.model_catalog import (
+    QUANTIZATIONS,
+    LLMSpec,
+    count_parameters,
+    unquantized_parameters,
+)
+
+__all__ = ["ModelFiles", "find_model_files", "read_model", "spec_fields"]
+
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+"""Largest ``config.json`` read (real ones are a few KiB)."""
+MAX_INDEX_BYTES = 64 * 1024 * 1024
+"""Largest ``model.safetensors.index.json`` read (DeepSeek-V3's is about 9 MiB)."""
+MAX_HEADER_BYTES = 100 * 1024 * 1024
+"""Largest safetensors JSON header read (the format's own limit)."""
+
+_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "half": "fp16",
+           "float": "fp32"}
+# Bytes per element of the safetensors dtypes (safetensors' format spec, README.md).
+_ST_BYTES = {"F64": 8, "I64": 8, "U64": 8, "F32": 4, "I32": 4, "U32": 4, "F16": 2, "BF16": 2,
+             "I16": 2, "U16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1, "I8": 1, "U8": 1,
+             "BOOL": 1}
+
+Positions = Mapping[tuple[str | int, ...], tuple[int, int]]
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    """The files of one model on disk, and what their location says about it."""
+
+    config: Path
+    shown: str
+    """The config's path as messages show it."""
+    name: str | None = None
+    """``ORG/NAME`` when the location says it (the Hugging Face cache layout)."""
+    revision: str | None = None
+    """The snapshot's revision (the cache layout)."""
+
+
+def _error(shown: str, message: str, *, line: int = 0, column: int = 0, key: str = "",
+           hint: str = "") -> ModelConfigError:
+    location = SourceLocation(shown, line, column)
+    return ModelConfigError(findings=[Finding("GEN002", message, location, key, hint=hint)])
+
+
+def find_model_files(path: Path, shown: str | None = None) -> ModelFiles:
+    """The ``config.json`` that ``path`` names: the file itself, a model folder's, or the
+    snapshot ``refs/main`` points at in a Hugging Face cache entry."""
+    shown = shown if shown is not None else path.as_posix()
+    if path.is_file():
+        return ModelFiles(path, shown, *_cache_identity(path.parent))
+    if not path.is_dir():
+        raise _error(shown, "no such file or folder")
+    if (path / "config.json").is_file():
+        return ModelFiles(path / "config.json", f"{shown.rstrip('/')}/config.json",
+                          *_cache_identity(path))
+    snapshots = path / "snapshots"
+    if snapshots.is_dir():
+        ref = path / "refs" / "main"
+        revisions = sorted(p.name for p in snapshots.iterdir() if (p / "config.json").is_file())
+        revision = ref.read_text(encoding="utf-8").strip() if ref.is_file() else None
+        if revision is None and len(revisions) == 1:
+            revision = revisions[0]
+        if revision is None or revision not in revisions:
+            listed = ", ".join(revisions) or "none"
+            raise _error(shown, f"cannot tell which snapshot to read (refs/main: "
+                         f"{revision or 'absent'}; snapshots with a config.json: {listed})",
+                         hint="name the snapshot folder itself: PATH/snapshots/<revision>")
+        folder = snapshots / revision
+        return ModelFiles(folder / "config.json",
+                          f"{shown.rstrip('/')}/snapshots/{revision}/config.json",
+                          *_cache_identity(folder))
+    raise _error(shown, "no config.json here (nor a Hugging Face cache entry: snapshots/)",
+                 hint="give a config.json, a model folder or a models--ORG--NAME cache folder")
+
+
+def _cache_identity(folder: Path) -> tuple[str | None, str | None]:
+    """(``ORG/NAME``, revision) of a snapshot folder of the Hugging Face cache layout."""
+    if folder.parent.name == "snapshots" and folder.parent.parent.name.startswith("models--"):
+        parts = folder.parent.parent.name.split("--")[1:]
+        if len(parts) == 2 and all(parts):
+            return "/".join(parts), folder.name
+    return None, None
+
+
+# --------------------------------------------------------------------------- JSON with lines
+
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+')
+
+
+def _positions(text: str) -> dict[tuple[str | int, ...], tuple[int, int]]:
+    """(line, column) of every key path of a JSON text that :func:`json.loads` accepted."""
+    line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+    out: dict[tuple[str | int, ...], tuple[int, int]] = {}
+    stack: list[list[Any]] = []  # [kind, path, current key or index, expecting key]
+    pending: tuple[str, int] | None = None
+
+    def where(offset: int) -> tuple[int, int]:
+        lo, hi = 0, len(line_starts) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if line_starts[mid] <= offset:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo + 1, offset - line_starts[lo] + 1
+
+    def path_of_value() -> tuple[str | int, ...]:
+        if not stack:
+            return ()
+        frame = stack[-1]
+        return (*frame[1], frame[2])
+
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        top = stack[-1] if stack else None
+        if token in "{[":
+            path = path_of_value()
+            stack.append(["obj" if token == "{" else "arr", path, 0, token == "{"])
+        elif token in "}]":
+            stack.pop()
+        elif token == ",":
+            if top is not None:
+                if top[0] == "arr":
+                    top[2] += 1
+                else:
+                    top[3] = True
+        elif token == ":":
+            if top is not None and pending is not None:
+                top[2] = pending[0]
+                top[3] = False
+                out[(*top[1], pending[0])] = where(pending[1])
+        elif top is not None and top[0] == "obj" and top[3] and token.startswith('"'):
+            pending = (json.loads(token), match.start())
+            continue
+        pending = None
+    return out
+
+
+def _read_json(path: Path, shown: str, limit: int) -> tuple[Any, Positions]:
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as err:
+        raise _error(shown, f"cannot read: {err.strerror or err}") from None
+    if len(data) > limit:
+        raise _error(shown, f"larger than {limit // (1024 * 1024)} MiB: not a model config")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise _error(shown, f"not UTF-8 (byte {err.start})") from None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise _error(shown, f"not JSON: {err.msg}", line=err.lineno, column=err.colno) from None
+    except RecursionError:
+        raise _error(shown, "not JSON: nested too deeply") from None
+    return value, _positions(text)
+
+
+# --------------------------------------------------------------------------- config.json
+
+
+class _Config:
+    """One (sub-)object of a config.json, with the positions to locate its keys."""
+
+    def __init__(self, data: Mapping[str, Any], prefix: tuple[str, ...], shown: str,
+                 positions: Positions) -> None:
+        self.data, self.prefix, self.shown, self.positions = data, prefix, shown, positions
+
+    def error(self, key: str, message: str, hint: str = "") -> ModelConfigError:
+        path = (*self.prefix, key)
+        line, column = self.positions.get(path, self.positions.get(self.prefix, (0, 0)))
+        return _error(self.shown, message, line=line, column=column, key=".".join(path),
+                      hint=hint)
+
+    def get(self, key: str) -> Any:
+        return self.data.get(key)
+
+    def integer(self, *keys: str, required: bool = False, minimum: int = 1) -> int | None:
+        """The first of ``keys`` the config has, as an int; None when absent or null."""
+        for key in keys:
+            value = self.data.get(key)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+                raise self.error(key, f"must be an integer of at least {minimum}, not "
+                                 f"{json.dumps(value)}")
+            return value
+        if required:
+            raise self.error(keys[0], "missing", hint="a decoder LLM's config.json has it")
+        return None
+
+
+def _quantization(config: _Config, out: dict[str, Any]) -> None:
+    raw = config.get("quantization_config")
+    if raw is None:
+        return
+    if not isinstance(raw, Mapping):
+        raise config.error("quantization_config", "must be an object")
+    quant = _Config(raw, (*config.prefix, "quantization_config"), config.shown,
+                    config.positions)
+    method = raw.get("quant_method")
+    if method not in QUANTIZATIONS:
+        raise quant.error("quant_method", f"quantization {json.dumps(method)} is not one gen "
+                          f"sizes ({', '.join(sorted(QUANTIZATIONS))})")
+    out["quantization"] = method
+    if method in ("fp8", "mxfp4"):
+        out["weight_dtype"] = method
+        return
+    bits, group, kind = raw.get("bits"), raw.get("group_size"), "int"
+    if method == "compressed-tensors":
+        groups = raw.get("config_groups")
+        weights = [g.get("weights") for g in groups.values()] if isinstance(groups, Mapping) \
+            else []
+        schemes = {(w.get("num_bits"), w.get("type"), w.get("group_size"))
+                   for w in weights if isinstance(w, Mapping)}
+        if len(schemes) != 1:
+            raise quant.error("config_groups", "needs exactly one weight scheme to be sized "
+                              f"(found {len(schemes)})")
+        bits, kind, group = next(iter(schemes))
+    dtype = {(8, "float"): "fp8", (8, "int"): "int8", (4, "int"): "int4"}.get((bits, kind))
+    if dtype is None:
+        raise quant.error("bits" if method != "compressed-tensors" else "config_groups",
+                          f"{bits}-bit {kind} weights are not a width gen sizes "
+                          "(8-bit float or int, 4-bit int)")
+    out["weight_dtype"] = dtype
+    if dtype == "int4" and isinstance(group, int) and group > 0:
+        out["quant_group_size"] = group
+
+
+def _sliding(config: _Config, layers: int, out: dict[str, Any]) -> None:
+    window = config.integer("sliding_window")
+    if window is None or config.get("use_sliding_window") is False:
+        return
+    types = config.get("layer_types")
+    if isinstance(types, Sequence) and not isinstance(types, str):
+        sliding = sum(1 for t in types if t == "sliding_attention")
+    elif config.get("model_type") in ("gemma2", "gemma3_text"):
+        sliding = layers // 2  # Gemma 2 alternates local and global layers
+    else:
+        sliding = layers  # Mistral-style: every layer
+    if sliding:
+        out["sliding_window"] = window
+        out["sliding_window_layers"] = sliding
+
+
+def spec_fields(data: Any, shown: str, positions: Positions) -> dict[str, Any]:
+    """LLMSpec field values from a parsed config.json (no ``id``, ``parameters`` or checkpoint
+    fields: :func:`read_model` adds them)."""
+    if not isinstance(data, Mapping):
+        raise _error(shown, "must be a JSON object")
+    top = _Config(data, (), shown, positions)
+    text = top
+    if isinstance(data.get("text_config"), Mapping):
+        text = _Config(data["text_config"], ("text_config",), shown, positions)
+    out: dict[str, Any] = {}
+    architectures = data.get("architectures")
+    if isinstance(architectures, list) and architectures and isinstance(architectures[0], str):
+        out["architecture"] = architectures[0]
+    layers = text.integer("num_hidden_layers", "n_layer", "num_layers", required=True) or 0
+    hidden = text.integer("hidden_size", "n_embd", "d_model", required=True) or 0
+    heads = text.integer("num_attention_heads", "n_head", required=True) or 0
+    kv_heads = text.integer("num_key_value_heads", "num_kv_heads") or heads
+    mla = {name: text.integer(name) for name in
+           ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "q_lora_rank")}
+    head_dim = text.integer("head_dim")
+    if mla["kv_lora_rank"] is not None:
+        head_dim = (mla["qk_nope_head_dim"] or 0) + (mla["qk_rope_head_dim"] or 0) or head_dim
+    if head_dim is None:
+        if hidden % heads:
+            raise text.error("num_attention_heads", f"does not divide hidden_size {hidden}, "
+                             "and the config has no head_dim")
+        head_dim = hidden // heads
+    out.update(layers=layers, hidden_size=hidden, attention_heads=heads, kv_heads=kv_heads,
+               head_dim=head_dim)
+    out["max_context"] = text.integer("max_position_embeddings", "n_positions",
+                                      "max_sequence_length", required=True)
+    out.update({k: v for k, v in mla.items() if v is not None})
+    for key, name in (("intermediate_size", "intermediate_size"), ("vocab_size", "vocab_size"),
+                      ("moe_intermediate_size", "moe_intermediate_size")):
+        value = text.integer(key) or (top.integer(key) if text is not top else None)
+        if value is not None:
+            out[name] = value
+    experts = text.integer("num_local_experts", "num_experts", "n_routed_experts")
+    if experts is not None and experts > 1:
+        out["experts"] = experts
+        out["experts_per_token"] = text.integer("num_experts_per_tok", required=True)
+        for key, name, minimum in (("n_shared_experts", "shared_experts", 0),
+                                   ("first_k_dense_replace", "dense_layers", 0),
+                                   ("interleave_moe_layer_step", "moe_layer_step", 1),
+                                   ("moe_layer_freq", "moe_layer_step", 1),
+                                   ("decoder_sparse_step", "moe_layer_step", 1)):
+            value = text.integer(key, minimum=minimum)
+            if value and name not in out:
+                out[name] = value
+        if text.integer("intermediate_size_mlp") is not None:
+            out["dense_intermediate_size"] = text.integer("intermediate_size_mlp")
+    tie = text.get("tie_word_embeddings") if "tie_word_embeddings" in text.data \
+        else top.get("tie_word_embeddings")
+    if isinstance(tie, bool):
+        out["tie_word_embeddings"] = tie
+    dtype = top.get("torch_dtype") or top.get("dtype") or text.get("torch_dtype")
+    if isinstance(dtype, str) and dtype in _DTYPES:
+        out["compute_dtype"] = _DTYPES[dtype]
+        out["weight_dtype"] = _DTYPES[dtype]
+    _sliding(text, layers, out)
+    _quantization(top, out)
+    return out
+
+
+# --------------------------------------------------------------------------- checkpoint
+
+
+@dataclass(frozen=True)
+class _Checkpoint:
+    bytes: int | None = None
+    parameters: int | None = None
+
+
+def _safetensors_header(path: Path, shown: str) -> tuple[int, int]:
+    """(tensor bytes, parameters) of one safetensors file, from its JSON header."""
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(8)
+            size = struct.unpack("<Q", raw)[0] if len(raw) == 8 else -1
+            if not 0 < size <= MAX_HEADER_BYTES:
+                raise _error(shown, "not a safetensors file (bad header length)")
+            header = json.loads(handle.read(size))
+    except OSError as err:
+        raise _error(shown, f"cannot read: {err.strerror or err}") from None
+    except (ValueError, UnicodeDecodeError):
+        raise _error(shown, "not a safetensors file (the header is not JSON)") from None
+    total_bytes = parameters = 0
+    for name, tensor in header.items() if isinstance(header, dict) else ():
+        if name == "__metadata__" or not isinstance(tensor, dict):
+            continue
+        shape = tensor.get("shape")
+        if not isinstance(shape, list) or not all(isinstance(d, int) for d in shape):
+            raise _error(shown, f"tensor {name!r} has no valid shape")
+        count = math.prod(shape)
+        parameters += count
+        total_bytes += count * _ST_BYTES.get(str(tensor.get("dtype")), 1)
+    return total_bytes, parameters
+
+
+def _checkpoint(folder: Path, shown_folder: str) -> _Checkpoint:
+    index = folder / "model.safetensors.index.json"
+    single = folder / "model.safetensors"
+    if index.is_file():
+        shown = f"{shown_folder}/{index.name}"
+        data, _ = _read_json(index, shown, MAX_INDEX_BYTES)
+        meta = data.get("metadata") if isinstance(data, Mapping) else None
+        meta = meta if isinstance(meta, Mapping) else {}
+        size, params = meta.get("total_size"), meta.get("total_parameters")
+        shards = sorted(set(data.get("weight_map", {}).values())) \
+            if isinstance(data.get("weight_map"), Mapping) else []
+        if params is None and shards and all((folder / s).is_file() for s in shards):
+            params = sum(_safetensors_header(folder / s, f"{shown_folder}/{s}")[1]
+                         for s in shards)
+        return _Checkpoint(size if isinstance(size, int) else None,
+                           params if isinstance(params, int) else None)
+    if single.is_file():
+        size, params = _safetensors_header(single, f"{shown_folder}/{single.name}")
+        return _Checkpoint(size, params)
+    return _Checkpoint()
+
+
+def read_model(files: ModelFiles, name: str | None = None) -> LLMSpec:
+    """The :class:`LLMSpec` of the model in ``files``, named ``name`` (else the cache entry's
+    ``ORG/NAME``, else ``_name_or_path``, else the folder's name)."""
+    data, positions = _read_json(files.config, files.shown, MAX_CONFIG_BYTES)
+    values = spec_fields(data, files.shown, positions)
+    folder = files.config.parent
+    shown_folder = files.shown.rsplit("/", 1)[0] if "/" in files.shown else "."
+    checkpoint = _checkpoint(folder, shown_folder)
+    model_id = name or files.name
+    if model_id is None and isinstance(data, Mapping):
+        given = data.get("_name_or_path")
+        model_id = given if isinstance(given, str) and given.count("/") == 1 else None
+    model_id = model_id or folder.resolve().name
+    values["id"] = model_id
+    if checkpoint.bytes is not None:
+        values["checkpoint_bytes"] = checkpoint.bytes
+    return _with_parameters(values, checkpoint, files.shown, positions)
+
+
+def _with_parameters(values: dict[str, Any], checkpoint: _Checkpoint, shown: str,
+                     positions: Positions) -> LLMSpec:
+    known = {f.name for f in fields(LLMSpec)}
+    values = {k: v for k, v in values.items() if k in known}
+    try:
+        draft = LLMSpec(**{**values, "parameters": 1 << 62})
+    except ValueError as err:
+        raise _error(shown, str(err).split(": ", 1)[-1]) from None
+    counted = count_parameters(draft)
+    if counted is None:
+        if checkpoint.parameters is None:
+            line, column = positions.get(("architectures",), (0, 0))
+            raise _error(shown, f"cannot count the parameters of a "
+                         f"{draft.architecture or 'model without architectures'} from its "
+                         "config, and no safetensors beside it say", line=line, column=column,
+                         key="architectures",
+                         hint="give 'parameters' in the Model profile (the total on the model's "
+                         "Hugging Face page)")
+        counted = checkpoint.parameters
+    spec = replace(draft, parameters=counted)
+    kept = unquantized_parameters(spec) if spec.quantization is not None else None
+    return replace(spec, unquantized_parameters=kept) if kept else spec
