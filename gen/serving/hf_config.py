@@ -17,12 +17,13 @@ located at the file, line and key the user must look at.
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import re
 import struct
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +31,12 @@ from gen.errors import Finding, ModelConfigError, SourceLocation
 from gen.serving.model_catalog import (
     QUANTIZATIONS,
     LLMSpec,
+    count_active_parameters,
     count_parameters,
     unquantized_parameters,
 )
 
-__all__ = ["ModelFiles", "find_model_files", "read_model", "spec_fields"]
+__all__ = ["ModelFiles", "find_model_files", "model_values", "read_model", "spec_fields"]
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 """Largest ``config.json`` read (real ones are a few KiB)."""
@@ -121,45 +123,28 @@ def _positions(text: str) -> dict[tuple[str | int, ...], tuple[int, int]]:
     """(line, column) of every key path of a JSON text that :func:`json.loads` accepted."""
     line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
     out: dict[tuple[str | int, ...], tuple[int, int]] = {}
-    stack: list[list[Any]] = []  # [kind, path, current key or index, expecting key]
+    # One frame per open container: [is object, its key path, current key or index,
+    # whether the next string is a key].
+    stack: list[list[Any]] = []
     pending: tuple[str, int] | None = None
-
-    def where(offset: int) -> tuple[int, int]:
-        lo, hi = 0, len(line_starts) - 1
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if line_starts[mid] <= offset:
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo + 1, offset - line_starts[lo] + 1
-
-    def path_of_value() -> tuple[str | int, ...]:
-        if not stack:
-            return ()
-        frame = stack[-1]
-        return (*frame[1], frame[2])
-
     for match in _TOKEN.finditer(text):
         token = match.group()
         top = stack[-1] if stack else None
         if token in "{[":
-            path = path_of_value()
-            stack.append(["obj" if token == "{" else "arr", path, 0, token == "{"])
+            path = (*top[1], top[2]) if top is not None else ()
+            stack.append([token == "{", path, 0, token == "{"])
         elif token in "}]":
             stack.pop()
-        elif token == ",":
-            if top is not None:
-                if top[0] == "arr":
-                    top[2] += 1
-                else:
-                    top[3] = True
-        elif token == ":":
-            if top is not None and pending is not None:
-                top[2] = pending[0]
-                top[3] = False
-                out[(*top[1], pending[0])] = where(pending[1])
-        elif top is not None and top[0] == "obj" and top[3] and token.startswith('"'):
+        elif token == "," and top is not None:
+            if top[0]:
+                top[3] = True
+            else:
+                top[2] += 1
+        elif token == ":" and top is not None and pending is not None:
+            top[2], top[3] = pending[0], False
+            line = bisect.bisect_right(line_starts, pending[1]) - 1
+            out[(*top[1], pending[0])] = (line + 1, pending[1] - line_starts[line] + 1)
+        elif top is not None and top[0] and top[3] and token.startswith('"'):
             pending = (json.loads(token), match.start())
             continue
         pending = None
@@ -274,6 +259,25 @@ def _sliding(config: _Config, layers: int, out: dict[str, Any]) -> None:
         out["sliding_window_layers"] = sliding
 
 
+def _moe(text: _Config, out: dict[str, Any]) -> None:
+    experts = text.integer("num_local_experts", "num_experts", "n_routed_experts")
+    if experts is None or experts < 2:
+        return
+    out["experts"] = experts
+    out["experts_per_token"] = text.integer("num_experts_per_tok", required=True)
+    for key, name, minimum in (("n_shared_experts", "shared_experts", 0),
+                               ("first_k_dense_replace", "dense_layers", 0),
+                               ("interleave_moe_layer_step", "moe_layer_step", 1),
+                               ("moe_layer_freq", "moe_layer_step", 1),
+                               ("decoder_sparse_step", "moe_layer_step", 1)):
+        value = text.integer(key, minimum=minimum)
+        if value and name not in out and not (name == "moe_layer_step" and value == 1):
+            out[name] = value
+    dense = text.integer("intermediate_size_mlp")
+    if dense is not None:
+        out["dense_intermediate_size"] = dense
+
+
 def spec_fields(data: Any, shown: str, positions: Positions) -> dict[str, Any]:
     """LLMSpec field values from a parsed config.json (no ``id``, ``parameters`` or checkpoint
     fields: :func:`read_model` adds them)."""
@@ -311,20 +315,7 @@ def spec_fields(data: Any, shown: str, positions: Positions) -> dict[str, Any]:
         value = text.integer(key) or (top.integer(key) if text is not top else None)
         if value is not None:
             out[name] = value
-    experts = text.integer("num_local_experts", "num_experts", "n_routed_experts")
-    if experts is not None and experts > 1:
-        out["experts"] = experts
-        out["experts_per_token"] = text.integer("num_experts_per_tok", required=True)
-        for key, name, minimum in (("n_shared_experts", "shared_experts", 0),
-                                   ("first_k_dense_replace", "dense_layers", 0),
-                                   ("interleave_moe_layer_step", "moe_layer_step", 1),
-                                   ("moe_layer_freq", "moe_layer_step", 1),
-                                   ("decoder_sparse_step", "moe_layer_step", 1)):
-            value = text.integer(key, minimum=minimum)
-            if value and name not in out:
-                out[name] = value
-        if text.integer("intermediate_size_mlp") is not None:
-            out["dense_intermediate_size"] = text.integer("intermediate_size_mlp")
+    _moe(text, out)
     tie = text.get("tie_word_embeddings") if "tie_word_embeddings" in text.data \
         else top.get("tie_word_embeddings")
     if isinstance(tie, bool):
@@ -395,44 +386,52 @@ def _checkpoint(folder: Path, shown_folder: str) -> _Checkpoint:
     return _Checkpoint()
 
 
-def read_model(files: ModelFiles, name: str | None = None) -> LLMSpec:
-    """The :class:`LLMSpec` of the model in ``files``, named ``name`` (else the cache entry's
-    ``ORG/NAME``, else ``_name_or_path``, else the folder's name)."""
+def model_values(files: ModelFiles) -> dict[str, Any]:
+    """LLMSpec field values (no ``id``) of the model in ``files``: the config's architecture
+    and quantization, ``checkpoint_bytes`` when the safetensors say, and ``parameters`` when
+    the architecture or the safetensors give them (absent otherwise)."""
     data, positions = _read_json(files.config, files.shown, MAX_CONFIG_BYTES)
     values = spec_fields(data, files.shown, positions)
-    folder = files.config.parent
     shown_folder = files.shown.rsplit("/", 1)[0] if "/" in files.shown else "."
-    checkpoint = _checkpoint(folder, shown_folder)
-    model_id = name or files.name
-    if model_id is None and isinstance(data, Mapping):
-        given = data.get("_name_or_path")
-        model_id = given if isinstance(given, str) and given.count("/") == 1 else None
-    model_id = model_id or folder.resolve().name
-    values["id"] = model_id
+    checkpoint = _checkpoint(files.config.parent, shown_folder)
     if checkpoint.bytes is not None:
         values["checkpoint_bytes"] = checkpoint.bytes
-    return _with_parameters(values, checkpoint, files.shown, positions)
-
-
-def _with_parameters(values: dict[str, Any], checkpoint: _Checkpoint, shown: str,
-                     positions: Positions) -> LLMSpec:
-    known = {f.name for f in fields(LLMSpec)}
-    values = {k: v for k, v in values.items() if k in known}
     try:
-        draft = LLMSpec(**{**values, "parameters": 1 << 62})
+        draft = LLMSpec(id="draft/draft", parameters=1 << 62, **values)
     except ValueError as err:
-        raise _error(shown, str(err).split(": ", 1)[-1]) from None
+        raise _error(files.shown, str(err).split(": ", 1)[-1]) from None
     counted = count_parameters(draft)
     if counted is None:
-        if checkpoint.parameters is None:
-            line, column = positions.get(("architectures",), (0, 0))
-            raise _error(shown, f"cannot count the parameters of a "
-                         f"{draft.architecture or 'model without architectures'} from its "
-                         "config, and no safetensors beside it say", line=line, column=column,
-                         key="architectures",
-                         hint="give 'parameters' in the Model profile (the total on the model's "
-                         "Hugging Face page)")
         counted = checkpoint.parameters
-    spec = replace(draft, parameters=counted)
-    kept = unquantized_parameters(spec) if spec.quantization is not None else None
-    return replace(spec, unquantized_parameters=kept) if kept else spec
+    if counted is None:
+        return values
+    values["parameters"] = counted
+    active = count_active_parameters(replace(draft, parameters=counted))
+    if active is not None and draft.is_moe:
+        values["active_parameters"] = active
+    kept = unquantized_parameters(replace(draft, parameters=counted)) \
+        if draft.quantization is not None else None
+    if kept:
+        values["unquantized_parameters"] = kept
+    return values
+
+
+def read_model(files: ModelFiles, name: str | None = None) -> LLMSpec:
+    """The :class:`LLMSpec` of the model in ``files``, named ``name`` (else the cache entry's
+    ``ORG/NAME``, else the config's ``_name_or_path`` when it is one, else the folder's name).
+    """
+    values = model_values(files)
+    if "parameters" not in values:
+        data, positions = _read_json(files.config, files.shown, MAX_CONFIG_BYTES)
+        line, column = positions.get(("architectures",), (0, 0))
+        architecture = values.get("architecture") or "model without 'architectures'"
+        raise _error(files.shown, f"cannot count the parameters of a {architecture} from its "
+                     "config, and no safetensors beside it say", line=line, column=column,
+                     key="architectures", hint="pass --parameters (the total on the model's "
+                     "Hugging Face page), or import the folder with its safetensors")
+    model_id = name or files.name
+    if model_id is None:
+        data, _ = _read_json(files.config, files.shown, MAX_CONFIG_BYTES)
+        given = data.get("_name_or_path") if isinstance(data, Mapping) else None
+        model_id = given if isinstance(given, str) and given.count("/") == 1 else None
+    return LLMSpec(id=model_id or files.config.parent.resolve().name, **values)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from fractions import Fraction
 from importlib import resources
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -22,15 +22,16 @@ if TYPE_CHECKING:
     from gen.models.model import ModelProfile
 
 __all__ = [
+    "COUNTED_ARCHITECTURES",
     "QUANTIZATIONS",
     "WEIGHT_DTYPES",
-    "COUNTED_ARCHITECTURES",
     "LLMSpec",
     "ModelCatalog",
+    "count_active_parameters",
     "count_parameters",
-    "unquantized_parameters",
     "dtype_bytes",
     "model_catalog",
+    "unquantized_parameters",
 ]
 
 # Bytes per element of the 16-bit-or-wider dtypes (also the KV cache's element size for
@@ -150,23 +151,29 @@ class LLMSpec:
 
     PROFILE_NAMES: ClassVar[Mapping[str, str]] = {"id": "name"}
     """Fields that a ``kind: Model`` profile spells differently (field -> profile key)."""
-    NOT_IN_PROFILES: ClassVar[frozenset[str]] = frozenset({
-        "intermediate_size", "vocab_size", "tie_word_embeddings", "compute_dtype",
-        "unquantized_parameters", "quant_group_size", "sliding_window",
-        "sliding_window_layers", "architecture", "checkpoint_bytes",
-    })
-    """Fields a ``kind: Model`` profile cannot give: they keep their defaults."""
 
     @classmethod
-    def from_profile(cls, profile: ModelProfile) -> LLMSpec:
-        """The spec of a ``kind: Model`` profile: every other field is carried by its name.
+    def from_profile(cls, profile: ModelProfile,
+                     config: Mapping[str, Any] | None = None) -> LLMSpec:
+        """The spec of a ``kind: Model`` profile: every field is carried by its name.
+
+        ``config`` holds the field values read from the profile's ``config`` (see
+        :func:`gen.serving.hf_config.model_values`); the fields the profile gives override
+        them, the others keep the config's values.
 
         Raises ValueError when the numbers break the catalog's consistency rules.
         """
-        values = {
-            f.name: getattr(profile, cls.PROFILE_NAMES.get(f.name, f.name))
-            for f in fields(cls) if f.name not in cls.NOT_IN_PROFILES
-        }
+        values: dict[str, Any] = dict(config or {})
+        given = profile.model_fields_set
+        for f in fields(cls):
+            key = cls.PROFILE_NAMES.get(f.name, f.name)
+            if config is None or key in given:
+                values[f.name] = getattr(profile, key)
+        missing = [f.name for f in fields(cls) if values.get(f.name) is None
+                   and f.default is MISSING]
+        if missing:
+            raise ValueError(f"model {profile.name!r}: give {', '.join(missing)} (its config "
+                             "does not say)")
         return cls(**values)
 
     def __post_init__(self) -> None:
@@ -337,6 +344,9 @@ class _Layout:
     qk_norm: bool = False  # an RMSNorm of head_dim on each query and key head
     norms: int = 2  # RMSNorms per layer
     router_bias: bool = False  # a per-expert router bias (``e_score_correction_bias``)
+    o_bias: bool = False  # o_proj carries a bias
+    sinks: bool = False  # one attention-sink logit per head
+    expert_bias: bool = False  # experts' gate/up and down projections carry biases
 
 
 # Layer layouts by ``architectures[0]``. Sources: Hugging Face transformers' modelling code
@@ -344,7 +354,9 @@ class _Layout:
 # ``bias=True`` on q/k/v_proj; Qwen3 and Qwen3-MoE add ``q_norm``/``k_norm``; Gemma 2 has four
 # norms per layer; DeepSeek-V3 (also Kimi K2's architecture) and GLM-4.5 (Glm4Moe) give the
 # router an ``e_score_correction_bias`` of one value per routed expert, and Glm4Moe's q/k/v
-# carry ``config.attention_bias`` (true in the published GLM-4.5/4.6 configs).
+# carry ``config.attention_bias`` (true in the published GLM-4.5/4.6 configs); gpt-oss
+# (modeling_gpt_oss.py) has biases on q/k/v/o, on the router and on every expert projection,
+# and a learned sink per head.
 _LAYOUTS: Mapping[str, _Layout] = {
     "LlamaForCausalLM": _Layout(),
     "MistralForCausalLM": _Layout(),
@@ -357,6 +369,8 @@ _LAYOUTS: Mapping[str, _Layout] = {
     "Gemma2ForCausalLM": _Layout(norms=4),
     "DeepseekV3ForCausalLM": _Layout(router_bias=True),
     "Glm4MoeForCausalLM": _Layout(qkv_bias=True, router_bias=True),
+    "GptOssForCausalLM": _Layout(qkv_bias=True, o_bias=True, sinks=True, expert_bias=True,
+                                 router_bias=True),
 }
 COUNTED_ARCHITECTURES: frozenset[str] = frozenset(_LAYOUTS)
 """Architectures whose exact parameter count :func:`count_parameters` reproduces."""
@@ -379,18 +393,27 @@ def _attention_parameters(spec: LLMSpec, layout: _Layout) -> tuple[int, int]:
     linear = 2 * h * heads * hd + 2 * h * kv_heads * hd
     extra = (heads + 2 * kv_heads) * hd if layout.qkv_bias else 0
     extra += 2 * hd if layout.qk_norm else 0
+    extra += h if layout.o_bias else 0
+    extra += heads if layout.sinks else 0
     return linear + extra, linear
 
 
-def _breakdown(spec: LLMSpec, layout: _Layout) -> tuple[int, int]:
-    """(parameters, parameters of the decoder blocks' linear layers) of ``spec``."""
+@dataclass(frozen=True)
+class _Breakdown:
+    total: int  # every parameter
+    linear: int  # those of the decoder blocks' linear layers (what quantization packs)
+    active: int  # those one token uses: only experts_per_token of the routed experts
+
+
+def _breakdown(spec: LLMSpec, layout: _Layout) -> _Breakdown:
     h = spec.hidden_size
     attention, attention_linear = _attention_parameters(spec, layout)
     attention += layout.norms * h
     dense = 3 * h * (spec.dense_intermediate_size or spec.intermediate_size or 0)
-    experts = spec.experts or 0
-    expert_linear = (experts + (spec.shared_experts or 0)) * 3 * h * (
-        spec.expert_intermediate_size or 0)
+    experts, shared = spec.experts or 0, spec.shared_experts or 0
+    width = spec.expert_intermediate_size or 0
+    expert = 3 * h * width
+    bias = 2 * width + h if layout.expert_bias else 0
     router = experts * h + (experts if layout.router_bias else 0)
     leading, step = spec.dense_layers or 0, spec.moe_layer_step or 1
     moe_layers = 0
@@ -398,10 +421,15 @@ def _breakdown(spec: LLMSpec, layout: _Layout) -> tuple[int, int]:
         moe_layers = sum(1 for index in range(leading, spec.layers)
                          if (index - leading) % step == step - 1)
     dense_layers = spec.layers - moe_layers
-    linear = spec.layers * attention_linear + dense_layers * dense + moe_layers * expert_linear
-    total = spec.layers * attention + dense_layers * dense
-    total += moe_layers * (expert_linear + router)
-    return total + spec.embedding_parameters + h + spec.vision_parameters, linear
+    common = spec.layers * attention + dense_layers * dense + spec.embedding_parameters + h
+    common += spec.vision_parameters
+    routed_share = (spec.experts_per_token or 0) + shared
+    return _Breakdown(
+        total=common + moe_layers * ((experts + shared) * (expert + bias) + router),
+        linear=spec.layers * attention_linear + dense_layers * dense
+        + moe_layers * (experts + shared) * expert,
+        active=common + moe_layers * (routed_share * (expert + bias) + router),
+    )
 
 
 def count_parameters(spec: LLMSpec) -> int | None:
@@ -417,7 +445,16 @@ def count_parameters(spec: LLMSpec) -> int | None:
     layout = _LAYOUTS.get(spec.architecture)
     if layout is None or spec.intermediate_size is None or spec.vocab_size is None:
         return None
-    return _breakdown(spec, layout)[0]
+    return _breakdown(spec, layout).total
+
+
+def count_active_parameters(spec: LLMSpec) -> int | None:
+    """Parameters one token uses — as :func:`count_parameters`, with only
+    ``experts_per_token`` of the routed experts (and every shared one) — or None."""
+    layout = _LAYOUTS.get(spec.architecture)
+    if layout is None or spec.intermediate_size is None or spec.vocab_size is None:
+        return None
+    return _breakdown(spec, layout).active
 
 
 def unquantized_parameters(spec: LLMSpec) -> int | None:
@@ -428,7 +465,7 @@ def unquantized_parameters(spec: LLMSpec) -> int | None:
     layout = _LAYOUTS.get(spec.architecture)
     if layout is None or spec.intermediate_size is None or spec.vocab_size is None:
         return None
-    return spec.parameters - _breakdown(spec, layout)[1]
+    return spec.parameters - _breakdown(spec, layout).linear
 
 
 class ModelCatalog:
