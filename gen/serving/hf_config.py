@@ -222,7 +222,9 @@ def _quantization(config: _Config, out: dict[str, Any]) -> None:
     if method in ("fp8", "mxfp4"):
         out["weight_dtype"] = method
         return
-    bits, group, kind = raw.get("bits"), raw.get("group_size"), "int"
+    bits: Any = raw.get("bits")
+    group: Any = raw.get("group_size")
+    kind: Any = "int"
     if method == "compressed-tensors":
         groups = raw.get("config_groups")
         weights = [g.get("weights") for g in groups.values()] if isinstance(groups, Mapping) \
@@ -364,7 +366,7 @@ def _safetensors_header(path: Path, shown: str) -> tuple[int, int]:
     return total_bytes, parameters
 
 
-def _checkpoint(folder: Path, shown_folder: str) -> _Checkpoint:
+def _checkpoint(folder: Path, shown_folder: str, read_safetensors: bool) -> _Checkpoint:
     index = folder / "model.safetensors.index.json"
     single = folder / "model.safetensors"
     if index.is_file():
@@ -375,25 +377,27 @@ def _checkpoint(folder: Path, shown_folder: str) -> _Checkpoint:
         size, params = meta.get("total_size"), meta.get("total_parameters")
         shards = sorted(set(data.get("weight_map", {}).values())) \
             if isinstance(data.get("weight_map"), Mapping) else []
-        if params is None and shards and all((folder / s).is_file() for s in shards):
+        if params is None and read_safetensors and shards \
+                and all((folder / s).is_file() for s in shards):
             params = sum(_safetensors_header(folder / s, f"{shown_folder}/{s}")[1]
                          for s in shards)
         return _Checkpoint(size if isinstance(size, int) else None,
                            params if isinstance(params, int) else None)
-    if single.is_file():
+    if single.is_file() and read_safetensors:
         size, params = _safetensors_header(single, f"{shown_folder}/{single.name}")
         return _Checkpoint(size, params)
     return _Checkpoint()
 
 
-def model_values(files: ModelFiles) -> dict[str, Any]:
+def model_values(files: ModelFiles, *, read_safetensors: bool = True) -> dict[str, Any]:
     """LLMSpec field values (no ``id``) of the model in ``files``: the config's architecture
-    and quantization, ``checkpoint_bytes`` when the safetensors say, and ``parameters`` when
-    the architecture or the safetensors give them (absent otherwise)."""
+    and quantization, ``checkpoint_bytes`` when the safetensors index (or, with
+    ``read_safetensors``, the safetensors headers) say, and ``parameters`` when the
+    architecture or the safetensors give them (absent otherwise)."""
     data, positions = _read_json(files.config, files.shown, MAX_CONFIG_BYTES)
     values = spec_fields(data, files.shown, positions)
     shown_folder = files.shown.rsplit("/", 1)[0] if "/" in files.shown else "."
-    checkpoint = _checkpoint(files.config.parent, shown_folder)
+    checkpoint = _checkpoint(files.config.parent, shown_folder, read_safetensors)
     if checkpoint.bytes is not None:
         values["checkpoint_bytes"] = checkpoint.bytes
     try:
