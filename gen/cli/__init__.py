@@ -25,6 +25,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "schema": ("gen.cli._schema:schema_command", "Print the JSON Schema of the profiles."),
     "catalog": ("gen.cli._catalog:catalog_command", "Show the built-in GPU and model catalogs."),
     "mig": ("gen.cli._mig:mig_command", "MIG layout tools (check a layout, draw it)."),
+    "model": ("gen.cli._model:model_command", "Model profiles from Hugging Face files."),
     "fit": ("gen.cli._fit:fit_command", "Does a model fit a GPU or MIG slice?"),
     "cel": ("gen.cli._cel:cel_command", "Compile and evaluate DRA CEL selectors."),
     "explain": ("gen.cli._explain:explain_command", "Which devices a service's claims match."),

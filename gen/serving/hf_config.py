@@ -23,7 +23,7 @@ import math
 import re
 import struct
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import MISSING, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,15 @@ from gen.serving.model_catalog import (
     unquantized_parameters,
 )
 
-__all__ = ["ModelFiles", "find_model_files", "model_values", "read_model", "spec_fields"]
+__all__ = [
+    "ModelFiles",
+    "find_model_files",
+    "model_values",
+    "profile_document",
+    "profile_text",
+    "read_model",
+    "spec_fields",
+]
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 """Largest ``config.json`` read (real ones are a few KiB)."""
@@ -439,3 +447,26 @@ def read_model(files: ModelFiles, name: str | None = None) -> LLMSpec:
         given = data.get("_name_or_path") if isinstance(data, Mapping) else None
         model_id = given if isinstance(given, str) and given.count("/") == 1 else None
     return LLMSpec(id=model_id or files.config.parent.resolve().name, **values)
+
+
+def profile_document(spec: LLMSpec) -> dict[str, Any]:
+    """The ``kind: Model`` document of ``spec``: its name, then every field whose value is not
+    the default, in LLMSpec's order (what :meth:`LLMSpec.from_profile` reads back as ``spec``).
+    """
+    doc: dict[str, Any] = {"kind": "Model", "name": spec.id}
+    for f in fields(spec):
+        value = getattr(spec, f.name)
+        if f.name != "id" and (f.default is MISSING or value != f.default):
+            doc[f.name] = value
+    return doc
+
+
+def profile_text(spec: LLMSpec, source: ModelFiles) -> str:
+    """The YAML of :func:`profile_document`, with a comment saying where it came from."""
+    import yaml
+
+    origin = source.name or source.config.parent.name
+    revision = f" at revision {source.revision}" if source.revision else ""
+    header = (f"# Written by `gen model import` from the config.json of {origin}{revision}.\n"
+              "# Commit it under profiles/; services name the model by `name`.\n")
+    return header + yaml.safe_dump(profile_document(spec), sort_keys=False, width=100)
