@@ -66,7 +66,8 @@ class LLMSpec:
     Attributes:
         id: Hugging Face repository id, e.g. ``meta-llama/Llama-3.1-8B-Instruct``.
         parameters: total parameter count (all experts of a MoE).
-        active_parameters: parameters used per token (MoE only), as the model card states it.
+        active_parameters: parameters one token uses (MoE only; see
+            :func:`count_active_parameters`).
         layers: ``num_hidden_layers``.
         hidden_size: ``hidden_size``.
         attention_heads: ``num_attention_heads``.
