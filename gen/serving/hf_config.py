@@ -140,6 +140,9 @@ def _positions(text: str) -> dict[tuple[str | int, ...], tuple[int, int]]:
         top = stack[-1] if stack else None
         if token in "{[":
             path = (*top[1], top[2]) if top is not None else ()
+            if top is None:
+                line = bisect.bisect_right(line_starts, match.start()) - 1
+                out[()] = (line + 1, match.start() - line_starts[line] + 1)
             stack.append([token == "{", path, 0, token == "{"])
         elif token in "}]":
             stack.pop()
@@ -292,7 +295,8 @@ def spec_fields(data: Any, shown: str, positions: Positions) -> dict[str, Any]:
     """LLMSpec field values from a parsed config.json (no ``id``, ``parameters`` or checkpoint
     fields: :func:`read_model` adds them)."""
     if not isinstance(data, Mapping):
-        raise _error(shown, "must be a JSON object")
+        line, column = positions.get((), (1, 1))
+        raise _error(shown, "must be a JSON object", line=line, column=column)
     top = _Config(data, (), shown, positions)
     text = top
     if isinstance(data.get("text_config"), Mapping):
@@ -413,7 +417,12 @@ def model_values(files: ModelFiles, *, read_safetensors: bool = True) -> dict[st
     except ValueError as err:
         raise _error(files.shown, str(err).split(": ", 1)[-1]) from None
     counted = count_parameters(draft)
-    if counted is None:
+    if isinstance(data, Mapping) and data.get("vision_config") is not None:
+        # The vision encoder is not counted from config.json: only the safetensors say.
+        if counted is not None and checkpoint.parameters is not None:
+            values["vision_parameters"] = max(0, checkpoint.parameters - counted)
+        counted = checkpoint.parameters
+    elif counted is None:
         counted = checkpoint.parameters
     if counted is None:
         return values

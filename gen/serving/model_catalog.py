@@ -517,6 +517,19 @@ class ModelCatalog:
             "or describe it in a Model profile)"
         )
 
+    def select(self, *, family: str | None = None, min_parameters: int | None = None,
+               max_parameters: int | None = None) -> tuple[LLMSpec, ...]:
+        """The models whose organisation, repository name or architecture contains ``family``
+        (case-insensitive) and whose total parameters lie within the bounds, in :meth:`all`'s
+        order."""
+        needle = family.strip().lower() if family else ""
+        return tuple(
+            s for s in self._specs
+            if (not needle or needle in s.id.lower() or needle in s.architecture.lower())
+            and (min_parameters is None or s.parameters >= min_parameters)
+            and (max_parameters is None or s.parameters <= max_parameters)
+        )
+
     def with_extra(self, specs: Iterable[LLMSpec]) -> ModelCatalog:
         """A new catalog with ``specs`` added; a spec replaces a built-in one with the same id."""
         return ModelCatalog((*self._specs, *specs))
