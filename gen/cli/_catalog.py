@@ -62,7 +62,7 @@ def model_rows(family: str | None = None, min_parameters: int | None = None,
 _SIZE_SUFFIXES = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}
 
 
-class _ParameterCount(click.ParamType):
+class _ParameterCount(click.ParamType[int]):
     """A parameter count: ``7B``, ``500M``, ``1.5T`` or a plain integer."""
 
     name = "COUNT"
