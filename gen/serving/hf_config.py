@@ -437,11 +437,17 @@ def model_values(files: ModelFiles, *, read_safetensors: bool = True) -> dict[st
     return values
 
 
-def read_model(files: ModelFiles, name: str | None = None) -> LLMSpec:
+def read_model(files: ModelFiles, name: str | None = None,
+               parameters: int | None = None) -> LLMSpec:
     """The :class:`LLMSpec` of the model in ``files``, named ``name`` (else the cache entry's
     ``ORG/NAME``, else the config's ``_name_or_path`` when it is one, else the folder's name).
+    ``parameters`` replaces the count (for an architecture gen cannot count).
     """
     values = model_values(files)
+    if parameters is not None:
+        values["parameters"] = parameters
+        values.pop("active_parameters", None)
+        values.pop("unquantized_parameters", None)
     if "parameters" not in values:
         data, positions = _read_json(files.config, files.shown, MAX_CONFIG_BYTES)
         line, column = positions.get(("architectures",), (0, 0))
@@ -455,7 +461,10 @@ def read_model(files: ModelFiles, name: str | None = None) -> LLMSpec:
         data, _ = _read_json(files.config, files.shown, MAX_CONFIG_BYTES)
         given = data.get("_name_or_path") if isinstance(data, Mapping) else None
         model_id = given if isinstance(given, str) and given.count("/") == 1 else None
-    return LLMSpec(id=model_id or files.config.parent.resolve().name, **values)
+    try:
+        return LLMSpec(id=model_id or files.config.parent.resolve().name, **values)
+    except ValueError as err:
+        raise _error(files.shown, str(err).split(": ", 1)[-1]) from None
 
 
 def profile_document(spec: LLMSpec) -> dict[str, Any]:
@@ -474,7 +483,7 @@ def profile_text(spec: LLMSpec, source: ModelFiles) -> str:
     """The YAML of :func:`profile_document`, with a comment saying where it came from."""
     import yaml
 
-    origin = source.name or source.config.parent.name
+    origin = source.name or spec.id
     revision = f" at revision {source.revision}" if source.revision else ""
     header = (f"# Written by `gen model import` from the config.json of {origin}{revision}.\n"
               "# Commit it under profiles/; services name the model by `name`.\n")

@@ -66,3 +66,18 @@ def test_import_of_nothing_exits_1(runner: CliRunner, tmp_path: Path) -> None:
     result = runner.invoke(cli, ["model", "import", str(tmp_path / "missing")])
     assert result.exit_code == 1
     assert "no such file or folder" in result.stderr
+
+
+def test_parameters_option_counts_an_unknown_architecture(runner: CliRunner,
+                                                          tmp_path: Path) -> None:
+    """--parameters gives the count gen cannot derive; without it the error says so."""
+    config = json.loads(FIXTURE.read_text())
+    config["architectures"] = ["NovelMoeForCausalLM"]
+    (tmp_path / "config.json").write_text(json.dumps(config, indent=2))
+    refused = runner.invoke(cli, ["model", "import", str(tmp_path)])
+    assert refused.exit_code == 1
+    assert "config.json:2:3: error GEN002: architectures: cannot count" in refused.stderr
+    result = runner.invoke(cli, ["model", "import", str(tmp_path), "--name", "acme/novel",
+                                 "--parameters", "30500000000"], catch_exceptions=False)
+    data = yaml.safe_load(result.stdout)
+    assert (data["parameters"], data["architecture"]) == (30_500_000_000, "NovelMoeForCausalLM")
