@@ -278,6 +278,9 @@ def _moe(text: _Config, out: dict[str, Any]) -> None:
         return
     out["experts"] = experts
     out["experts_per_token"] = text.integer("num_experts_per_tok", required=True)
+    width = text.integer("moe_intermediate_size")
+    if width is not None:
+        out["moe_intermediate_size"] = width
     for key, name, minimum in (("n_shared_experts", "shared_experts", 0),
                                ("first_k_dense_replace", "dense_layers", 0),
                                ("interleave_moe_layer_step", "moe_layer_step", 1),
@@ -324,11 +327,10 @@ def spec_fields(data: Any, shown: str, positions: Positions) -> dict[str, Any]:
     out["max_context"] = text.integer("max_position_embeddings", "n_positions",
                                       "max_sequence_length", required=True)
     out.update({k: v for k, v in mla.items() if v is not None})
-    for key, name in (("intermediate_size", "intermediate_size"), ("vocab_size", "vocab_size"),
-                      ("moe_intermediate_size", "moe_intermediate_size")):
+    for key in ("intermediate_size", "vocab_size"):
         value = text.integer(key) or (top.integer(key) if text is not top else None)
         if value is not None:
-            out[name] = value
+            out[key] = value
     _moe(text, out)
     tie = text.get("tie_word_embeddings") if "tie_word_embeddings" in text.data \
         else top.get("tie_word_embeddings")

@@ -268,3 +268,20 @@ def test_from_profile_merges_config_values_and_overrides() -> None:
     expected = replace(model_catalog().lookup("Qwen/Qwen3-30B-A3B"), id="acme/moe",
                        max_context=8192)
     assert spec == expected
+
+
+def test_text_config_and_interleaved_moe_fields(tmp_path: Path) -> None:
+    """A Llama-4-style config: numbers under text_config, MoE every second layer, a dense width
+    of its own; a dense config's stray moe_intermediate_size is ignored."""
+    text = {"hidden_size": 5120, "intermediate_size": 8192, "intermediate_size_mlp": 16384,
+            "interleave_moe_layer_step": 2, "max_position_embeddings": 1048576,
+            "num_attention_heads": 40, "num_hidden_layers": 48, "num_key_value_heads": 8,
+            "head_dim": 128, "num_local_experts": 128, "num_experts_per_tok": 1,
+            "vocab_size": 202048}
+    values = model_values(find_model_files(_config(tmp_path, {
+        "architectures": ["Llama4ForConditionalGeneration"], "text_config": text})))
+    assert (values["experts"], values["moe_layer_step"], values["dense_intermediate_size"]) == (
+        128, 2, 16384)
+    assert "parameters" not in values  # Llama 4's layout is not one gen counts
+    dense = model_values(find_model_files(_config(tmp_path, _llama(moe_intermediate_size=64))))
+    assert "moe_intermediate_size" not in dense
