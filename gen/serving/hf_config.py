@@ -403,6 +403,12 @@ def _checkpoint(folder: Path, shown_folder: str, read_safetensors: bool) -> _Che
     return _Checkpoint()
 
 
+def _lacks_qk_norm(data: Any, spec: LLMSpec) -> bool:
+    """A GLM-4.5-family config that turns off the q/k norms its layout has by default."""
+    return (spec.architecture == "Glm4MoeForCausalLM" and isinstance(data, Mapping)
+            and data.get("use_qk_norm") is False)
+
+
 def model_values(files: ModelFiles, *, read_safetensors: bool = True) -> dict[str, Any]:
     """LLMSpec field values (no ``id``) of the model in ``files``: the config's architecture
     and quantization, ``checkpoint_bytes`` when the safetensors index (or, with
@@ -419,6 +425,8 @@ def model_values(files: ModelFiles, *, read_safetensors: bool = True) -> dict[st
     except ValueError as err:
         raise _error(files.shown, str(err).split(": ", 1)[-1]) from None
     counted = count_parameters(draft)
+    if counted is not None and _lacks_qk_norm(data, draft):
+        counted -= draft.layers * 2 * draft.head_dim  # e.g. GLM-4.5-Air: use_qk_norm false
     if isinstance(data, Mapping) and data.get("vision_config") is not None:
         # The vision encoder is not counted from config.json: only the safetensors say.
         if counted is not None and checkpoint.parameters is not None:

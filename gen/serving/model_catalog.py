@@ -355,7 +355,8 @@ class _Layout:
 # ``bias=True`` on q/k/v_proj; Qwen3 and Qwen3-MoE add ``q_norm``/``k_norm``; Gemma 2 has four
 # norms per layer; DeepSeek-V3 (also Kimi K2's architecture) and GLM-4.5 (Glm4Moe) give the
 # router an ``e_score_correction_bias`` of one value per routed expert, and Glm4Moe's q/k/v
-# carry ``config.attention_bias`` (true in the published GLM-4.5/4.6 configs); gpt-oss
+# carry ``config.attention_bias`` and its q/k norms ``config.use_qk_norm`` (both true in the
+# published GLM-4.5/4.6/4.7 configs; GLM-4.5-Air has no q/k norms); gpt-oss
 # (modeling_gpt_oss.py) has biases on q/k/v/o, on the router and on every expert projection,
 # and a learned sink per head.
 _LAYOUTS: Mapping[str, _Layout] = {
@@ -369,7 +370,7 @@ _LAYOUTS: Mapping[str, _Layout] = {
     "Qwen3MoeForCausalLM": _Layout(qk_norm=True),
     "Gemma2ForCausalLM": _Layout(norms=4),
     "DeepseekV3ForCausalLM": _Layout(router_bias=True),
-    "Glm4MoeForCausalLM": _Layout(qkv_bias=True, router_bias=True),
+    "Glm4MoeForCausalLM": _Layout(qkv_bias=True, qk_norm=True, router_bias=True),
     "GptOssForCausalLM": _Layout(qkv_bias=True, o_bias=True, sinks=True, expert_bias=True,
                                  router_bias=True),
 }

@@ -285,3 +285,22 @@ def test_text_config_and_interleaved_moe_fields(tmp_path: Path) -> None:
     assert "parameters" not in values  # Llama 4's layout is not one gen counts
     dense = model_values(find_model_files(_config(tmp_path, _llama(moe_intermediate_size=64))))
     assert "moe_intermediate_size" not in dense
+
+
+def test_glm_without_qk_norms_counts_without_them(tmp_path: Path) -> None:
+    """A Glm4Moe config with use_qk_norm false (GLM-4.5-Air) drops the q/k norm weights."""
+    glm = model_catalog().lookup("zai-org/GLM-4.5")
+    config = {
+        "architectures": ["Glm4MoeForCausalLM"], "attention_bias": True,
+        "first_k_dense_replace": 3, "head_dim": 128, "hidden_size": 5120,
+        "intermediate_size": 12288, "max_position_embeddings": 131072,
+        "moe_intermediate_size": 1536, "n_routed_experts": 160, "n_shared_experts": 1,
+        "num_attention_heads": 96, "num_experts_per_tok": 8, "num_hidden_layers": 92,
+        "num_key_value_heads": 8, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+        "use_qk_norm": True, "vocab_size": 151552,
+    }
+    with_norms = read_model(find_model_files(_config(tmp_path, config)), glm.id)
+    assert with_norms.parameters == glm.parameters
+    config["use_qk_norm"] = False
+    without = model_values(find_model_files(_config(tmp_path, config)))
+    assert without["parameters"] == glm.parameters - 92 * 2 * 128
