@@ -44,8 +44,8 @@ from gen.fleet.manifests import labels, manifest, tolerations
 from gen.fleet.plan import HOSTS_DIR, ClusterPlan, FileSpec, ManifestSpec, PoolPlan, ServicePlan
 
 if TYPE_CHECKING:
+    from gen.apple.fit import AppleGPU
     from gen.apple.launchd import MacServer
-    from gen.serving.fit import FitDevice
 
 __all__ = [
     "DEVICE_PLUGIN_IMAGE",
@@ -216,8 +216,13 @@ def _llama_specs(
         return []  # GEN606 / GEN608 say why
     if decision.args is None or not decision.ready:
         return []  # GEN603 / GEN605 / GEN606 / GEN608 say why
+    from gen.apple.launchd import key_guard_argv
+
     pools: list[PoolPlan] = [p.pool for p in decision.pools]
     args = list(decision.args)
+    # llama-server serves without authentication when its key file holds no key (an empty
+    # Secret): the guard shell refuses to start instead (exit 78), see launchd.KEY_GUARD.
+    command = key_guard_argv(f"gen-{service.name}", f"{KEY_MOUNT}/{KEY_FILE}", ["llama-server"])
     origin = svc.located.document.location
     name, ns = service.name, service.namespace
     meta = labels(name, "inference", **{
@@ -239,7 +244,7 @@ def _llama_specs(
             "apple/deployment.yaml.j2", origin, note=LLAMA_NOTE,
             name=name, namespace=ns, labels=meta, selector=selector,
             replicas=service.replicas, image=service.serving.image or RAMALAMA_IMAGE,
-            args=args,
+            command=command, args=args,
             env=[{"name": "HOME", "value": HOME},
                  {"name": "XDG_CACHE_HOME", "value": f"{HOME}/.cache"}],
             port=LLAMA_PORT, port_name=PORT_NAME, resources=resources,
@@ -361,7 +366,7 @@ _ENGINE_INSTALL = {
 }
 
 
-def _mac_readme(svc: ServicePlan, server: MacServer, devices: Sequence[FitDevice]) -> str:
+def _mac_readme(svc: ServicePlan, server: MacServer, devices: Sequence[AppleGPU]) -> str:
     from gen.apple.launchd import health_url, launchd_label, plist_filename
 
     service = svc.service

@@ -20,9 +20,9 @@ from gen.fleet.plan import ClusterPlan, Plan, ServicePlan
 
 if TYPE_CHECKING:
     from gen.apple.chips import AppleChip
-    from gen.serving.fit import FitDevice, FitReport
+    from gen.apple.fit import AppleFitReport, AppleGPU
 
-Device = tuple[str, "FitDevice", str, "FitReport | None"]
+Device = tuple[str, "AppleGPU", str, "AppleFitReport | None"]
 """(where it is, the device, how to make room, the model's fit on it) for the fit rule."""
 
 __all__ = ["check"]

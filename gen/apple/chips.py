@@ -400,8 +400,12 @@ def llama_server_vulkan_args(
     extra: Sequence[str] = (),
     *,
     api_key_file: str | None = None,
+    parallel: int = 1,
 ) -> list[str]:
     """Arguments for ``llama-server`` (Vulkan build) in a pod on a krunkit VM node.
+
+    ``ctx`` is the context of one request; llama-server splits ``-c`` evenly over its
+    ``--parallel`` slots, so ``-c`` is ``parallel × ctx`` (see :mod:`gen.apple.fit`).
 
     The program name is not included: the llama.cpp images start ``llama-server`` as their
     entrypoint; prefix ``llama-server`` where the image has none. Flags (gen's choice, each
@@ -420,6 +424,7 @@ def llama_server_vulkan_args(
     if not 1 <= port <= 65535:
         raise ProfileValidationError(f"port must be 1-65535, got {port}")
     _positive(ctx, "context length")
+    _positive(parallel, "llama-server slots (--parallel)")
     if not served_model_name.strip():
         raise ProfileValidationError("served model name must not be empty")
     _reject_literal_keys(extra, "llama-server extra args")
@@ -429,7 +434,8 @@ def llama_server_vulkan_args(
         "-m", model_path,
         "--alias", served_model_name,
         "-ngl", LLAMA_SERVER_ALL_LAYERS,
-        "-c", str(ctx),
+        "-c", str(ctx * parallel),
+        "--parallel", str(parallel),
         "--metrics",
     ]  # fmt: skip
     if api_key_file is not None:

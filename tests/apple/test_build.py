@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import plistlib
+import shutil
+import subprocess
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -129,6 +132,7 @@ def test_llama_server_deployment(tmp_path: Path) -> None:
     assert args[args.index("-m") + 1] == "/models/llama-8b-q8_0.gguf"
     assert args[args.index("-ngl") + 1] == "999"
     assert args[args.index("-c") + 1] == "16384"
+    assert args[args.index("--parallel") + 1] == "1"
     assert "--metrics" in args
     assert args[args.index("--api-key-file") + 1] == "/var/run/secrets/gen/api-key"
     assert container["resources"]["requests"]["squat.ai/dri"] == "1"
@@ -138,6 +142,52 @@ def test_llama_server_deployment(tmp_path: Path) -> None:
     secret = next(v for v in pod["volumes"] if v["name"] == "api-key")["secret"]
     assert secret["secretName"] == "vk-key"
     assert secret["items"] == [{"key": "key", "path": "api-key"}]
+
+
+def _run_container(container: dict[str, Any], key: str | None,
+                   tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """Run the container's command + args as the kubelet would, with a fake llama-server on
+    PATH and the Secret's key (None: no file) where the volume mounts it."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "llama-server"
+    fake.write_text('#!/bin/sh\necho started; printf "arg=%s\\n" "$@"\n')
+    fake.chmod(0o755)
+    key_path = "/var/run/secrets/gen/api-key"
+    local_key = tmp_path / "api-key"
+    if key is not None:
+        local_key.write_text(key)
+    argv = [*container["command"], *container["args"]]
+    argv = [str(local_key) if a == key_path else a for a in argv]
+    env = {"PATH": f"{bin_dir}:{os.defpath}"}
+    return subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+
+
+@pytest.mark.skipif(shutil.which("sh") is None, reason="needs a POSIX shell")
+@pytest.mark.parametrize(("key", "starts"), [
+    (None, False), ("", False), ("\n\n", False), (" \t\n", False),
+    ("sk-real-key\n", True), ("\nsk-real-key", True),
+])
+def test_llama_server_pod_refuses_to_start_with_an_empty_secret(
+    key: str | None, starts: bool, tmp_path: Path
+) -> None:
+    """An empty Secret value (or blank lines) would make llama-server serve without
+    authentication: the pod's command exits 78 before llama-server starts; a real key starts
+    it with the rendered args."""
+    out = rendered(tmp_path)
+    container = out["lab/workloads/inference/deployment-llama-vk.yaml"][
+        "spec"]["template"]["spec"]["containers"][0]
+    assert container["command"][:2] == ["/bin/sh", "-c"]
+    assert container["command"][-1] == "llama-server"
+    result = _run_container(container, key, tmp_path)
+    if starts:
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.splitlines()[0] == "started"
+        assert "arg=--api-key-file" in result.stdout.splitlines()
+    else:
+        assert result.returncode == 78
+        assert "started" not in result.stdout
+        assert "refusing to start without authentication" in result.stderr
 
 
 def test_llama_server_pod_is_restricted(tmp_path: Path) -> None:
@@ -226,8 +276,10 @@ def test_mac_llama_server_reads_gguf_from_service_folder(tmp_path: Path) -> None
         "ProgramArguments"]
     assert argv[argv.index("-m") + 1] == (
         "/Library/Application Support/gen/llama-mac/models/llama-8b-q8_0.gguf")
-    assert argv[argv.index("-c") + 1] == "131072"
-    assert "--api-key-file" in argv
+    engine = argv[argv.index("llama-server"):]
+    assert engine[engine.index("-c") + 1] == "131072"
+    assert engine[engine.index("--parallel") + 1] == "1"
+    assert "--api-key-file" in engine
 
 
 def test_no_apple_pool_renders_no_plugin(tmp_path: Path) -> None:

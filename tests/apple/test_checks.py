@@ -111,7 +111,7 @@ def test_70b_at_8_bits_fits_ultra_host_not_krunkit_vm(tmp_path: Path) -> None:
     findings = run(tmp_path)
     plan_service = _service_plan(tmp_path)
     host = host_device(MacHost(name="a", address="10.0.0.1", chip="m2-ultra", memory_gb=192))
-    assert host.unified_memory and host.memory_bytes == 144 * 2**30
+    assert host.kind == "metal" and host.memory_bytes == 144 * 2**30
     assert fit_report(plan_service, host, None).fits
     pool = NodePool.model_validate({
         "name": "vm", "platform": "apple-vm", "nodes": 1,

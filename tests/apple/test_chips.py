@@ -199,16 +199,26 @@ def test_llama_server_vulkan_args() -> None:
         "--alias", "qwen",
         "-ngl", "999",
         "-c", "8192",
+        "--parallel", "1",
         "--metrics",
     ]  # fmt: skip
+
+
+def test_llama_server_vulkan_args_split_context_over_slots() -> None:
+    """Four slots of 8192 tokens: -c 32768 --parallel 4 (llama-server gives each n_ctx / 4)."""
+    args = llama_server_vulkan_args("/models/qwen.gguf", 8080, 8192, "qwen", parallel=4)
+    assert args[args.index("-c") + 1] == "32768"
+    assert args[args.index("--parallel") + 1] == "4"
+    with pytest.raises(ProfileValidationError, match="slots"):
+        llama_server_vulkan_args("/models/qwen.gguf", 8080, 8192, "qwen", parallel=0)
 
 
 def test_llama_server_vulkan_args_key_file_and_extra() -> None:
     """A key file becomes --api-key-file; extra flags come last."""
     args = llama_server_vulkan_args(
-        "/m/a.gguf", 8080, 4096, "a", ["--parallel", "4"], api_key_file="/var/run/key"
+        "/m/a.gguf", 8080, 4096, "a", ["--jinja"], api_key_file="/var/run/key"
     )
-    assert args[-4:] == ["--api-key-file", "/var/run/key", "--parallel", "4"]
+    assert args[-3:] == ["--api-key-file", "/var/run/key", "--jinja"]
 
 
 def test_llama_server_vulkan_args_reject_literal_key() -> None:
