@@ -121,7 +121,9 @@ llama.cpp (Vulkan) on a krunkit/libkrun VM node: the Apple GPU reaches the guest
 Mesa Venus as /dev/dri/renderD128, allocated by the generic device plugin. vLLM has no
 Vulkan backend and cannot run here. The GGUF file must already be on the volume at the
 path given by -m (see docs/apple-silicon.md). Non-root access to the render node needs the
-container runtime's device_ownership_from_security_context = true on the VM nodes."""
+container runtime's device_ownership_from_security_context = true on the VM nodes. The
+command refuses to start (exit 78) when the API key Secret holds no key: llama-server would
+otherwise serve without authentication."""
 
 MAC_NOTE = """\
 Native macOS hosts, outside the cluster: there is no kubelet on macOS. Traffic to this
@@ -212,8 +214,8 @@ def _llama_specs(
 
     service = svc.service
     api_key = service.auth.api_key
-    if service.gpu is None or api_key is None:
-        return []  # GEN606 / GEN608 say why
+    if api_key is None:
+        return []  # GEN608 says why
     if decision.args is None or not decision.ready:
         return []  # GEN603 / GEN605 / GEN606 / GEN608 say why
     from gen.apple.launchd import key_guard_argv
@@ -231,7 +233,8 @@ def _llama_specs(
     selector = {"app.kubernetes.io/name": name, "app.kubernetes.io/component": "inference"}
     vm = pools[0].pool.apple_vm
     assert vm is not None
-    devices_per_pod = str(service.gpu.count)
+    # One Venus GPU per VM node: gpu may be omitted (GEN607 refuses a count above 1).
+    devices_per_pod = str(service.gpu.count if service.gpu is not None else 1)
     resources = {
         "requests": {"cpu": service.resources.cpu, "memory": service.resources.memory,
                      vm.resource_name: devices_per_pod},

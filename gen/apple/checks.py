@@ -1,4 +1,4 @@
-"""Apple Silicon rules (GEN601–GEN610): engines that cannot use an Apple GPU, memory fit on
+"""Apple Silicon rules (GEN601–GEN611): engines that cannot use an Apple GPU, memory fit on
 krunkit VM nodes and native Macs, the chip catalog, VM sizing, and native-host plumbing.
 
 The rules read the Apple decisions recorded in each cluster's plan (:mod:`gen.apple.decide`:
@@ -235,6 +235,21 @@ def _mac_findings(svc: ServicePlan, decided: MacDecision) -> Iterator[Finding]:
     yield from _fit_findings(svc, devices)
 
 
+def _gguf_finding(svc: ServicePlan) -> Finding | None:
+    """GEN611: a llama-server service that names no GGUF file."""
+    from gen.apple.decide import gguf_file
+
+    service = svc.service
+    if service.engine != "llama-server" or gguf_file(service) is not None:
+        return None
+    return Finding(
+        "GEN611", f"llama-server loads one GGUF file, and model {service.model!r} names none; "
+        "gen does not guess the file name", svc.located.at("model"), "model",
+        hint="set gguf_file to the file on the model volume, e.g. gguf_file: "
+        "Meta-Llama-3.1-8B-Instruct-Q8_0.gguf (or end model in /<file>.gguf)",
+    )
+
+
 def _located_vllm_on_apple(cluster: ClusterPlan, svc: ServicePlan,
                            pools: tuple[VMPoolDecision, ...]) -> Finding:
     names = ", ".join(repr(p.name) for p in pools)
@@ -262,7 +277,7 @@ def _argocd(cluster: ClusterPlan, svc: ServicePlan) -> Finding | None:
 
 
 def check(plan: Plan) -> list[Finding]:
-    """GEN601–GEN610."""
+    """GEN601–GEN611."""
     findings: list[Finding] = []
     macs_seen: set[str] = set()
     for cluster in plan.clusters:
@@ -274,11 +289,17 @@ def check(plan: Plan) -> list[Finding]:
                 if service.name not in macs_seen:
                     macs_seen.add(service.name)
                     findings += _mac_findings(svc, decided.macs[service.name])
+                    gguf = _gguf_finding(svc)
+                    if gguf is not None:
+                        findings.append(gguf)
                 argo = _argocd(cluster, svc)
                 if argo is not None:
                     findings.append(argo)
             elif service.engine == "llama-server":
                 findings += _llama_findings(cluster, svc, decided.llama[service.name])
+                gguf = _gguf_finding(svc)
+                if gguf is not None:
+                    findings.append(gguf)
             elif service.name in decided.vllm:
                 findings.append(_located_vllm_on_apple(cluster, svc, decided.vllm[service.name]))
     return findings

@@ -260,15 +260,17 @@ def fit_report(svc: ServicePlan, device: AppleGPU, max_model_len: int | None) ->
                      gpu_memory_utilization=service.serving.gpu_memory_utilization)
 
 
-def gguf_file(model: str) -> str:
-    """The GGUF file name of a service's model.
+def gguf_file(service: InferenceService) -> str | None:
+    """The GGUF file a llama-server service loads, relative to its model volume.
 
-    A model id that ends in ``.gguf`` names a file in a Hugging Face repository
-    (``<org>/<repo>/<file>.gguf``): its last segment. Any other id is served from
-    ``<repo name>.gguf``.
+    ``gguf_file`` when the profile sets it; else the last segment of a model id that names a
+    file in a Hugging Face repository (``<org>/<repo>/<file>.gguf``); else ``None``: gen does
+    not guess a file name (GEN611).
     """
-    name = model.rstrip("/").rsplit("/", 1)[-1]
-    return name if name.endswith(".gguf") else f"{name}.gguf"
+    if service.gguf_file is not None:
+        return service.gguf_file
+    name = service.model.rstrip("/").rsplit("/", 1)[-1]
+    return name if name.endswith(".gguf") else None
 
 
 def mac_api_key_file(service: str) -> str:
@@ -349,11 +351,12 @@ def _decide_llama(svc: ServicePlan, pools: tuple[VMPoolDecision, ...]) -> LlamaD
     context = _context_length(svc, fits)
     args: tuple[str, ...] | None = None
     args_error: str | None = None
-    if pools:
-        service = svc.service
+    service = svc.service
+    gguf = gguf_file(service)
+    if pools and gguf is not None:  # no GGUF file: GEN611
         try:
             args = tuple(llama_server_vulkan_args(
-                f"{MODELS_MOUNT}/{gguf_file(service.model)}", LLAMA_PORT, context,
+                f"{MODELS_MOUNT}/{gguf}", LLAMA_PORT, context,
                 _served_name(service), service.serving.extra_args,
                 api_key_file=f"{KEY_MOUNT}/{KEY_FILE}", parallel=llama_slots(service),
             ))
@@ -375,8 +378,9 @@ def _decide_host(host: MacHost, index: int) -> MacHostDecision:
         return MacHostDecision(host, index, chip, None, None, err.message)
 
 
-def _mac_server(svc: ServicePlan, context: int) -> MacServer:
-    """The launchd job description of a service on its Macs (the same on every host).
+def _mac_server(svc: ServicePlan, context: int) -> MacServer | None:
+    """The launchd job description of a service on its Macs (the same on every host);
+    ``None`` for llama-server without a GGUF file name (GEN611).
 
     Raises:
         ProfileValidationError: a setting the engine cannot take (e.g. a max_model_len for
@@ -389,7 +393,10 @@ def _mac_server(svc: ServicePlan, context: int) -> MacServer:
     serving = service.serving
     engine = service.engine
     if engine == "llama-server":
-        model = f"{MAC_ROOT}/{service.name}/models/{gguf_file(service.model)}"
+        gguf = gguf_file(service)
+        if gguf is None:
+            return None  # GEN611
+        model = f"{MAC_ROOT}/{service.name}/models/{gguf}"
     else:
         model = service.model
     extra: list[str] = []

@@ -15,6 +15,7 @@ import yaml
 from gen.apple.build import DRI_NAMESPACE, build
 from gen.apple.decide import gguf_file
 from gen.fleet.plan import ClusterPlan
+from gen.models import InferenceService
 from gen.pipeline import load_plan, render_outputs
 from tests.helpers import APPLE_GGUF_MODEL, APPLE_VULKAN_SERVICE, write_tree
 
@@ -305,11 +306,42 @@ def test_builder_skips_what_lint_reports(tmp_path: Path) -> None:
     assert not any(s.template == "apple/deployment.yaml.j2" for s in specs)
 
 
-@pytest.mark.parametrize(("model", "expected"), [
-    ("org/Repo-GGUF/file-Q8_0.gguf", "file-Q8_0.gguf"),
-    ("meta-llama/Llama-3.1-8B-Instruct", "Llama-3.1-8B-Instruct.gguf"),
-    ("local-model", "local-model.gguf"),
+@pytest.mark.parametrize(("model", "file", "expected"), [
+    ("org/Repo-GGUF/file-Q8_0.gguf", None, "file-Q8_0.gguf"),
+    ("org/Repo-GGUF/file-Q8_0.gguf", "Q4_K_M/file-Q4_K_M.gguf", "Q4_K_M/file-Q4_K_M.gguf"),
+    ("meta-llama/Llama-3.1-8B-Instruct", "llama-8b-q8_0.gguf", "llama-8b-q8_0.gguf"),
+    ("meta-llama/Llama-3.1-8B-Instruct", None, None),
+    ("local-model", None, None),
 ])
-def test_gguf_file_convention(model: str, expected: str) -> None:
-    """A model id ending in .gguf names its file; any other id serves <name>.gguf."""
-    assert gguf_file(model) == expected
+def test_gguf_file(model: str, file: str | None, expected: str | None) -> None:
+    """gguf_file wins; else a model id ending in .gguf names its file; else none (GEN611)."""
+    service = InferenceService.model_validate({
+        "kind": "InferenceService", "name": "x", "model": model, "engine": "llama-server",
+        "clusters": ["lab"], "gguf_file": file,
+    })
+    assert gguf_file(service) == expected
+
+
+def test_gguf_file_reaches_the_pod_and_gpu_may_be_omitted(tmp_path: Path) -> None:
+    """A service with gguf_file and no gpu request: -m names the file, one device per pod."""
+    vulkan = VULKAN.replace("model: org/Llama-8B-GGUF/llama-8b-q8_0.gguf",
+                            "model: org/Llama-8B-GGUF/llama-8b-q8_0.gguf\n    gguf_file: "
+                            "sub/llama-8b-q8_0.gguf").replace(
+                                "    gpu: {gpu_class: apple-venus}\n", "")
+    out = rendered(tmp_path, vulkan=vulkan, model=APPLE_GGUF_MODEL)
+    container = out["lab/workloads/inference/deployment-llama-vk.yaml"][
+        "spec"]["template"]["spec"]["containers"][0]
+    assert container["args"][container["args"].index("-m") + 1] == (
+        "/models/sub/llama-8b-q8_0.gguf")
+    assert container["resources"]["limits"]["squat.ai/dri"] == "1"
+
+
+def test_max_num_seqs_reaches_llama_server_as_parallel(tmp_path: Path) -> None:
+    """serving.max_num_seqs 3 with 16384 tokens: --parallel 3 and -c 49152 (3 full slots)."""
+    vulkan = VULKAN.replace("serving: {max_model_len: 16384}",
+                            "serving: {max_model_len: 16384, max_num_seqs: 3}")
+    out = rendered(tmp_path, vulkan=vulkan)
+    args = out["lab/workloads/inference/deployment-llama-vk.yaml"][
+        "spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--parallel") + 1] == "3"
+    assert args[args.index("-c") + 1] == str(3 * 16384)
