@@ -401,7 +401,7 @@ on port {server.port}.
 | --- | --- | --- | --- | --- | --- |
 {rows}
 
-The Metal budget is macOS's default GPU working-set cap (2/3 of memory up to 36 GB, 3/4
+The Metal budget is macOS's default GPU working-set cap (2/3 of memory up to 32 GB, 3/4
 above); gen's fit check uses it. `sudo sysctl iogpu.wired_limit_mb=<MiB>` raises it until
 the next reboot.
 

@@ -115,15 +115,17 @@ def test_unknown_gpu_variant() -> None:
 
 
 def test_macos_fraction_two_thirds_then_three_quarters() -> None:
-    """Metal may wire 2/3 of RAM up to 36 GB and 3/4 above."""
-    assert macos_gpu_fraction(16) == macos_gpu_fraction(36) == pytest.approx(2 / 3)
-    assert macos_gpu_fraction(48) == macos_gpu_fraction(192) == pytest.approx(3 / 4)
+    """Metal may wire 2/3 of RAM up to 32 GB and 3/4 above (36 GB: 27 GiB)."""
+    assert macos_gpu_fraction(16) == macos_gpu_fraction(32) == pytest.approx(2 / 3)
+    assert macos_gpu_fraction(36) == macos_gpu_fraction(192) == pytest.approx(3 / 4)
+    assert usable_unified_memory_bytes(36) == 27 * GIB
 
 
 def test_usable_memory_matches_observed_working_set() -> None:
-    """16 GB → 10922.67 MiB and 32 GB → 21845.33 MiB, as Metal reports; 64 GB → 48 GiB."""
-    assert usable_unified_memory_bytes(16) / MIB == pytest.approx(10922.67, abs=0.01)
-    assert usable_unified_memory_bytes(32) / MIB == pytest.approx(21845.33, abs=0.01)
+    """16 GB → 10922.67 MiB and 32 GB → 21845.34 MiB (whole 16 KiB pages); 64 GB → 48 GiB."""
+    assert f"{usable_unified_memory_bytes(16) / MIB:.2f}" == "10922.67"
+    assert f"{usable_unified_memory_bytes(32) / MIB:.2f}" == "21845.34"
+    assert usable_unified_memory_bytes(32) % (16 * 1024) == 0
     assert usable_unified_memory_bytes(64) == 48 * GIB
 
 
