@@ -1,4 +1,4 @@
-"""gen's Metal working-set rule against public llama.cpp logs (tests/apple/metal_working_set.yaml)."""
+"""gen's Metal working-set rule against public llama.cpp logs (metal_working_set.yaml)."""
 
 from __future__ import annotations
 
