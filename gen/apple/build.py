@@ -44,7 +44,7 @@ from gen.fleet.manifests import labels, manifest, tolerations
 from gen.fleet.plan import HOSTS_DIR, ClusterPlan, FileSpec, ManifestSpec, PoolPlan, ServicePlan
 
 if TYPE_CHECKING:
-    from gen.apple.fit import AppleGPU
+    from gen.apple.fit import AppleFitReport, AppleGPU
     from gen.apple.launchd import MacServer
 
 __all__ = [
@@ -350,7 +350,8 @@ def _mac_files(svc: ServicePlan, decision: MacDecision) -> list[FileSpec]:
                  svc.located.at("mac_hosts", i))
         for i, host in enumerate(service.mac_hosts)
     ]
-    readme = _mac_readme(svc, server, devices)
+    fits = {r.device: r for r in decision.fits if r is not None}
+    readme = _mac_readme(svc, server, devices, list(fits.values()))
     files.append(FileSpec(base / "README.md", readme.encode("utf-8"),
                           svc.located.at("mac_hosts")))
     return files
@@ -362,15 +363,23 @@ _ENGINE_INSTALL = {
     "vllm-metal": "install vllm-metal (macOS 15+, arm64 Python 3.12; it creates "
                   "`~/.venv-vllm-metal`) and link its `vllm` into /usr/local/bin. The model is "
                   "downloaded into the service folder on first start.",
-    "vllm-mlx": "install vllm-mlx (e.g. `pipx install vllm-mlx`) and link its `vllm-mlx` "
+    "vllm-mlx": "install vllm-mlx {vllm_mlx} (`pipx install 'vllm-mlx=={vllm_mlx}'`; gen's "
+                "flags need {vllm_mlx_min} or later) and link its `vllm-mlx` "
                 "into /usr/local/bin. The model is downloaded into the service folder on "
                 "first start. vllm-mlx takes the key only on its command line: local users "
                 "of the Mac can read it with `ps`, so keep the Mac single-tenant.",
 }
 
 
-def _mac_readme(svc: ServicePlan, server: MacServer, devices: Sequence[AppleGPU]) -> str:
-    from gen.apple.launchd import health_url, launchd_label, plist_filename
+def _mac_readme(svc: ServicePlan, server: MacServer, devices: Sequence[AppleGPU],
+                fits: Sequence[AppleFitReport]) -> str:
+    from gen.apple.launchd import (
+        VLLM_MLX_MIN_VERSION,
+        VLLM_MLX_VERSION,
+        health_url,
+        launchd_label,
+        plist_filename,
+    )
 
     service = svc.service
     label = launchd_label(service.name)
@@ -383,8 +392,12 @@ def _mac_readme(svc: ServicePlan, server: MacServer, devices: Sequence[AppleGPU]
         f"{d.memory_bytes / GIB:.1f} GiB | {health_url(server, h.address)} |"
         for h, d in zip(service.mac_hosts, devices, strict=True)
     )
-    install = _ENGINE_INSTALL[service.engine].format(model=server.model)
+    install = _ENGINE_INSTALL[service.engine].format(
+        model=server.model, vllm_mlx=VLLM_MLX_VERSION, vllm_mlx_min=VLLM_MLX_MIN_VERSION)
     clusters = ", ".join(service.clusters)
+    budgets = "\n\n".join(
+        "    " + r.format().replace("\n", "\n    ").replace("    \n", "\n") for r in fits
+    )
     return f"""\
 {GENERATED_COMMENT}
 # {service.name} on native macOS hosts
@@ -405,6 +418,13 @@ The Metal budget is macOS's default GPU working-set cap (2/3 of memory up to 32 
 above); gen's fit check uses it. `sudo sysctl iogpu.wired_limit_mb=<MiB>` raises it until
 the next reboot.
 
+## Memory fit
+
+What gen checked (`gen lint`, GEN602), term by term, per kind of host; `gen apple-fit
+--service {service.name}` prints it again (`--json` for the figures):
+
+{budgets}
+
 ## Install on each host
 
 1. Engine: {install}
@@ -416,7 +436,7 @@ the next reboot.
          | base64 -d | sudo sh -c 'umask 077 && cat > "$1"' sh "{server.api_key_file}"
 
    The plist names only this file; the job refuses to start (exit 78) when it is
-   missing or empty.
+   missing, empty or holds only blank lines.
 3. The job (a LaunchDaemon: it runs at boot, as root, with no user logged in):
 
        # <host> is the host's folder next to this README

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gen.errors import GenError
-from gen.fleet.plan import ClusterPlan, PoolPlan, ServicePlan
+from gen.fleet.plan import ClusterPlan, Plan, PoolPlan, ServicePlan
 
 if TYPE_CHECKING:
     from gen.apple.chips import AppleChip
@@ -56,6 +56,7 @@ __all__ = [
     "host_device",
     "llama_slots",
     "mac_api_key_file",
+    "service_fits",
     "vm_device",
 ]
 
@@ -467,3 +468,41 @@ def decisions(plan: ClusterPlan) -> AppleDecisions:
     if isinstance(recorded, AppleDecisions):
         return recorded
     return decide(plan)
+
+
+def service_fits(
+    plan: Plan, service: str, clusters: Sequence[str] = ()
+) -> list[tuple[str, AppleFitReport]]:
+    """``(where, report)`` for each device an Apple service can get: the fit lint decided.
+
+    ``where`` names the cluster and pool (in-cluster llama-server) or the Mac host. A service
+    on Macs is listed once, whatever its clusters; ``clusters`` narrows the in-cluster ones.
+
+    Raises:
+        CatalogLookupError: no Apple service of that name (in those clusters).
+    """
+    from gen.errors import CatalogLookupError
+
+    out: list[tuple[str, AppleFitReport]] = []
+    seen_macs = False
+    for cluster in plan.clusters:
+        if clusters and cluster.name not in clusters:
+            continue
+        decided = decisions(cluster)
+        if service in decided.llama:
+            llama = decided.llama[service]
+            out += [(f"cluster {cluster.name}, pool {pool.name}", report)
+                    for pool, report in zip(llama.pools, llama.fits, strict=True)
+                    if report is not None]
+        elif service in decided.macs and not seen_macs:
+            seen_macs = True
+            mac = decided.macs[service]
+            out += [(f"host {h.host.name}", report)
+                    for h, report in zip(mac.hosts, mac.fits, strict=True) if report is not None]
+    if not out:
+        raise CatalogLookupError(
+            f"no Apple service {service!r} with a known model and device"
+            + (f" in cluster(s) {', '.join(clusters)}" if clusters else "")
+            + " (llama-server on an Apple VM pool, or a service on mac_hosts)"
+        )
+    return out

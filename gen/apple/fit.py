@@ -260,16 +260,33 @@ def apple_fit(
     compute = compute_bytes(model)
     used = weights + kv + compute + RUNTIME_BYTES
     per_token = 2 * model.kv_heads * model.head_dim * KV_ELEMENT_BYTES * model.full_attention_layers
+    llama = engine == "llama-server"
+    if device.kind != "metal":
+        cap = " (krunkit's VRAM window)"
+    elif llama:
+        cap = " (log: ggml_metal_device_init: recommendedMaxWorkingSetSize)"
+    else:
+        cap = " (Metal's recommendedMaxWorkingSetSize)"
+    if llama:
+        sources = (
+            f"the GGUF's tensors; log: load_tensors: {log} model buffer size",
+            f"{slots} × {length} tokens, f16, ~{per_token:,} bytes/token; "
+            f"log: llama_kv_cache: {log} KV buffer size",
+            f"one {UBATCH_TOKENS}-token micro-batch (gen's estimate); "
+            f"log: llama_context: {log} compute buffer size",
+        )
+    else:
+        sources = (
+            "the checkpoint's weights, loaded whole",
+            f"one full sequence of {length} tokens, 16-bit, ~{per_token:,} bytes/token "
+            f"({engine} grows its KV cache on demand)",
+            f"one {UBATCH_TOKENS}-token batch of activations (gen's estimate)",
+        )
     terms = (
-        FitTerm("budget", budget, f"{gpu_memory_utilization:.2f} × the cap"
-                + (" (ggml_metal_device_init: recommendedMaxWorkingSetSize)"
-                   if device.kind == "metal" else " (krunkit's VRAM window)")),
-        FitTerm("weights", weights, f"the GGUF's tensors; log: load_tensors: {log} model "
-                "buffer size"),
-        FitTerm("kv", kv, f"{slots} × {length} tokens, f16, ~{per_token:,} bytes/token; "
-                f"log: llama_kv_cache: {log} KV buffer size"),
-        FitTerm("compute", compute, f"one {UBATCH_TOKENS}-token micro-batch (gen's estimate); "
-                f"log: llama_context: {log} compute buffer size"),
+        FitTerm("budget", budget, f"{gpu_memory_utilization:.2f} × the cap{cap}"),
+        FitTerm("weights", weights, sources[0]),
+        FitTerm("kv", kv, sources[1]),
+        FitTerm("compute", compute, sources[2]),
         FitTerm("runtime", RUNTIME_BYTES, "backend objects outside those buffers (gen's "
                 "allowance)"),
         FitTerm("headroom", budget - used, "budget − the four terms above"),

@@ -19,10 +19,10 @@ job's user), read when the job starts, per engine:
   (vllm-project/vllm ``vllm/envs.py``, ``vllm/entrypoints/openai/api_server.py``). A fixed
   ``/bin/sh -c`` wrapper reads the file into that variable and ``exec``\\ s vLLM, so the key
   is in neither the plist nor any process's argv.
-* ``vllm-mlx`` has only ``--api-key <key>`` (waybarrios/vllm-mlx ``cli.py``: no file flag, no
-  environment variable). The same wrapper reads the file and appends ``--api-key "$key"`` at
-  ``exec`` time: the key stays out of the plist but is visible to local users in ``ps``.
-  Prefer a single-tenant Mac for this engine.
+* ``vllm-mlx`` has only ``--api-key <key>`` (waybarrios/vllm-mlx ``vllm_mlx/cli.py`` at
+  v0.4.1: no file flag, no environment variable). The same wrapper reads the file and
+  appends ``--api-key "$key"`` at ``exec`` time: the key stays out of the plist but is
+  visible to local users in ``ps``. Prefer a single-tenant Mac for this engine.
 
 The wrappers exit 78 (``EX_CONFIG``) when the key file is missing, empty or holds only blank
 lines, so a server never
@@ -48,6 +48,8 @@ __all__ = [
     "ENGINES",
     "KEY_GUARD",
     "LABEL_PREFIX",
+    "VLLM_MLX_MIN_VERSION",
+    "VLLM_MLX_VERSION",
     "Engine",
     "MacServer",
     "health_path",
@@ -125,6 +127,15 @@ def key_guard_argv(name: str, key_file: str, argv: list[str]) -> list[str]:
     """
     return ["/bin/sh", "-c", _FILE_KEY_SCRIPT, name, key_file, *argv]
 
+
+VLLM_MLX_VERSION = "0.4.1"
+"""The vllm-mlx release gen's install steps pin (PyPI ``vllm-mlx``). The flags gen passes —
+``serve <model> --host --port --served-model-name --continuous-batching --enable-metrics
+--api-key`` — and ``GET /health`` are in waybarrios/vllm-mlx ``vllm_mlx/cli.py`` and
+``vllm_mlx/server.py`` at tags v0.2.9 and v0.4.1; ``--enable-metrics`` first appears in
+v0.2.9 (absent at v0.2.8), so older releases refuse gen's command line."""
+VLLM_MLX_MIN_VERSION = "0.2.9"
+"""The oldest vllm-mlx that accepts every flag gen passes."""
 
 _SERVICE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
