@@ -83,3 +83,12 @@ def test_unknown_service_exits_1(runner: CliRunner) -> None:
     assert result.exit_code == 1
     assert "no Apple service 'qwen-7b'" in result.output
     assert "Traceback" not in result.output
+
+
+def test_docs_example_is_what_the_command_prints(runner: CliRunner) -> None:
+    """docs/apple-silicon.md shows `gen apple-fit --service llama-8b-vulkan` as it prints."""
+    doc = (REPO / "docs/apple-silicon.md").read_text(encoding="utf-8")
+    shown = doc.split("$ gen apple-fit --service llama-8b-vulkan\n", 1)[1].split("```", 1)[0]
+    result = runner.invoke(cli, ["apple-fit", "--service", "llama-8b-vulkan", "--profiles",
+                                 str(REPO / "profiles")], catch_exceptions=False)
+    assert result.output == shown
