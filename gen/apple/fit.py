@@ -18,9 +18,12 @@ are those buffers (the log lines are ggml-org/llama.cpp ``src/llama-model.cpp``
     fits     ⇔ weights + kv + compute + runtime ≤ budget
 
 **Slots.** llama-server serves ``--parallel N`` requests at once, one slot each, and splits
-``--ctx-size`` (``-c``) evenly between them: each slot holds ``n_ctx / N`` tokens
-(``src/llama-context.cpp``: ``n_ctx_seq = kv_unified ? n_ctx : n_ctx / n_seq_max``; llama-server
-passes ``--parallel`` as ``n_seq_max``). So gen renders ``-c N × max_model_len --parallel N``
+``--ctx-size`` (``-c``) evenly between them (ggml-org/llama.cpp ``src/llama-context.cpp``:
+``n_ctx_seq = n_ctx / n_seq_max`` unless the KV cache is unified, each padded to 256 tokens;
+``common/common.cpp`` passes ``--parallel`` as ``n_seq_max``). An explicit ``--parallel``
+keeps the cache split (``kv_unified`` defaults to false); only an unset one makes the server
+pick 4 unified slots (``tools/server/server.cpp``: "n_parallel is set to auto, using
+n_parallel = 4 and kv_unified = true"). So gen renders ``-c N × max_model_len --parallel N``
 and budgets the KV cache of ``N × max_model_len`` tokens: every slot can hold a full
 ``max_model_len`` request, as vLLM's ``max_model_len`` promises. The number of slots is
 ``serving.max_num_seqs`` when the profile sets it, else 1: llama.cpp reserves the KV cache of
@@ -44,6 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KV_ELEMENT_BYTES",
+    "N_CTX_PAD",
     "RUNTIME_BYTES",
     "UBATCH_TOKENS",
     "AppleFitReport",
@@ -52,6 +56,7 @@ __all__ = [
     "apple_fit",
     "compute_bytes",
     "kv_bytes",
+    "kv_tokens",
 ]
 
 MIB = 1 << 20
@@ -59,6 +64,8 @@ GIB = 1 << 30
 
 KV_ELEMENT_BYTES = 2
 """llama.cpp's default KV cache type is f16 (``--cache-type-k`` / ``-v``: ``f16``)."""
+N_CTX_PAD = 256
+"""llama.cpp pads the context, and each slot's share of it, to a multiple of 256 tokens."""
 UBATCH_TOKENS = 512
 """llama.cpp's default physical batch (``-ub, --ubatch-size``: 512)."""
 _LOGIT_BYTES = 4
@@ -217,13 +224,30 @@ class AppleFitReport:
         return "\n".join(lines)
 
 
+def _pad(tokens: int) -> int:
+    return -(-tokens // N_CTX_PAD) * N_CTX_PAD
+
+
+def kv_tokens(length: int, slots: int = 1, *, engine: str = "llama-server") -> int:
+    """Tokens of KV cache llama-server allocates for ``-c slots × length --parallel slots``.
+
+    llama.cpp pads ``n_ctx`` to 256, gives each slot ``pad256(n_ctx / slots)`` tokens and
+    sets ``n_ctx`` to ``slots ×`` that (ggml-org/llama.cpp ``src/llama-context.cpp``:
+    ``n_ctx = GGML_PAD(n_ctx, 256)``, ``n_ctx_seq = GGML_PAD(n_ctx / n_seq_max, 256)``).
+    Other engines hold ``length`` tokens of one sequence.
+    """
+    if engine != "llama-server":
+        return length
+    return slots * _pad(_pad(slots * length) // slots)
+
+
 def _log_name(device: AppleGPU) -> str:
     return "Metal" if device.kind == "metal" else "Vulkan0"
 
 
-def _need(model: LLMSpec, length: int, slots: int) -> int:
-    return model.weight_bytes + kv_bytes(model, slots * length, slots) + compute_bytes(model) \
-        + RUNTIME_BYTES
+def _need(model: LLMSpec, length: int, slots: int, engine: str) -> int:
+    return (model.weight_bytes + kv_bytes(model, kv_tokens(length, slots, engine=engine), slots)
+            + compute_bytes(model) + RUNTIME_BYTES)
 
 
 def _largest(limit: int, fits: Any) -> int:
@@ -256,7 +280,7 @@ def apple_fit(
     log = _log_name(device)
     budget = int(device.memory_bytes * gpu_memory_utilization)
     weights = model.weight_bytes
-    kv = kv_bytes(model, slots * length, slots)
+    kv = kv_bytes(model, kv_tokens(max(length, 0), slots, engine=engine), slots)
     compute = compute_bytes(model)
     used = weights + kv + compute + RUNTIME_BYTES
     per_token = 2 * model.kv_heads * model.head_dim * KV_ELEMENT_BYTES * model.full_attention_layers
@@ -270,8 +294,8 @@ def apple_fit(
     if llama:
         sources = (
             f"the GGUF's tensors; log: load_tensors: {log} model buffer size",
-            f"{slots} × {length} tokens, f16, ~{per_token:,} bytes/token; "
-            f"log: llama_kv_cache: {log} KV buffer size",
+            f"{slots} × {length} tokens (n_ctx padded to 256 per slot), f16, "
+            f"~{per_token:,} bytes/token; log: llama_kv_cache: {log} KV buffer size",
             f"one {UBATCH_TOKENS}-token micro-batch (gen's estimate); "
             f"log: llama_context: {log} compute buffer size",
         )
@@ -297,10 +321,12 @@ def apple_fit(
     elif length > model.max_context:
         errors.append(f"max_model_len {length} exceeds the model's context of "
                       f"{model.max_context} tokens (llama.cpp caps each slot at n_ctx_train)")
-    max_len = _largest(model.max_context, lambda n: _need(model, n, slots) <= budget)
+    max_len = _largest(model.max_context,
+                       lambda n: _need(model, n, slots, engine) <= budget)
     max_slots = 0
     if 1 <= length <= model.max_context:
-        max_slots = _largest(4096, lambda n: n == 0 or _need(model, length, n) <= budget)
+        max_slots = _largest(
+            4096, lambda n: n == 0 or _need(model, length, n, engine) <= budget)
     if weights + compute + RUNTIME_BYTES > budget:
         errors.append(
             f"the weights ({weights / GIB:.2f} GiB) with the compute buffer and runtime "

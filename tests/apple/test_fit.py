@@ -11,6 +11,7 @@ from gen.apple.fit import (
     apple_fit,
     compute_bytes,
     kv_bytes,
+    kv_tokens,
 )
 from gen.serving.model_catalog import LLMSpec
 
@@ -126,3 +127,13 @@ def test_json_shape() -> None:
                                 "gpu_memory_utilization": 0.9}
     assert data["device"]["kind"] == "venus" and data["device"]["cap_bytes"] == 37 * GIB
     assert all(set(t) == {"name", "bytes", "source"} for t in data["terms"])
+
+
+def test_llama_cpp_pads_each_slot_to_256_tokens() -> None:
+    """-c 3 × 1000 --parallel 3: n_ctx 3000 → 3072, each slot pad256(1024) = 1024 → 3072."""
+    assert kv_tokens(1000, 3) == 3072
+    assert kv_tokens(32768, 4) == 131072  # already aligned
+    assert kv_tokens(1000, 3, engine="vllm-mlx") == 1000
+    report = apple_fit(LLAMA_8B_Q8, VM, max_model_len=1000, slots=3)
+    assert report.n_ctx == 3000  # the -c flag gen renders
+    assert report.term("kv") == kv_bytes(LLAMA_8B_Q8, 3072)
