@@ -112,13 +112,20 @@ def _fit_findings(svc: ServicePlan, devices: list[Device]) -> Iterator[Finding]:
         if report.fits:
             continue
         best = report.max_model_len_fit
+        slots = report.slots
+        # Too many llama-server slots: point at max_num_seqs, the setting that multiplies the KV.
+        at_slots = slots > 1 and report.max_slots_fit >= 1
         yield Finding(
             "GEN602",
             f"{service.model} does not fit the {device.name}, {what}: "
             f"{device.memory_bytes / GIB:.1f} GiB of GPU memory; " + "; ".join(report.errors),
-            where, "serving.max_model_len" if length else "model",
-            hint=(f"the largest max_model_len that fits is {best}; or " if best else "")
-            + hint,
+            svc.located.at("serving", "max_num_seqs") if at_slots else where,
+            "serving.max_num_seqs" if at_slots else
+            ("serving.max_model_len" if length else "model"),
+            hint=(f"serving.max_num_seqs: {report.max_slots_fit} (each llama-server slot "
+                  f"holds a full max_model_len); or " if at_slots else "")
+            + (f"the largest max_model_len that fits {slots} slot(s) is {best}; or "
+               if best else "") + hint,
         )
 
 

@@ -95,11 +95,13 @@ _HEALTH_PATH: dict[str, str] = {
 # KEY_GUARD refuses to start (exit 78, EX_CONFIG) unless the key file is readable and holds a
 # line with a non-blank character. llama.cpp keeps every non-empty line of --api-key-file as a
 # key and, with no key loaded, checks nothing: ggml-org/llama.cpp common/arg.cpp (the
-# --api-key-file handler: `if (!key.empty()) params.api_keys.push_back(key)`) and
-# tools/server/server-http.cpp (middleware_validate_api_key: "If API key is not set, skip
-# validation", `if (api_keys.empty()) return true`). An empty file, or one of blank lines,
-# would therefore serve without authentication. Pure POSIX sh (no grep, no cat): the same
-# guard runs under launchd on macOS (/bin/sh) and in the llama.cpp container images.
+# --api-key-file handler reads the file with std::getline and keeps a line only
+# `if (!key.empty())`) and tools/server/server-http.cpp @00dd0816 (middleware_validate_api_key:
+# "If API key is not set, skip validation", `if (api_keys.empty()) return true`; the same test
+# sat in tools/server/server.cpp before the HTTP layer moved out). An empty file, or one of
+# blank lines, would therefore serve without authentication. A line of spaces would be
+# loaded as a key; the guard refuses it too (no real key is blank). Pure POSIX sh (no grep, no
+# cat): the same guard runs under launchd on macOS (/bin/sh) and in the llama.cpp images.
 KEY_GUARD = (
     '[ -f "$1" ] && [ -r "$1" ] || { echo "$0: API key file $1 is missing or unreadable; '
     'refusing to start without authentication" >&2; exit 78; }; '

@@ -321,3 +321,25 @@ def test_gguf_file_only_for_llama_server(tmp_path: Path) -> None:
     with pytest.raises(ProfileValidationError) as err:
         run(tmp_path, macs=macs)
     assert "llama-server" in err.value.findings[0].message
+
+
+# --------------------------------------------------------------------------- slots
+
+
+def test_too_many_llama_server_slots(tmp_path: Path) -> None:
+    """8 slots of 16384 tokens on a 24 GB VM's window: GEN602 at serving.max_num_seqs, and
+    the hint says how many slots fit."""
+    vulkan = VULKAN.replace("serving: {max_model_len: 16384}",
+                            "serving: {max_model_len: 65536, max_num_seqs: 8}")
+    finding = only(run(tmp_path, vulkan=vulkan), "GEN602")
+    assert finding.key_path == "serving.max_num_seqs"
+    assert finding.location is not None and finding.location.line == 8  # serving
+    assert "8 slot(s) × 65536 tokens" in finding.message
+    assert "serving.max_num_seqs: 3" in finding.hint
+
+
+def test_slots_that_fit_are_clean(tmp_path: Path) -> None:
+    """Near miss: 3 slots of 65536 tokens fit the same window."""
+    vulkan = VULKAN.replace("serving: {max_model_len: 16384}",
+                            "serving: {max_model_len: 65536, max_num_seqs: 3}")
+    assert run(tmp_path, vulkan=vulkan) == []
