@@ -8,7 +8,7 @@ Hugging Face cache (``models--ORG--NAME``, whose ``refs/main`` names the snapsho
 ``text_config`` for a vision-language model), the quantization from its
 ``quantization_config``, the checkpoint size from ``model.safetensors.index.json``
 (``metadata.total_size``) or the safetensors headers, and the exact parameter count from the
-architecture numbers (:func:`~gen.serving.model_catalog.count_parameters`), or from the
+architecture numbers (:func:`~gen.serving.param_count.count_parameters`), or from the
 safetensors headers for an architecture gen cannot count.
 
 Nothing here touches the network. Every error is a :class:`~gen.errors.ModelConfigError`
@@ -28,9 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from gen.errors import Finding, ModelConfigError, SourceLocation
-from gen.serving.model_catalog import (
-    QUANTIZATIONS,
-    LLMSpec,
+from gen.serving.model_catalog import QUANTIZATIONS, LLMSpec
+from gen.serving.param_count import (
     count_active_parameters,
     count_parameters,
     unquantized_parameters,
