@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import struct
 from dataclasses import replace
 from pathlib import Path
@@ -140,31 +139,6 @@ def test_unknown_architecture_without_safetensors_is_a_located_error(tmp_path: P
     assert "NovelForCausalLM" in finding.message
 
 
-def test_hugging_face_cache_layout(tmp_path: Path) -> None:
-    """models--ORG--NAME: refs/main names the snapshot; the id and revision come from it."""
-    entry = tmp_path / "models--Qwen--Qwen3-30B-A3B"
-    snapshot = entry / "snapshots" / "0123abcd"
-    snapshot.mkdir(parents=True)
-    shutil.copy(QWEN3_MOE, snapshot / "config.json")
-    (entry / "snapshots" / "old").mkdir()
-    (entry / "refs").mkdir()
-    (entry / "refs" / "main").write_text("0123abcd\n")
-    files = find_model_files(entry)
-    assert (files.name, files.revision) == ("Qwen/Qwen3-30B-A3B", "0123abcd")
-    assert read_model(files) == model_catalog().lookup("Qwen/Qwen3-30B-A3B")
-    assert "revision 0123abcd" in profile_text(read_model(files), files)
-
-
-def test_cache_layout_without_refs_and_two_snapshots_is_refused(tmp_path: Path) -> None:
-    """Two snapshots and no refs/main: gen does not guess which one."""
-    entry = tmp_path / "models--a--b"
-    for rev in ("r1", "r2"):
-        (entry / "snapshots" / rev).mkdir(parents=True)
-        shutil.copy(QWEN3_MOE, entry / "snapshots" / rev / "config.json")
-    with pytest.raises(ModelConfigError, match=r"snapshots with a config.json: r1, r2"):
-        find_model_files(entry)
-
-
 @pytest.mark.parametrize(
     ("text", "line", "key", "message"),
     [
@@ -199,19 +173,6 @@ def test_nested_key_is_located(tmp_path: Path) -> None:
     text = path.read_text().splitlines()
     assert finding.location is not None
     assert '"quant_method"' in text[finding.location.line - 1]
-
-
-def test_not_utf8_and_missing_path(tmp_path: Path) -> None:
-    """Non-UTF-8 bytes and a path that does not exist are errors, not tracebacks."""
-    path = tmp_path / "config.json"
-    path.write_bytes(b'{"a": "\xff"}')
-    with pytest.raises(ModelConfigError, match="not UTF-8"):
-        read_model(find_model_files(path))
-    with pytest.raises(ModelConfigError, match="no such file"):
-        find_model_files(tmp_path / "nope")
-    (tmp_path / "empty").mkdir()
-    with pytest.raises(ModelConfigError, match=r"no config\.json here"):
-        find_model_files(tmp_path / "empty")
 
 
 @pytest.mark.parametrize(
