@@ -84,6 +84,7 @@ class GPU:
     mig_compute_slices: int = 0
     other_product_names: tuple[str, ...] = ()
     unverified: tuple[str, ...] = field(default=())
+    cuda_total_mib: int | None = None
 
     def __hash__(self) -> int:
         # Cheap and consistent with the generated __eq__ (equal GPUs share these fields).
@@ -210,6 +211,19 @@ def _build_profiles(
     return tuple(profiles)
 
 
+# A GPU without a logged CUDA total: CUDA sees less than NVML's total by the driver's reserve;
+# the largest reserve seen on a GPU of ≤ 100 GB is 635 MiB (A100 40GB: NVML 40960 MiB, vLLM
+# "total_gpu_memory (39.38GiB)"), so gen takes NVML − 1 GiB: never more than CUDA shows.
+CUDA_RESERVE_MIB = 1024
+
+
+def _cuda_total_mib(row: Mapping[str, Any]) -> int:
+    logged = row.get("cuda_total_mib")
+    if logged is not None:
+        return int(logged)
+    return int(row["memory_mib"]) - CUDA_RESERVE_MIB
+
+
 def _build_gpu(row: Mapping[str, Any], data: Mapping[str, Any]) -> GPU:
     units = 0
     compute = 0
@@ -237,6 +251,7 @@ def _build_gpu(row: Mapping[str, Any], data: Mapping[str, Any]) -> GPU:
         mig_compute_slices=compute,
         other_product_names=tuple(row.get("other_product_names", ())),
         unverified=tuple(row.get("unverified", ())),
+        cuda_total_mib=_cuda_total_mib(row),
     )
 
 

@@ -15,7 +15,6 @@ _PARALLEL = re.compile(
 
 def _fit(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
     from gen.fleet.placement import candidates
-    from gen.fleet.sizing import fit_reports
 
     service = svc.service
     findings: list[Finding] = []
@@ -41,8 +40,12 @@ def _fit(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
                  else svc.located.at("model"))
     if cluster.dra_api_version is not None and not _nvidia_class(svc):
         return findings  # a claim of another driver's class gets no NVIDIA GPU at all
-    # fit_reports covers only the pools the class admits (gen.fleet.placement.class_admits).
-    for cand, report in fit_reports(svc, length):
+    from gen.fleet.sizing import service_fit
+
+    # service_fit covers only the pools the class admits (gen.fleet.placement.class_admits),
+    # at the length the Deployment renders: the profile's, else the largest that fits.
+    resolved, reports = service_fit(svc)
+    for cand, report in reports:
         if report.fits:
             continue
         parallel = [e for e in report.errors if _PARALLEL.search(e)]
@@ -56,6 +59,10 @@ def _fit(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
             continue
         errors = "; ".join(report.errors)
         best = report.max_model_len_fit
+        if length is None:
+            errors = (f"with max_model_len omitted gen serves the largest context that fits, "
+                      f"but only {best} tokens fit, less than the useful minimum of {resolved} "
+                      f"(one {resolved}-token conversation per replica): {errors}")
         hint = (f"the largest max_model_len that fits is {best}" if best
                 else "use more or larger devices, a quantized model, or kv_cache_dtype: fp8")
         findings.append(Finding(

@@ -83,6 +83,9 @@ class LLMSpec:
         sliding_window_layers: how many of ``layers`` use the sliding window.
         architecture: the ``architectures[0]`` class name (informational).
         checkpoint_bytes: size of the safetensors on disk when known; else None.
+        dense_layers: HF ``first_k_dense_replace``: leading layers of a MoE that are dense.
+        kv_lora_rank: HF ``kv_lora_rank``: the MLA latent width (its KV cache per token).
+        qk_rope_head_dim: HF ``qk_rope_head_dim``: the MLA rope key cached beside the latent.
     """
 
     id: str
@@ -109,6 +112,9 @@ class LLMSpec:
     sliding_window_layers: int = 0
     architecture: str = ""
     checkpoint_bytes: int | None = None
+    dense_layers: int | None = None
+    kv_lora_rank: int | None = None
+    qk_rope_head_dim: int | None = None
 
     PROFILE_NAMES: ClassVar[Mapping[str, str]] = {"id": "name"}
     """Fields that a ``kind: Model`` profile spells differently (field -> profile key)."""
@@ -116,6 +122,7 @@ class LLMSpec:
         "intermediate_size", "vocab_size", "tie_word_embeddings", "compute_dtype",
         "unquantized_parameters", "quant_group_size", "sliding_window",
         "sliding_window_layers", "architecture", "checkpoint_bytes",
+        "dense_layers", "kv_lora_rank", "qk_rope_head_dim",
     })
     """Fields a ``kind: Model`` profile cannot give: they keep their defaults."""
 
