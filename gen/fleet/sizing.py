@@ -83,7 +83,7 @@ def resolved_max_model_len(svc: ServicePlan) -> int:
         return DEFAULT_MAX_NUM_BATCHED_TOKENS
     fits = [r.max_model_len_fit for _, r in fit_reports(svc)]
     best = min(fits, default=svc.model.max_context)
-    return best if best >= _min_useful(svc) else _min_useful(svc)
+    return max(best, _min_useful(svc))
 
 
 def service_fit(svc: ServicePlan) -> tuple[int, list[tuple[Candidate, FitReport]]]:

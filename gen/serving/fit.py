@@ -49,14 +49,14 @@ __all__ = [
     "ACTIVATION_LOGIT_BYTES",
     "CUDA_GRAPH_BYTES",
     "DEFAULT_MAX_NUM_BATCHED_TOKENS",
+    "FLASHINFER_SAMPLER_VOCAB_BUFFERS",
     "KV_BLOCK_TOKENS",
     "KV_CACHE_DTYPES",
     "MIN_USEFUL_MODEL_LEN",
+    "MXFP4_PADDING",
     "NCCL_BYTES",
     "NON_TORCH_BYTES",
     "QUANTIZATIONS",
-    "FLASHINFER_SAMPLER_VOCAB_BUFFERS",
-    "MXFP4_PADDING",
     "SAMPLER_VOCAB_BUFFERS",
     "BudgetTerm",
     "FitDevice",
@@ -619,7 +619,7 @@ def _quantization_errors(model: LLMSpec, quantization: str | None) -> list[str]:
 
 
 def _effective_model(model: LLMSpec, quantization: str | None) -> LLMSpec:
-    """The model as vLLM loads it: online fp8 turns a 16-bit checkpoint's linear layers to 1 byte."""
+    """The model as vLLM loads it: online fp8 makes a 16-bit checkpoint's linear layers 1 byte."""
     if quantization != "fp8" or model.quantization is not None:
         return model
     return replace(model, weight_dtype="fp8", quantization="fp8",

@@ -44,3 +44,21 @@ def test_mig_class_without_layout_has_no_pool(tmp_path: Path) -> None:
     layout = LINT_BASE["layout.yaml"].replace("3g.40gb: 1, ", "")
     findings = lint_fleet(tmp_path, **{"service.yaml": service, "layout.yaml": layout})
     assert [f.rule for f in errors_of(findings)] == ["GEN304"]
+
+
+def test_omitted_max_model_len_fails_only_below_the_useful_minimum(tmp_path: Path) -> None:
+    """With max_model_len omitted, 70B on two H100s serves the largest context that fits
+    (no GEN301); on one H100 not even 4,096 tokens fit: GEN301 at `model`, saying so."""
+    service = LINT_BASE["service.yaml"].replace("serving: {max_model_len: 32768}",
+                                                "serving: {max_num_seqs: 64}")
+    near = service.replace("count: 4", "count: 2").replace("tensor: 4", "tensor: 2")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    assert not [f for f in lint_fleet(tmp_path / "a", **{"service.yaml": near})
+                if f.rule == "GEN301"]
+    far = service.replace("count: 4", "count: 1").replace("tensor: 4", "tensor: 1")
+    (finding,) = [f for f in lint_fleet(tmp_path / "b", **{"service.yaml": far})
+                  if f.rule == "GEN301"]
+    assert "useful minimum of 4096" in finding.message
+    assert finding.key_path == "model"
+    assert finding.location is not None and finding.location.line == 3  # `model:` line
