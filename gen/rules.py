@@ -166,8 +166,9 @@ _ALL = (
     ),
     Rule(
         "GEN301", "model does not fit the device memory", _SERVING,
-        "the model (weights + KV cache for one full sequence + overhead) does not fit the "
-        "device's memory",
+        "vLLM 0.21's budget (CUDA total × utilization − weights − activation peak − non-torch − "
+        "CUDA-graph estimate) holds no full max_model_len sequence; with max_model_len "
+        "omitted, not even 4,096 tokens (see docs/fit.md)",
     ),
     Rule(
         "GEN302", "parallelism does not match the model or the claim", _SERVING,

@@ -33,6 +33,7 @@ class Candidate:
     unified_memory: bool = False
     cuda_total_mib: int | None = None
     compute_capability: str = ""
+    cuda_total_logged: bool = False
 
 
 def candidates(svc: ServicePlan, *, match_class: bool = True) -> list[Candidate]:
@@ -64,8 +65,8 @@ def candidates(svc: ServicePlan, *, match_class: bool = True) -> list[Candidate]
             gpu_class is None or not match_class or class_admits(gpu_class, pool)
         ):
             out.append(Candidate(pool, gpu.product_name, gpu.memory_mib, False,
-                                 gpu.unified_memory, gpu.cuda_total_mib,
-                                 gpu.compute_capability))
+                                 gpu.unified_memory, gpu.cuda_visible_mib,
+                                 gpu.compute_capability, gpu.cuda_total_mib is not None))
     return out
 
 

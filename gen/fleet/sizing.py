@@ -26,7 +26,7 @@ def _request(svc: ServicePlan, cand: Candidate, max_model_len: int | None) -> Fi
 
     assert svc.model is not None
     device = FitDevice(cand.name, cand.memory_mib, cand.is_mig, cand.unified_memory,
-                       cand.cuda_total_mib, cand.compute_capability)
+                       cand.cuda_total_mib, cand.compute_capability, cand.cuda_total_logged)
     return FitRequest.for_service(svc.service, svc.model, device, max_model_len=max_model_len)
 
 

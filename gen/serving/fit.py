@@ -151,6 +151,7 @@ class FitDevice:
         cuda_total_mib: the total CUDA reports (``torch.cuda.mem_get_info``), which vLLM
             multiplies by ``gpu_memory_utilization``; None: ``memory_mib``.
         compute_capability: ``major.minor`` (chooses the MoE kernels' padding); "" if unknown.
+        cuda_total_logged: ``cuda_total_mib`` comes from a vLLM log (else from gen's rule).
     """
 
     name: str
@@ -159,6 +160,7 @@ class FitDevice:
     unified_memory: bool = False
     cuda_total_mib: int | None = None
     compute_capability: str = ""
+    cuda_total_logged: bool = False
 
     @property
     def memory_bytes(self) -> int:
@@ -681,10 +683,14 @@ def _budget(request: FitRequest, model: LLMSpec, tp: int, pp: int, seqs: int,
                else SAMPLER_VOCAB_BUFFERS)
     activation = max(forward, sampler)
     graphs = CUDA_GRAPH_BYTES if request.estimate_cudagraphs and not request.enforce_eager else 0
-    total_source = ("the device total CUDA reports (vLLM logs it as 'Free memory on device "
-                    "(free/total GiB)'; gen/data/gpus.yaml cuda_total_mib)"
-                    if device.cuda_total_mib is not None else
-                    "the device memory NVML reports (no CUDA-visible total known)")
+    if device.cuda_total_logged:
+        total_source = ("the total CUDA reports, read from a vLLM log ('Free memory on device "
+                        "(free/total GiB)'; cuda_total_mib in the GPU catalog)")
+    elif device.cuda_total_mib is not None:
+        total_source = ("NVML's total less 1 GiB: no vLLM log gives this GPU's CUDA total "
+                        "(gen.nvidia.gpus.CUDA_RESERVE_MIB)")
+    else:
+        total_source = "the device memory as given (a MIG slice's, or the host's share)"
     pad_note = (f", of which {_gib(padding)} mxfp4 MoE padding for the {kernel} kernel "
                 f"({_VLLM} vllm/model_executor/layers/quantization/mxfp4.py)" if padding else "")
     which = "sampler pass" if sampler >= forward else "forward pass"
@@ -829,8 +835,9 @@ def resolve_device(gpu: str, mig_profile: str | None = None) -> FitDevice:
     """
     entry = gpu_catalog().lookup(gpu)
     base = FitDevice(name=entry.product_name, memory_mib=entry.memory_mib,
-                     unified_memory=entry.unified_memory, cuda_total_mib=entry.cuda_total_mib,
-                     compute_capability=entry.compute_capability)
+                     unified_memory=entry.unified_memory, cuda_total_mib=entry.cuda_visible_mib,
+                     compute_capability=entry.compute_capability,
+                     cuda_total_logged=entry.cuda_total_mib is not None)
     if mig_profile is None:
         return base
     if not entry.mig_capable:
@@ -841,4 +848,5 @@ def resolve_device(gpu: str, mig_profile: str | None = None) -> FitDevice:
         raise CatalogLookupError(f"{entry.product_name} has no MIG profile {mig_profile!r}; "
                            f"it has: {names}")
     return replace(base, name=f"{entry.product_name} MIG {profile.name}",
-                   memory_mib=profile.memory_mib, cuda_total_mib=None, is_mig=True)
+                   memory_mib=profile.memory_mib, cuda_total_mib=None, is_mig=True,
+                   cuda_total_logged=False)

@@ -207,3 +207,17 @@ def test_fit_service_is_lints_decision_for_every_profile(runner: CliRunner) -> N
             assert flag["--kv-cache-dtype"] == settings["kv_cache_dtype"]
             checked += 1
     assert checked >= 3
+
+
+def test_docs_fit_examples_print_what_the_page_shows(runner: CliRunner) -> None:
+    """Every `$ gen fit …` line of docs/fit.md prints the line that follows it first."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "fit.md").read_text("utf-8")
+    examples = re.findall(r"^\$ gen (fit .*)\n(.*)$", text, flags=re.MULTILINE)
+    assert len(examples) >= 2
+    for command, first_line in examples:
+        result = runner.invoke(cli, shlex.split(command))
+        assert result.stdout.splitlines()[0] == first_line, command

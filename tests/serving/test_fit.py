@@ -446,6 +446,9 @@ def test_a_gpu_without_a_log_gets_the_documented_reserve() -> None:
 
     l40s = resolve_device("l40s")
     assert l40s.cuda_total_mib == l40s.memory_mib - CUDA_RESERVE_MIB
+    assert not l40s.cuda_total_logged
+    assert resolve_device("h100-sxm5-80gb").cuda_total_logged
+    assert "no vLLM log" in check_fit(_request(device=l40s)).terms[0].source
 
 
 def test_sampler_peak_grows_with_sequences_and_vocabulary() -> None:
