@@ -75,6 +75,7 @@ FACTS = (
     "gen.nvidia.gpus",  # the GPU catalog: PCI ids, product names, memory, MIG profiles
     "gen.nvidia.mig",  # MIG placement rules: which layouts a GPU can physically hold
     "gen.serving.model_catalog",  # the model catalog (architecture numbers)
+    "gen.serving.memory",  # vLLM's memory arithmetic, term by term, with sources
     "gen.serving.fit",  # the memory budget of a model on a device (pure arithmetic)
     "gen.serving.engines",  # engine images and their CUDA driver minimums
     "gen.apple.chips",  # the Apple chip catalog and llama.cpp / krunkit facts
