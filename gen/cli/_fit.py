@@ -10,15 +10,8 @@ import click
 
 from gen.cli._boundary import handle_errors
 from gen.cli._options import profiles_option
-from gen.serving.fit import (
-    GIB,
-    KV_CACHE_DTYPES,
-    QUANTIZATIONS,
-    FitReport,
-    FitRequest,
-    check_fit,
-    resolve_device,
-)
+from gen.serving.fit import FitReport, FitRequest, check_fit, resolve_device
+from gen.serving.memory import GIB, KV_CACHE_DTYPES, QUANTIZATIONS
 from gen.serving.model_catalog import model_catalog
 
 if TYPE_CHECKING:

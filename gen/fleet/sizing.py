@@ -63,7 +63,7 @@ def _check_fit(request: FitRequest) -> FitReport:
 
 
 def _min_useful(svc: ServicePlan) -> int:
-    from gen.serving.fit import MIN_USEFUL_MODEL_LEN
+    from gen.serving.memory import MIN_USEFUL_MODEL_LEN
 
     assert svc.model is not None
     return min(svc.model.max_context, MIN_USEFUL_MODEL_LEN)
@@ -78,7 +78,7 @@ def resolved_max_model_len(svc: ServicePlan) -> int:
     if length is not None:
         return length
     if svc.model is None:
-        from gen.serving.fit import DEFAULT_MAX_NUM_BATCHED_TOKENS
+        from gen.serving.memory import DEFAULT_MAX_NUM_BATCHED_TOKENS
 
         return DEFAULT_MAX_NUM_BATCHED_TOKENS
     fits = [r.max_model_len_fit for _, r in fit_reports(svc)]

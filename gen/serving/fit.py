@@ -43,15 +43,11 @@ from gen.serving.memory import (
     LARGE_BATCH_DEFAULTS,
     LARGE_DEVICE_BYTES,
     MIB,
-    MIN_USEFUL_MODEL_LEN,
-    MXFP4_PADDING,
     NCCL_BYTES,
     NON_TORCH_BYTES,
-    QUANTIZATIONS,
     SAMPLER_VOCAB_BUFFERS,
     SMALL_BATCH_DEFAULTS,
     VLLM_SOURCE,
-    KVCacheDType,
     effective_model,
     forward_bytes,
     kv_bytes_per_token,
@@ -67,32 +63,10 @@ from gen.serving.model_catalog import LLMSpec
 if TYPE_CHECKING:
     from gen.models import InferenceService
 
-__all__ = [
-    "ACTIVATION_LOGIT_BYTES",
-    "CUDA_GRAPH_BYTES",
-    "DEFAULT_MAX_NUM_BATCHED_TOKENS",
-    "FLASHINFER_SAMPLER_VOCAB_BUFFERS",
-    "GIB",
-    "KV_BLOCK_TOKENS",
-    "KV_CACHE_DTYPES",
-    "MIN_USEFUL_MODEL_LEN",
-    "MXFP4_PADDING",
-    "NCCL_BYTES",
-    "NON_TORCH_BYTES",
-    "QUANTIZATIONS",
-    "SAMPLER_VOCAB_BUFFERS",
-    "BudgetTerm",
-    "FitDevice",
-    "FitReport",
-    "FitRequest",
-    "KVCacheDType",
-    "ServingConfig",
-    "batch_defaults",
-    "check_fit",
-    "kv_bytes_per_token",
-    "kv_cache_bytes",
-    "mxfp4_kernel_for",
-    "resolve_device",
+__all__ = [  # the constants as before; vLLM's other terms are in gen.serving.memory
+    "ACTIVATION_LOGIT_BYTES", "CUDA_GRAPH_BYTES", "GIB", "KV_BLOCK_TOKENS", "NCCL_BYTES",
+    "NON_TORCH_BYTES", "BudgetTerm", "FitDevice", "FitReport", "FitRequest", "ServingConfig",
+    "batch_defaults", "check_fit", "kv_cache_bytes", "resolve_device",
 ]
 
 

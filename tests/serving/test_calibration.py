@@ -17,7 +17,8 @@ import yaml
 from click.testing import CliRunner
 
 from gen.cli import cli
-from gen.serving.fit import GIB, FitReport, FitRequest, check_fit, resolve_device
+from gen.serving.fit import FitReport, FitRequest, check_fit, resolve_device
+from gen.serving.memory import GIB
 from gen.serving.model_catalog import LLMSpec, model_catalog
 
 CORPUS = Path(__file__).parent / "data" / "vllm_startup_logs.yaml"

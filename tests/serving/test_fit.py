@@ -504,7 +504,7 @@ def test_a_quantization_the_checkpoint_does_not_have_is_refused() -> None:
 
 def test_every_vllm_kv_cache_dtype_is_accepted() -> None:
     """vLLM's CacheDType choices; the 8-bit ones halve the bf16 KV."""
-    from gen.serving.fit import KV_CACHE_DTYPES
+    from gen.serving.memory import KV_CACHE_DTYPES
 
     auto = check_fit(_request()).kv_bytes_per_token
     for dtype in KV_CACHE_DTYPES:
