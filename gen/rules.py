@@ -185,6 +185,16 @@ _ALL = (
         "capability admit)",
     ),
     Rule(
+        "GEN305", "quantization does not match the checkpoint", _SERVING,
+        "`serving.quantization` names a method vLLM refuses for the model's checkpoint (only "
+        "`fp8` quantizes a 16-bit checkpoint online)",
+    ),
+    Rule(
+        "GEN306", "max_num_batched_tokens below max_num_seqs", _SERVING,
+        "`serving.max_num_batched_tokens` is smaller than `serving.max_num_seqs`, which vLLM's "
+        "scheduler config refuses at start-up",
+    ),
+    Rule(
         "GEN501", "literal secret in a profile", _SECURITY,
         "a value that looks like a credential (Hugging Face, OpenAI-style or GitHub token, AWS "
         "key, private key) in a profile",

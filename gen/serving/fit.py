@@ -56,6 +56,7 @@ from gen.serving.memory import (
     mxfp4_kernel_for,
     quantization_errors,
     sampler_bytes,
+    scheduler_errors,
     weights_per_gpu,
 )
 from gen.serving.model_catalog import LLMSpec
@@ -532,6 +533,7 @@ def check_fit(request: FitRequest) -> FitReport:
     seqs_default, tokens_default = batch_defaults(device)
     max_num_seqs = max(1, request.max_num_seqs or seqs_default)
     batched = max(1, request.max_num_batched_tokens or tokens_default)
+    errors += scheduler_errors(max_num_seqs, batched)
     length = max(0, request.model_len)
 
     b = _budget(request, model, tp_c, pp_c, max_num_seqs, batched)

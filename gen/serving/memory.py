@@ -50,6 +50,7 @@ __all__ = [
     "mxfp4_kernel_for",
     "quantization_errors",
     "sampler_bytes",
+    "scheduler_errors",
     "weights_per_gpu",
 ]
 
@@ -237,6 +238,15 @@ def sampler_bytes(model: LLMSpec, requests: int, flashinfer: bool) -> int:
     vocab = model.vocab_size or 0
     buffers = FLASHINFER_SAMPLER_VOCAB_BUFFERS if flashinfer else SAMPLER_VOCAB_BUFFERS
     return int(buffers * requests * vocab * ACTIVATION_LOGIT_BYTES)
+
+
+def scheduler_errors(max_num_seqs: int, max_num_batched_tokens: int) -> list[str]:
+    """[vllm] vllm/config/scheduler.py ``SchedulerConfig._verify_args``: a scheduler step must
+    hold one token of every running sequence, or vLLM refuses to start."""
+    if max_num_batched_tokens < max_num_seqs:
+        return [f"max_num_batched_tokens ({max_num_batched_tokens}) must be greater than or "
+                f"equal to max_num_seqs ({max_num_seqs})"]
+    return []
 
 
 def quantization_errors(model: LLMSpec, quantization: str | None) -> list[str]:

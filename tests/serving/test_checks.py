@@ -62,3 +62,36 @@ def test_omitted_max_model_len_fails_only_below_the_useful_minimum(tmp_path: Pat
     assert "useful minimum of 4096" in finding.message
     assert finding.key_path == "model"
     assert finding.location is not None and finding.location.line == 3  # `model:` line
+
+
+def test_quantization_the_checkpoint_lacks(tmp_path: Path) -> None:
+    """serving.quantization: awq on a bf16 checkpoint is GEN305 at that key; fp8 (online)
+    is not."""
+    bad = LINT_BASE["service.yaml"].replace("serving: {max_model_len: 32768}",
+                                            "serving: {max_model_len: 32768, quantization: awq}")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "good").mkdir()
+    findings = lint_fleet(tmp_path / "bad", **{"service.yaml": bad})
+    (finding,) = [f for f in findings if f.rule == "GEN305"]
+    assert "only fp8 quantizes online" in finding.message
+    assert finding.key_path == "serving.quantization"
+    assert finding.location is not None and finding.location.line == 7
+    assert not [f for f in findings if f.rule == "GEN301"]  # not reported as a misfit
+    good = bad.replace("quantization: awq", "quantization: fp8")
+    assert not [f for f in lint_fleet(tmp_path / "good", **{"service.yaml": good})
+                if f.rule in ("GEN301", "GEN305")]
+
+
+def test_batched_tokens_below_max_num_seqs(tmp_path: Path) -> None:
+    """max_num_batched_tokens 256 with 512 sequences is GEN306; 512 with 512 is not."""
+    base = LINT_BASE["service.yaml"].replace(
+        "serving: {max_model_len: 32768}",
+        "serving: {max_model_len: 32768, max_num_seqs: 512, max_num_batched_tokens: 256}")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "good").mkdir()
+    (finding,) = [f for f in lint_fleet(tmp_path / "bad", **{"service.yaml": base})
+                  if f.rule == "GEN306"]
+    assert finding.key_path == "serving.max_num_batched_tokens"
+    near = base.replace("max_num_batched_tokens: 256", "max_num_batched_tokens: 512")
+    assert not [f for f in lint_fleet(tmp_path / "good", **{"service.yaml": near})
+                if f.rule == "GEN306"]
