@@ -78,19 +78,24 @@ def service_reports(plan: Plan, service: str) -> list[dict[str, Any]]:
 
     out: list[dict[str, Any]] = []
     names: set[str] = set()
+    other: str | None = None
     for cluster in plan.clusters:
         for svc in cluster.services:
             names.add(svc.service.name)
-            if svc.service.name != service or svc.model is None:
+            if svc.service.name != service:
+                continue
+            if svc.service.engine != "vllm" or svc.service.gpu is None or svc.model is None:
+                other = (f"service {service!r} is not an in-cluster vLLM service with a catalog "
+                         f"model (engine {svc.service.engine}); see `gen explain {service}`")
                 continue
             length, reports = service_fit(svc)
             out.append({"cluster": cluster.name, "max_model_len": length,
                         "reports": [(cand.pool.name, report) for cand, report in reports]})
     if not out:
-        raise UnresolvedReferenceError(
-            f"unknown service {service!r} (or one without a catalog model) in the selected "
-            f"clusters; known: {', '.join(sorted(names)) or 'none defined'}"
-        )
+        raise UnresolvedReferenceError(other or (
+            f"unknown service {service!r} in the selected clusters; known: "
+            f"{', '.join(sorted(names)) or 'none defined'}"
+        ))
     return out
 
 

@@ -221,3 +221,13 @@ def test_docs_fit_examples_print_what_the_page_shows(runner: CliRunner) -> None:
     for command, first_line in examples:
         result = runner.invoke(cli, shlex.split(command))
         assert result.stdout.splitlines()[0] == first_line, command
+
+
+def test_a_non_vllm_service_is_pointed_elsewhere(runner: CliRunner) -> None:
+    """A llama-server service has no vLLM budget: exit 1 pointing at `gen explain`."""
+    from tests.serving.test_build import ROOT
+
+    result = runner.invoke(cli, ["fit", "--service", "llama-8b-vulkan", "--profiles",
+                                 str(ROOT / "profiles")])
+    assert result.exit_code == 1
+    assert "not an in-cluster vLLM service" in result.stderr
