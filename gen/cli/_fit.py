@@ -101,7 +101,8 @@ def service_reports(plan: Plan, service: str) -> list[dict[str, Any]]:
 
 def _service_output(plan: Plan, service: str, as_json: bool) -> tuple[str, bool]:
     found = service_reports(plan, service)
-    fits = all(r.fits for entry in found for _, r in entry["reports"])
+    # A cluster with no device for the service is GEN304's, and no fit.
+    fits = all(entry["reports"] and all(r.fits for _, r in entry["reports"]) for entry in found)
     if as_json:
         data = {
             "schema_version": 1,
@@ -116,6 +117,9 @@ def _service_output(plan: Plan, service: str, as_json: bool) -> tuple[str, bool]
         return json.dumps(data, indent=2), fits
     blocks = []
     for entry in found:
+        if not entry["reports"]:
+            blocks.append(f"cluster {entry['cluster']}: no node pool offers the devices this "
+                          "service asks for (GEN304)")
         for pool, report in entry["reports"]:
             blocks.append(f"cluster {entry['cluster']}, pool {pool}:\n{format_report(report)}")
     return "\n\n".join(blocks), fits

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -231,3 +232,21 @@ def test_a_non_vllm_service_is_pointed_elsewhere(runner: CliRunner) -> None:
                                  str(ROOT / "profiles")])
     assert result.exit_code == 1
     assert "not an in-cluster vLLM service" in result.stderr
+
+
+def test_a_service_without_devices_does_not_fit(runner: CliRunner, tmp_path: Path) -> None:
+    """A vLLM service whose class no pool offers has no budget: GEN304's case, exit 1."""
+    from tests.helpers import LINT_BASE
+
+    service = LINT_BASE["service.yaml"].replace(
+        "gpu: {gpu_class: h100, count: 4}", "gpu: {gpu_class: mig-3g}").replace(
+        "parallelism: {tensor: 4}", "").replace(
+        "meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Llama-3.1-8B-Instruct")
+    layout = LINT_BASE["layout.yaml"].replace("3g.40gb: 1, ", "")
+    root = tmp_path / "profiles"
+    root.mkdir()
+    for name, text in {**LINT_BASE, "service.yaml": service, "layout.yaml": layout}.items():
+        (root / name).write_text(text)
+    result = runner.invoke(cli, ["fit", "--service", "llama-70b", "--profiles", str(root)])
+    assert result.exit_code == 1
+    assert "(GEN304)" in result.stdout
