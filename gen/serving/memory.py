@@ -62,16 +62,19 @@ VLLM_SOURCE = "vllm-project/vllm"
 # [vllm] KV blocks of 16 tokens: vllm/config/cache.py (CacheConfig.block_size default).
 KV_BLOCK_TOKENS = 16
 # [log] Memory outside PyTorch's allocator that grows during the profile run ("non_torch_memory"
-# in vLLM's log): 0.03–0.31 GiB on one GPU (vllm#13882, gateway-api-inference-extension#550),
-# 0.25–0.43 GiB per worker with TP 2–4 (vllm#13061, vllm#16570). gen takes the top of each range.
+# in vLLM's log): 0.03–0.16 GiB on one GPU (vllm#13882, gateway-api-inference-extension#550,
+# llm-d-benchmark's H100 table: 0.13–0.14), 0.25–0.55 GiB per worker with TP 2–4 (vllm#13061,
+# vllm#16570, llm-d-benchmark: 0.55 at TP 2). gen takes 0.25 GiB, and 0.625 GiB with TP·PP > 1.
 NON_TORCH_BYTES = GIB // 4
-NCCL_BYTES = GIB // 4
+NCCL_BYTES = 3 * GIB // 8
 # [vllm] The sampler's dummy run computes the logits in fp32 (vllm/v1/sample/sampler.py).
 ACTIVATION_LOGIT_BYTES = 4
 # [fitted] The sampler's peak, in fp32 vocabulary-sized buffers of one request each: its top-k /
 # top-p path (sort values and int64 indices, softmax, cumulative sum, masks, probabilities) holds
-# about ten of them at once. 9.75 matches the activation peaks logged at 1,024 sequences on H100
-# (gpt-oss-120b: vllm#23278, vllm#27508; see the corpus), within 3 %.
+# about ten of them at once. The peaks llm-d-benchmark logged at 1,024 sequences on H100
+# (config_explorer/empirical-vllm-memory-results.md: Llama-3.1-8B 4.76 GiB, Qwen3-32B 5.64,
+# Qwen3-0.6B 5.56, gpt-oss-20b 7.38, Llama-3.3-70B-FP8 4.84) are 9.59–9.89 such buffers; the
+# 256-sequence A100 40GB log of the corpus (PyTorch sampler) agrees. gen takes 9.75.
 SAMPLER_VOCAB_BUFFERS = 9.75
 # [fitted] The same with FlashInfer's top-k / top-p kernels ("Using FlashInfer for top-p & top-k
 # sampling" in the log), which sort nothing: 3.0 matches two A100 logs of vLLM 0.10.1.1
