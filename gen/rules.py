@@ -166,8 +166,9 @@ _ALL = (
     ),
     Rule(
         "GEN301", "model does not fit the device memory", _SERVING,
-        "the model (weights + KV cache for one full sequence + overhead) does not fit the "
-        "device's memory",
+        "vLLM 0.21's budget (CUDA total × utilization − weights − activation peak − non-torch − "
+        "CUDA-graph estimate) holds no full max_model_len sequence; with max_model_len "
+        "omitted, not even 4,096 tokens (see docs/fit.md)",
     ),
     Rule(
         "GEN302", "parallelism does not match the model or the claim", _SERVING,
@@ -182,6 +183,16 @@ _ALL = (
         "no node pool of the cluster offers the devices the service needs (on a device-plugin "
         "cluster: no pool has GPUs the class's product, architecture, memory and compute "
         "capability admit)",
+    ),
+    Rule(
+        "GEN305", "quantization does not match the checkpoint", _SERVING,
+        "`serving.quantization` names a method vLLM refuses for the model's checkpoint (only "
+        "`fp8` quantizes a 16-bit checkpoint online)",
+    ),
+    Rule(
+        "GEN306", "max_num_batched_tokens below max_num_seqs", _SERVING,
+        "`serving.max_num_batched_tokens` is smaller than `serving.max_num_seqs`, which vLLM's "
+        "scheduler config refuses at start-up",
     ),
     Rule(
         "GEN501", "literal secret in a profile", _SECURITY,

@@ -31,6 +31,9 @@ class Candidate:
     memory_mib: int
     is_mig: bool
     unified_memory: bool = False
+    cuda_total_mib: int | None = None
+    compute_capability: str = ""
+    cuda_total_logged: bool = False
 
 
 def candidates(svc: ServicePlan, *, match_class: bool = True) -> list[Candidate]:
@@ -56,12 +59,14 @@ def candidates(svc: ServicePlan, *, match_class: bool = True) -> list[Candidate]
             profile = gpu.mig_profile(profile_name)
             if present and profile is not None:
                 out.append(Candidate(pool, f"{gpu.name} MIG {profile.name}",
-                                     profile.memory_mib, True))
+                                     profile.memory_mib, True,
+                                     compute_capability=gpu.compute_capability))
         elif pool.mig_layout is None and (
             gpu_class is None or not match_class or class_admits(gpu_class, pool)
         ):
             out.append(Candidate(pool, gpu.product_name, gpu.memory_mib, False,
-                                 gpu.unified_memory))
+                                 gpu.unified_memory, gpu.cuda_visible_mib,
+                                 gpu.compute_capability, gpu.cuda_total_mib is not None))
     return out
 
 

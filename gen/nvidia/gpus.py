@@ -32,6 +32,11 @@ MediaFlag = Literal["", "me", "me.all"]
 _PCI_RE = re.compile(r"^(?:0x)?([0-9a-f]{4})(?:(?:0x)?10de)?$")
 _PCI_VENDOR_FIRST_RE = re.compile(r"^(?:0x)?10de:(?:0x)?([0-9a-f]{4})$")
 _NAME_GB_RE = re.compile(r"\.(\d+)gb")
+# A GPU without a logged CUDA total: CUDA sees less than NVML's total by the driver's reserve;
+# the largest reserve logged on a GPU of ≤ 100 GB is A100 40GB's 640 MiB (NVML 40960 MiB, vLLM
+# "total_gpu_memory (39.38GiB)", vllm#16570), so gen takes NVML − 1 GiB: never more than CUDA
+# shows, at the price of up to ~0.6 GiB of KV pool.
+CUDA_RESERVE_MIB = 1024
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,8 @@ class GPU:
     mig_compute_slices: int = 0
     other_product_names: tuple[str, ...] = ()
     unverified: tuple[str, ...] = field(default=())
+    cuda_total_mib: int | None = None
+    """The total CUDA reports, from a vLLM log; None when no log gives it."""
 
     def __hash__(self) -> int:
         # Cheap and consistent with the generated __eq__ (equal GPUs share these fields).
@@ -92,6 +99,13 @@ class GPU:
     def mig_profile(self, name: str) -> MIGProfile | None:
         """The MIG profile called ``name`` on this GPU, or None (names are per GPU)."""
         return _profile_index(self).get(name)
+
+    @property
+    def cuda_visible_mib(self) -> int:
+        """The logged CUDA total, else NVML's total less :data:`CUDA_RESERVE_MIB`."""
+        if self.cuda_total_mib is not None:
+            return self.cuda_total_mib
+        return self.memory_mib - CUDA_RESERVE_MIB
 
     @property
     def mig_capable(self) -> bool:
@@ -237,6 +251,7 @@ def _build_gpu(row: Mapping[str, Any], data: Mapping[str, Any]) -> GPU:
         mig_compute_slices=compute,
         other_product_names=tuple(row.get("other_product_names", ())),
         unverified=tuple(row.get("unverified", ())),
+        cuda_total_mib=int(row["cuda_total_mib"]) if "cuda_total_mib" in row else None,
     )
 
 
