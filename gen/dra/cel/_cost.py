@@ -3,8 +3,12 @@
 cel-expr-python has no cost tracking, so gen estimates the cost itself from the AST, with
 cel-go's unit costs (1 per identifier, select, call and operator; 10 per list literal, 30 per
 map literal; 0.1 per character for string work; 0.25 per regex character) and Kubernetes'
-size bounds for device data (strings ≤ 64 characters, maps ≤ 32 entries; gen uses 64 for
-every device-derived value). A comprehension costs its range size times its loop body, so
+size bounds for device data, as DRA's compiler declares them
+(kubernetes/dynamic-resource-allocation ``cel/compile.go`` @ v0.36.0): the attribute and
+capacity maps, outer (by domain) and inner (by name), hold at most
+``ResourceSliceMaxAttributesAndCapacitiesPerDevice`` = 32 entries, an attribute value at most
+``DeviceAttributeMaxValueLength`` = 64 characters, the driver name at most 63
+(kubernetes/api ``resource/v1/types.go`` @ v0.36.0). A comprehension costs its range size times its loop body, so
 nesting multiplies; sizes grow through ``+``, ``replace``, ``join`` and ``format``, so the
 string- or list-doubling chains that would exhaust memory have an astronomically high cost.
 The estimate is an upper bound of the same order as cel-go's, not the same number.
@@ -20,6 +24,37 @@ from gen.dra.cel._ast import Node
 __all__ = ["estimate_cost"]
 
 DEVICE_VALUE_SIZE = 64
+"""An attribute value's bound (``DeviceAttributeMaxValueLength``), and that of any value gen
+cannot trace to the device."""
+DEVICE_MAP_ENTRIES = 32
+"""``ResourceSliceMaxAttributesAndCapacitiesPerDevice``: entries of each attribute or
+capacity map."""
+DRIVER_NAME_LENGTH = 63
+
+# (size, element size) of each step of a path through the ``device`` variable.
+_DEVICE_PATH = {
+    "device": (1, 1),
+    "driver": (DRIVER_NAME_LENGTH, 1),
+    "maps": (DEVICE_MAP_ENTRIES, DEVICE_MAP_ENTRIES),
+    "domain": (DEVICE_MAP_ENTRIES, DEVICE_VALUE_SIZE),
+    "value": (DEVICE_VALUE_SIZE, DEVICE_VALUE_SIZE),
+}
+
+
+def _device_path(node: Node, scope: dict[str, _Est]) -> str:
+    """Where ``node`` points inside ``device``: a key of :data:`_DEVICE_PATH`, or ''."""
+    if node.kind == "ident":
+        return "device" if node.name == "device" and node.name not in scope else ""
+    if node.kind == "select" and not node.test_only:
+        operand = node.children[0]
+    elif node.kind == "call" and node.name in {"_[_]", "_[?_]"} and len(node.args) == 2:
+        operand = node.args[0]
+    else:
+        return ""
+    base = _device_path(operand, scope)
+    if base == "device" and node.kind == "select":
+        return {"driver": "driver", "attributes": "maps", "capacity": "maps"}.get(node.name, "")
+    return {"maps": "domain", "domain": "value"}.get(base, "")
 
 _STRING_WORK = {
     "lowerAscii",
@@ -94,6 +129,15 @@ def _estimate(node: Node, scope: dict[str, _Est]) -> _Est:
         value = node.value
         size = len(value) if isinstance(value, str | bytes) else 1
         return _Est(0, size, 1)
+    path = _device_path(node, scope) if kind in {"ident", "select", "call"} else ""
+    if path:
+        size, elem = _DEVICE_PATH[path]
+        inner = node.children[0] if kind == "select" else None
+        own = 1 if kind != "call" else 1 + sum(
+            _estimate(c, scope).cost for c in node.children
+        )
+        below = _estimate(inner, scope).cost if inner is not None else 0
+        return _Est(own + below, size, elem)
     if kind == "ident":
         known = scope.get(node.name)
         if known is not None:
@@ -109,6 +153,10 @@ def _estimate(node: Node, scope: dict[str, _Est]) -> _Est:
         return _Est(cost, len(values), max((v.size for v in values), default=1))
     if kind == "call":
         parts = [_estimate(c, scope) for c in node.children]
+        if node.name == "@in" and len(node.args) == 2 and _device_path(
+            node.args[1], scope
+        ) in {"maps", "domain"}:
+            return _Est(1 + sum(p.cost for p in parts), 1, 1)  # a map look-up
         own = _call(node, parts)
         return _Est(own.cost + sum(p.cost for p in parts), own.size, own.elem)
     if kind == "comp":

@@ -9,10 +9,12 @@ from typing import Any
 from cel_expr_python import cel
 
 from gen.caches import memoize, once
-from gen.dra.cel._ast import ParsedAST, decode_parsed_expr
+from gen.dra.cel._ast import Node, ParsedAST, decode_checked_expr, decode_parsed_expr
 from gen.dra.cel._cost import estimate_cost
 from gen.dra.cel._library import checker_env, device_data, runtime_env
 from gen.dra.cel._source import matching_bracket
+from gen.dra.cel._validate import aggregate_errors, literal_errors
+from gen.dra.cel._versions import first_new_object_minor, unavailable
 from gen.dra.devices import Device
 from gen.errors import CELCompileError, CELRuntimeError
 
@@ -25,6 +27,7 @@ __all__ = [
     "SelectorResult",
     "compile_selector",
     "evaluate",
+    "kubernetes_minor",
 ]
 
 MAX_EXPRESSION_LENGTH = 10 * 1024
@@ -65,7 +68,7 @@ _RUNTIME_MESSAGES = (
     (re.compile(r"^Iteration budget exceeded$"), BUDGET_MESSAGE),
     (
         re.compile(
-            r"(?s)^(?:ERROR: <input>:-1:-1: )?(?:Exceeded max recursion depth of (\d+) when "
+            r"(?s)^(?:ERROR: <input>:-?\d+:-?\d+: )?(?:Exceeded max recursion depth of (\d+) when "
             r"parsing\.|Expression recursion limit exceeded\. limit: (\d+)).*$"
         ),
         NESTING_MESSAGE,
@@ -171,9 +174,99 @@ def _activation(device: Device) -> Any:
     return _envs()[1].Activation({"device": device_data(device)})
 
 
+def kubernetes_minor(version: str | int | None) -> int | None:
+    """``'1.34'``, ``'v1.34.2'`` or ``34`` → 34; None stays None (the newest environment).
+
+    Raises :class:`ValueError` for anything else.
+    """
+    if version is None or isinstance(version, int):
+        return version
+    match = re.fullmatch(r"v?1\.(\d{1,3})(?:\.\d{1,4})?", version.strip())
+    if match is None:
+        raise ValueError(f"not a Kubernetes version (want 1.MINOR or 1.MINOR.PATCH): {version!r}")
+    return int(match[1])
+
+
+def _at(expression: str, ast: ParsedAST, node: Node) -> str:
+    """cel-go's ``<input>:LINE:COLUMN:`` of a node (columns count code points from 1)."""
+    offset = ast.positions.get(node.id, 0)
+    before = expression[:offset]
+    line = before.count("\n") + 1
+    return f"<input>:{line}:{offset - (before.rfind(chr(10)) + 1) + 1}:"
+
+
+def _version_error(expression: str, ast: ParsedAST, minor: int | None) -> str | None:
+    for feature, name, node in unavailable(ast.root, minor):
+        first = first_new_object_minor(feature)
+        where = _at(expression, ast, node)
+        if minor is not None and first > minor:
+            return (
+                f"compilation failed: {where} '{name}' ({feature.name}) is available to new "
+                f"objects from Kubernetes 1.{first}; this cluster runs 1.{minor}"
+            )
+        return (
+            f"compilation failed: {where} gen does not implement '{name}' ({feature.name}), "
+            f"which Kubernetes accepts in new objects from 1.{first}; see docs/cel.md, "
+            "Deviations"
+        )
+    return None
+
+
+def _attribute_kind(node: Node, scope: dict[str, str]) -> str:
+    """How Kubernetes types ``node``: ``any`` for an attribute value, else a path marker."""
+    if node.kind == "ident":
+        return scope.get(node.name, "device" if node.name == "device" else "")
+    if node.kind == "select" and not node.test_only:
+        base = _attribute_kind(node.children[0], scope)
+        if base == "device":
+            return "attributes" if node.name == "attributes" else ""
+        return {"attributes": "domain", "domain": "any"}.get(base, "")
+    if node.kind == "call" and node.name == "_[_]" and len(node.args) == 2:
+        return {"attributes": "domain", "domain": "any"}.get(
+            _attribute_kind(node.args[0], scope), ""
+        )
+    if node.kind == "call" and node.name == "_?_:_" and len(node.args) == 3:
+        kinds = {_attribute_kind(n, scope) for n in node.args[1:]}
+        return "any" if kinds == {"any"} else ""
+    if node.kind == "comp":  # cel.bind(name, value, body) expands to a comprehension
+        _, init, _, _, result = node.children
+        return _attribute_kind(result, {**scope, node.accu_var: _attribute_kind(init, scope)})
+    return ""
+
+
+def _result_error(checked: Any, root: Node) -> str | None:
+    """DRA's result rule: bool, or the unknown type (an attribute value) — never ``dyn``."""
+    try:
+        result_type = checked.return_type()
+    except _BINDING_ERRORS as err:
+        # The binding cannot express some checked types in Python ("Unsupported map key type:
+        # kubernetes.Quantity"); none of them is bool.
+        return (
+            f"must evaluate to bool or the unknown type, not a type gen cannot name "
+            f"({_clean(str(err))})"
+        )
+    if result_type == cel.Type.BOOL:
+        return None
+    if result_type == cel.Type.DYN:
+        # Kubernetes types attribute values as the unknown type (google.protobuf.Any) and
+        # everything else that is not known statically as dyn, which it refuses
+        # (dynamic-resource-allocation cel/compile.go@v0.36.0, CompileCELExpression).
+        if _attribute_kind(root, {}) == "any":
+            return None
+    return f"must evaluate to bool or the unknown type, not {_type_name(result_type)}"
+
+
 @memoize(maxsize=4096)
-def compile_selector(expression: str) -> CompiledSelector:
-    """Compile a selector as the apiserver validates it; raises :class:`CELCompileError`."""
+def compile_selector(
+    expression: str, kubernetes_version: str | int | None = None
+) -> CompiledSelector:
+    """Compile a selector as the API server validates a new object; raises CELCompileError.
+
+    ``kubernetes_version`` (``'1.34'``, ``34``; None = the newest environment gen knows) is
+    the cluster's version: a function that its API server does not yet offer to new objects
+    is a compile error naming the first version that has it (:mod:`gen.dra.cel._versions`).
+    """
+    minor = kubernetes_minor(kubernetes_version)
     try:
         size = len(expression.encode("utf-8"))
     except UnicodeEncodeError as err:
@@ -187,26 +280,27 @@ def compile_selector(expression: str) -> CompiledSelector:
         )
     checker, runtime = _envs()
     try:
+        ast = decode_parsed_expr(runtime.compile(expression, disable_check=True).serialize())
+    except _BINDING_ERRORS as err:  # a syntax error; ASTDecodeError is a ValueError
+        raise CELCompileError(_compile_message(expression, str(err))) from None
+    message = _version_error(expression, ast, minor)
+    if message is not None:
+        raise CELCompileError(message)
+    try:
         checked = checker.compile(expression)
     except _BINDING_ERRORS as err:
         raise CELCompileError(_compile_message(expression, str(err))) from None
+    message = _result_error(checked, ast.root)
+    if message is not None:
+        raise CELCompileError(message)
     try:
-        result_type = checked.return_type()
+        root, types = decode_checked_expr(checked.serialize())
     except _BINDING_ERRORS as err:
-        # The binding cannot express some checked types in Python ("Unsupported map key type:
-        # kubernetes.Quantity"); none of them is bool.
-        raise CELCompileError(
-            f"must evaluate to bool or the unknown type, not a type gen cannot name "
-            f"({_clean(str(err))})"
-        ) from None
-    if not (result_type == cel.Type.BOOL or result_type == cel.Type.DYN):
-        raise CELCompileError(
-            f"must evaluate to bool or the unknown type, not {_type_name(result_type)}"
-        )
-    try:
-        ast = decode_parsed_expr(runtime.compile(expression, disable_check=True).serialize())
-    except _BINDING_ERRORS as err:  # ASTDecodeError is a ValueError
         raise CELCompileError(f"compilation failed: {_clean(str(err))}") from None
+    problems = aggregate_errors(root, types) + literal_errors(root)
+    if problems:
+        node, text = min(problems, key=lambda p: ast.positions.get(p[0].id, 0))
+        raise CELCompileError(f"compilation failed: ERROR: {_at(expression, ast, node)} {text}")
     cost = estimate_cost(ast.root)
     if cost > MAX_COST:
         raise CELCompileError(
@@ -227,12 +321,15 @@ class SelectorResult:
     error: str | None = None
 
 
-def evaluate(expression: str, device: Device) -> SelectorResult:
+def evaluate(
+    expression: str, device: Device, kubernetes_version: str | int | None = None
+) -> SelectorResult:
     """Run ``expression`` on ``device``; run-time errors become ``SelectorResult.error``.
 
-    Raises :class:`CELCompileError` when the expression does not compile.
+    Raises :class:`CELCompileError` when the expression does not compile (for that
+    Kubernetes version, see :func:`compile_selector`).
     """
-    selector = compile_selector(expression)
+    selector = compile_selector(expression, kubernetes_version)
     try:
         return SelectorResult(selector.evaluate(device))
     except CELRuntimeError as err:

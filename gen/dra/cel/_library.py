@@ -16,6 +16,7 @@ type"). So the Kubernetes types live twice:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
@@ -194,6 +195,115 @@ def _version_part(index: int) -> Callable[[object], int]:
     return part
 
 
+# --- Kubernetes' list and regex libraries, cel-go's sets extension -------------------------
+# kubernetes/apiserver pkg/cel/library/lists.go and regex.go @ v0.36.0; google/cel-go
+# ext/sets.go @ v0.26.0.
+
+
+def _cel_equal(a: object, b: object) -> bool:
+    """CEL's heterogeneous equality on runtime values (bool is not a number, 1 == 1.0)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_cel_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_cel_equal(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+def _items(value: object) -> list[Any]:
+    if not isinstance(value, list):
+        raise _LibraryError("no such overload")
+    return value
+
+
+def _is_sorted(value: object) -> bool:
+    items = _items(value)
+    try:
+        return all(not b < a for a, b in zip(items, items[1:], strict=False))
+    except TypeError:
+        raise _LibraryError("no such overload") from None
+
+
+def _extreme(name: str) -> Callable[[object], object]:
+    def pick(value: object) -> object:
+        items = _items(value)
+        if not items:
+            raise _LibraryError(f"{name} called on empty list")
+        try:
+            return min(items) if name == "min" else max(items)
+        except TypeError:
+            raise _LibraryError("no such overload") from None
+
+    return pick
+
+
+def _sum(value: object) -> object:
+    items = _items(value)
+    if not items:
+        return 0
+    total = items[0]
+    try:
+        for item in items[1:]:
+            total = total + item
+    except TypeError:
+        raise _LibraryError("no such overload") from None
+    return total
+
+
+def _regex(pattern: object) -> re.Pattern[str]:
+    from gen.dra.cel._validate import valid_regex
+
+    text = str(pattern)
+    if not valid_regex(text):
+        raise _LibraryError(f"Illegal regex: {text}")
+    return _compiled_regex(text)
+
+
+_compiled_regex = memoize(maxsize=256, name="gen.dra.cel._library._compiled_regex")(re.compile)
+
+
+def _find(text: object, pattern: object) -> str:
+    match = _regex(pattern).search(str(text))
+    return match[0] if match else ""
+
+
+def _find_all(text: object, pattern: object, limit: object = -1) -> list[str]:
+    # Go's FindAllString: at most ``limit`` matches when limit >= 0; an empty match right
+    # after the previous match is skipped.
+    n = int(limit) if isinstance(limit, int) else -1
+    out: list[str] = []
+    end = -1
+    for match in _regex(pattern).finditer(str(text)):
+        if n >= 0 and len(out) >= n:
+            break
+        if match.start() == match.end() == end:
+            continue
+        out.append(match[0])
+        end = match.end()
+    return out
+
+
+def _sets_contains(left: object, right: object) -> bool:
+    items = _items(left)
+    return all(any(_cel_equal(x, y) for x in items) for y in _items(right))
+
+
+def _sets_intersects(left: object, right: object) -> bool:
+    items = _items(left)
+    return any(any(_cel_equal(x, y) for x in items) for y in _items(right))
+
+
+_COMPARABLE = {
+    "int": _INT, "uint": cel.Type.UINT, "double": _DBL, "bool": _BOOL,
+    "duration": cel.Type.DURATION, "timestamp": cel.Type.TIMESTAMP, "string": _STR,
+    "bytes": cel.Type.BYTES,
+}
+_SUMMABLE = ("int", "uint", "double", "duration")
+_LIST_DYN = cel.Type.List(_DYN)
+
 # name -> [(overload id, return type, checker parameter types, is_member, implementation)]
 _Overload = tuple[str, Any, list[Any], bool, Callable[..., Any]]
 _LIBRARY: dict[str, list[_Overload]] = {
@@ -233,6 +343,38 @@ _LIBRARY: dict[str, list[_Overload]] = {
     ],
     "sign": [("quantity_sign", _INT, [_Q], False, _sign)],  # global only, as in Kubernetes
     "isInteger": [("quantity_isInteger", _BOOL, [_Q], True, _is_integer)],
+    "isSorted": [
+        (f"list_{n}_is_sorted_bool", _BOOL, [cel.Type.List(t)], True, _is_sorted)
+        for n, t in _COMPARABLE.items()
+    ],
+    "sum": [
+        (f"list_{n}_sum_{n}", _COMPARABLE[n], [cel.Type.List(_COMPARABLE[n])], True, _sum)
+        for n in _SUMMABLE
+    ],
+    "min": [
+        (f"list_{n}_min_{n}", t, [cel.Type.List(t)], True, _extreme("min"))
+        for n, t in _COMPARABLE.items()
+    ],
+    "max": [
+        (f"list_{n}_max_{n}", t, [cel.Type.List(t)], True, _extreme("max"))
+        for n, t in _COMPARABLE.items()
+    ],
+    "find": [("string_find_string", _STR, [_STR, _STR], True, _find)],
+    "findAll": [
+        ("string_find_all_string", cel.Type.List(_STR), [_STR, _STR], True, _find_all),
+        ("string_find_all_string_int", cel.Type.List(_STR), [_STR, _STR, _INT], True,
+         _find_all),
+    ],
+    "sets.contains": [
+        ("list_sets_contains_list", _BOOL, [_LIST_DYN, _LIST_DYN], False, _sets_contains)
+    ],
+    "sets.equivalent": [
+        ("list_sets_equivalent_list", _BOOL, [_LIST_DYN, _LIST_DYN], False,
+         lambda a, b: _sets_contains(a, b) and _sets_contains(b, a)),
+    ],
+    "sets.intersects": [
+        ("list_sets_intersects_list", _BOOL, [_LIST_DYN, _LIST_DYN], False, _sets_intersects)
+    ],
     "major": [("semver_major", _INT, [_S], True, _version_part(0))],
     "minor": [("semver_minor", _INT, [_S], True, _version_part(1))],
     "patch": [("semver_patch", _INT, [_S], True, _version_part(2))],
