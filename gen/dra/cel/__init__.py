@@ -37,6 +37,7 @@ from gen.dra.cel._engine import (
     SelectorResult,
     compile_selector,
     evaluate,
+    kubernetes_minor,
 )
 from gen.dra.cel._explain import Miss, diagnose_miss, explain_miss
 
@@ -52,4 +53,5 @@ __all__ = [
     "diagnose_miss",
     "evaluate",
     "explain_miss",
+    "kubernetes_minor",
 ]
