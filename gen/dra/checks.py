@@ -111,7 +111,8 @@ def _first_compile_error(expression: str, minors: dict[int, list[str]]) -> str |
     carry it, or in the newest environment when none does; None when it compiles."""
     from gen.dra.cel import compile_selector
 
-    for minor in sorted(minors) or [None]:
+    versions: list[int | None] = [*sorted(minors)] or [None]
+    for minor in versions:
         try:
             compile_selector(expression, minor)
         except CELCompileError as err:
@@ -136,8 +137,9 @@ def _selector_findings(plan: Plan) -> list[Finding]:
                 if gpu_class is not None:
                     by_minor = class_minors.setdefault(gpu_class.name, {})
                     by_minor.setdefault(cluster.minor, []).append(cluster.name)
-            key = (svc.service.namespace, svc.service.name)
-            service_minors.setdefault(key, {}).setdefault(cluster.minor, []).append(cluster.name)
+            service = (svc.service.namespace, svc.service.name)
+            by_cluster = service_minors.setdefault(service, {})
+            by_cluster.setdefault(cluster.minor, []).append(cluster.name)
     findings = []
     for located in plan.profiles.gpu_classes.values():
         minors = class_minors.get(located.value.name, {})

@@ -8,9 +8,10 @@ size bounds for device data, as DRA's compiler declares them
 capacity maps, outer (by domain) and inner (by name), hold at most
 ``ResourceSliceMaxAttributesAndCapacitiesPerDevice`` = 32 entries, an attribute value at most
 ``DeviceAttributeMaxValueLength`` = 64 characters, the driver name at most 63
-(kubernetes/api ``resource/v1/types.go`` @ v0.36.0). A comprehension costs its range size times its loop body, so
-nesting multiplies; sizes grow through ``+``, ``replace``, ``join`` and ``format``, so the
-string- or list-doubling chains that would exhaust memory have an astronomically high cost.
+(kubernetes/api ``resource/v1/types.go`` @ v0.36.0). A comprehension costs its range size
+times its loop body, so nesting multiplies; sizes grow through ``+``, ``replace``, ``join``
+and ``format``, so the string- or list-doubling chains that would exhaust memory have an
+astronomically high cost.
 The estimate is an upper bound of the same order as cel-go's, not the same number.
 """
 
@@ -133,11 +134,11 @@ def _estimate(node: Node, scope: dict[str, _Est]) -> _Est:
     if path:
         size, elem = _DEVICE_PATH[path]
         inner = node.children[0] if kind == "select" else None
-        own = 1 if kind != "call" else 1 + sum(
+        step = 1 if kind != "call" else 1 + sum(
             _estimate(c, scope).cost for c in node.children
         )
         below = _estimate(inner, scope).cost if inner is not None else 0
-        return _Est(own + below, size, elem)
+        return _Est(step + below, size, elem)
     if kind == "ident":
         known = scope.get(node.name)
         if known is not None:

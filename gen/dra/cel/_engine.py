@@ -196,7 +196,8 @@ def _at(expression: str, ast: ParsedAST, node: Node) -> str:
 
 
 def _version_error(expression: str, ast: ParsedAST, minor: int | None) -> str | None:
-    for feature, name, node in unavailable(ast.root, minor):
+    uses = sorted(unavailable(ast.root, minor), key=lambda u: ast.positions.get(u[2].id, 0))
+    for feature, name, node in uses:
         first = first_new_object_minor(feature)
         where = _at(expression, ast, node)
         if minor is not None and first > minor:
@@ -247,12 +248,11 @@ def _result_error(checked: Any, root: Node) -> str | None:
         )
     if result_type == cel.Type.BOOL:
         return None
-    if result_type == cel.Type.DYN:
-        # Kubernetes types attribute values as the unknown type (google.protobuf.Any) and
-        # everything else that is not known statically as dyn, which it refuses
-        # (dynamic-resource-allocation cel/compile.go@v0.36.0, CompileCELExpression).
-        if _attribute_kind(root, {}) == "any":
-            return None
+    # Kubernetes types attribute values as the unknown type (google.protobuf.Any) and
+    # everything else that is not known statically as dyn, which it refuses
+    # (dynamic-resource-allocation cel/compile.go@v0.36.0, CompileCELExpression).
+    if result_type == cel.Type.DYN and _attribute_kind(root, {}) == "any":
+        return None
     return f"must evaluate to bool or the unknown type, not {_type_name(result_type)}"
 
 

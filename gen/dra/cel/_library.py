@@ -16,6 +16,8 @@ type"). So the Kubernetes types live twice:
 
 from __future__ import annotations
 
+import itertools
+import json
 import re
 from collections.abc import Callable
 from decimal import Decimal
@@ -27,6 +29,7 @@ from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 from gen.caches import memoize
 from gen.dra.devices import Device
 from gen.errors import QuantityError
+from gen.k8s.netip import Addr, NetIPError, Prefix, parse_addr, parse_prefix
 from gen.k8s.quantity import parse_quantity
 from gen.k8s.semver import Version, parse_version, version_or_reason
 
@@ -222,7 +225,7 @@ def _items(value: object) -> list[Any]:
 def _is_sorted(value: object) -> bool:
     items = _items(value)
     try:
-        return all(not b < a for a, b in zip(items, items[1:], strict=False))
+        return all(not b < a for a, b in itertools.pairwise(items))
     except TypeError:
         raise _LibraryError("no such overload") from None
 
@@ -294,6 +297,97 @@ def _sets_contains(left: object, right: object) -> bool:
 def _sets_intersects(left: object, right: object) -> bool:
     items = _items(left)
     return any(any(_cel_equal(x, y) for x in items) for y in _items(right))
+
+
+# --- Kubernetes' IP and CIDR libraries (pkg/cel/library/ip.go, cidr.go @ v0.36.0) ----------
+IP_KEY = "net.IP"
+CIDR_KEY = "net.CIDR"
+_IP = cel.Type.AbstractType(IP_KEY)
+_CIDR = cel.Type.AbstractType(CIDR_KEY)
+
+
+def _parse_ip(text: str) -> Addr:
+    try:
+        addr = parse_addr(text)
+    except NetIPError as err:
+        raise _LibraryError(
+            f"IP Address {json.dumps(text)} parse error during conversion from string: {err}"
+        ) from None
+    if addr.zone:
+        raise _LibraryError(f"IP address {json.dumps(text)} with zone value is not allowed")
+    if addr.is4in6:
+        raise _LibraryError(f"IPv4-mapped IPv6 address {json.dumps(text)} is not allowed")
+    return addr
+
+
+def _parse_cidr(text: str) -> Prefix:
+    outer = "network address parse error during conversion from string"
+    try:
+        prefix = parse_prefix(text)
+    except NetIPError as err:
+        raise _LibraryError(f"{outer}: {outer}: {err}") from None
+    if prefix.addr.is4in6:
+        raise _LibraryError(f"{outer}: IPv4-mapped IPv6 address {json.dumps(text)} is not allowed")
+    return prefix
+
+
+def _ip_of(value: object) -> Addr:
+    if type(value) is dict and len(value) == 1 and isinstance(value.get(IP_KEY), str):
+        return parse_addr(value[IP_KEY])
+    if isinstance(value, str):
+        return _parse_ip(value)
+    raise _LibraryError("no such overload")
+
+
+def _cidr_of(value: object) -> Prefix:
+    if type(value) is dict and len(value) == 1 and isinstance(value.get(CIDR_KEY), str):
+        return parse_prefix(value[CIDR_KEY])
+    if isinstance(value, str):
+        return _parse_cidr(value)
+    raise _LibraryError("no such overload")
+
+
+def _ip(value: object) -> dict[str, str]:
+    """``ip(string)`` and ``cidr.ip()``."""
+    if type(value) is dict and CIDR_KEY in value:
+        return {IP_KEY: str(_cidr_of(value).addr)}
+    if not isinstance(value, str):
+        raise _LibraryError("no such overload")
+    return {IP_KEY: str(_parse_ip(value))}
+
+
+def _is_ip(text: object) -> bool:
+    try:
+        _parse_ip(str(text))
+    except _LibraryError:
+        return False
+    return True
+
+
+def _is_cidr(text: object) -> bool:
+    try:
+        _parse_cidr(str(text))
+    except _LibraryError:
+        return False
+    return True
+
+
+def _ip_test(name: str) -> Callable[[object], object]:
+    def test(value: object) -> object:
+        if type(value) is not dict:
+            raise _LibraryError("no such overload")
+        return getattr(_ip_of(value), name)
+
+    return test
+
+
+def _masked(value: object) -> dict[str, str]:
+    return {CIDR_KEY: str(_cidr_of(value).masked())}
+
+
+def _contains_cidr(outer: object, inner: object) -> bool:
+    a, b = _cidr_of(outer), _cidr_of(inner)
+    return a.overlaps(b) and a.bits <= b.bits
 
 
 _COMPARABLE = {
@@ -375,6 +469,42 @@ _LIBRARY: dict[str, list[_Overload]] = {
     "sets.intersects": [
         ("list_sets_intersects_list", _BOOL, [_LIST_DYN, _LIST_DYN], False, _sets_intersects)
     ],
+    "ip": [
+        ("string_to_ip", _IP, [_STR], False, _ip),
+        ("cidr_ip", _IP, [_CIDR], True, _ip),
+    ],
+    "isIP": [("is_ip", _BOOL, [_STR], False, _is_ip)],
+    "ip.isCanonical": [
+        ("ip_is_canonical", _BOOL, [_STR], False,
+         lambda t: str(_parse_ip(str(t))) == str(t)),
+    ],
+    "family": [("ip_family", _INT, [_IP], True, _ip_test("family"))],
+    **{
+        name: [(f"ip_{name}", _BOOL, [_IP], True, _ip_test(attr))]
+        for name, attr in (
+            ("isUnspecified", "is_unspecified"),
+            ("isLoopback", "is_loopback"),
+            ("isLinkLocalMulticast", "is_link_local_multicast"),
+            ("isLinkLocalUnicast", "is_link_local_unicast"),
+            ("isGlobalUnicast", "is_global_unicast"),
+        )
+    },
+    "cidr": [("string_to_cidr", _CIDR, [_STR], False, lambda t: {CIDR_KEY: str(_cidr_of(
+        t if isinstance(t, str) else None))})],
+    "isCIDR": [("is_cidr", _BOOL, [_STR], False, _is_cidr)],
+    "containsIP": [
+        ("cidr_contains_ip_string", _BOOL, [_CIDR, _STR], True,
+         lambda c, i: _cidr_of(c).contains(_ip_of(i))),
+        ("cidr_contains_ip_ip", _BOOL, [_CIDR, _IP], True,
+         lambda c, i: _cidr_of(c).contains(_ip_of(i))),
+    ],
+    "containsCIDR": [
+        ("cidr_contains_cidr_string", _BOOL, [_CIDR, _STR], True, _contains_cidr),
+        ("cidr_contains_cidr", _BOOL, [_CIDR, _CIDR], True, _contains_cidr),
+    ],
+    "prefixLength": [("cidr_prefix_length", _INT, [_CIDR], True,
+                      lambda c: _cidr_of(c).bits)],
+    "masked": [("cidr_masked", _CIDR, [_CIDR], True, _masked)],
     "major": [("semver_major", _INT, [_S], True, _version_part(0))],
     "minor": [("semver_minor", _INT, [_S], True, _version_part(1))],
     "patch": [("semver_patch", _INT, [_S], True, _version_part(2))],

@@ -86,12 +86,10 @@ FEATURES: tuple[Feature, ...] = (
         "Kubernetes' IP library", 30,
         frozenset({"ip", "isIP", "ip.isCanonical", "family", "isUnspecified", "isLoopback",
                    "isLinkLocalMulticast", "isLinkLocalUnicast", "isGlobalUnicast"}),
-        implemented=False,
     ),
     Feature(
         "Kubernetes' CIDR library", 30,
         frozenset({"cidr", "isCIDR", "containsIP", "containsCIDR", "prefixLength", "masked"}),
-        implemented=False,
     ),
     Feature(
         "Kubernetes' format library", 31,
