@@ -70,6 +70,7 @@ _STRING_WORK = {
     "lastIndexOf",
     "size",
     "string",
+    "bytes",
     "quantity",
     "isQuantity",
     "semver",
@@ -77,6 +78,9 @@ _STRING_WORK = {
     "@in",
 }
 _COMPARISONS = {"_==_", "_!=_", "_<_", "_<=_", "_>_", "_>=_"}
+_LIST_TRAVERSAL = {"isSorted", "sum", "min", "max"}
+_SETS = {"sets.contains", "sets.equivalent", "sets.intersects"}
+_NAMESPACES = {"sets", "ip", "format", "optional", "lists", "strings"}
 
 
 @dataclass(frozen=True)
@@ -90,9 +94,8 @@ def _tenth(n: int) -> int:
     return math.ceil(n / 10)
 
 
-def _call(node: Node, parts: list[_Est]) -> _Est:
+def _call(name: str, parts: list[_Est]) -> _Est:
     """The own cost and result size of a call, given its (target +) argument estimates."""
-    name = node.name
     big = max((p.size for p in parts), default=1)
     elem = max((p.elem for p in parts), default=1)
     if name == "_+_" and len(parts) == 2:
@@ -102,7 +105,17 @@ def _call(node: Node, parts: list[_Est]) -> _Est:
         return _Est(1 + _tenth(min(p.size for p in parts)), 1, 1)
     if name in {"_[_]", "_[?_]"} and parts:
         return _Est(1, parts[0].elem, parts[0].elem)
-    if name == "matches" and len(parts) == 2:
+    if name in _LIST_TRAVERSAL and parts:
+        # Kubernetes' list library walks the receiver: per element one step plus its
+        # comparison (library/cost.go@v0.36.0), 0.1 per character for strings.
+        items = parts[0]
+        return _Est(1 + items.size * (1 + _tenth(items.elem)), items.elem, 1)
+    if name in _SETS and len(parts) == 2:
+        # cel-go ext/sets.go: every element of one list against every element of the other;
+        # equivalent() does it both ways.
+        pairs = parts[0].size * parts[1].size
+        return _Est(1 + pairs * (2 if name == "sets.equivalent" else 1), 1, 1)
+    if name in {"matches", "find", "findAll"} and len(parts) >= 2:
         return _Est(1 + _tenth(parts[0].size) * max(1, math.ceil(parts[1].size / 4)), 1, 1)
     if name == "replace" and len(parts) >= 3:
         size = parts[0].size + (parts[0].size + 1) * parts[2].size
@@ -112,11 +125,11 @@ def _call(node: Node, parts: list[_Est]) -> _Est:
     if name == "join" and parts:
         sep = parts[1].size if len(parts) > 1 else 0
         size = parts[0].size * (parts[0].elem + sep)
-        return _Est(1 + _tenth(size), size, 1)
+        return _Est(1 + parts[0].size + _tenth(size), size, 1)
     if name == "format" and len(parts) == 2:
         size = parts[0].size * (1 + parts[1].size * max(parts[1].elem, 20))
         return _Est(1 + _tenth(size), size, 1)
-    if name == "quote" and parts:
+    if name == "strings.quote" and parts:
         size = 2 * parts[0].size + 2
         return _Est(1 + _tenth(size), size, 1)
     if name in _STRING_WORK:
@@ -153,12 +166,18 @@ def _estimate(node: Node, scope: dict[str, _Est]) -> _Est:
         cost = (10 if kind == "list" else 30) + sum(k.cost for k in kids)
         return _Est(cost, len(values), max((v.size for v in values), default=1))
     if kind == "call":
-        parts = [_estimate(c, scope) for c in node.children]
+        children, name = node.children, node.name
+        first = children[0] if node.has_target else None
+        if first is not None and first.kind == "ident" and first.name in _NAMESPACES and (
+            first.name not in scope
+        ):
+            children, name = children[1:], f"{first.name}.{name}"  # sets.contains(a, b)
+        parts = [_estimate(c, scope) for c in children]
         if node.name == "@in" and len(node.args) == 2 and _device_path(
             node.args[1], scope
         ) in {"maps", "domain"}:
             return _Est(1 + sum(p.cost for p in parts), 1, 1)  # a map look-up
-        own = _call(node, parts)
+        own = _call(name, parts)
         return _Est(own.cost + sum(p.cost for p in parts), own.size, own.elem)
     if kind == "comp":
         return _comprehension(node, scope)

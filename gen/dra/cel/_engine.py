@@ -205,10 +205,10 @@ def _version_error(expression: str, ast: ParsedAST, minor: int | None) -> str | 
                 f"compilation failed: {where} '{name}' ({feature.name}) is available to new "
                 f"objects from Kubernetes 1.{first}; this cluster runs 1.{minor}"
             )
+        since = f"from 1.{first}" if first else "in every version"
         return (
             f"compilation failed: {where} gen does not implement '{name}' ({feature.name}), "
-            f"which Kubernetes accepts in new objects from 1.{first}; see docs/cel.md, "
-            "Deviations"
+            f"which Kubernetes accepts in new objects {since}; see docs/cel.md, Deviations"
         )
     return None
 

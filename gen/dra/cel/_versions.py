@@ -77,7 +77,7 @@ FEATURES: tuple[Feature, ...] = (
         frozenset({"optional.of", "optional.ofNonZeroValue", "optional.none", "hasValue",
                    "orValue", "_?._", "_[?_]"}),
     ),
-    Feature("the strings extension, version 2", 29, frozenset({"format", "quote"})),
+    Feature("the strings extension, version 2", 29, frozenset({"format", "strings.quote"})),
     Feature(
         "the sets extension", 29,
         frozenset({"sets.contains", "sets.equivalent", "sets.intersects"}),
@@ -123,14 +123,15 @@ FEATURES: tuple[Feature, ...] = (
 
 
 def first_new_object_minor(feature: Feature) -> int:
-    """The first Kubernetes minor whose API server accepts the feature in a new object."""
-    return max(feature.introduced, 0) + 1
+    """The first Kubernetes minor whose API server accepts the feature in a new object
+    (0: every version with CEL, for a feature of the 1.0 base)."""
+    return feature.introduced + 1 if feature.introduced else 0
 
 
 def _call_name(node: Node) -> str:
     target = node.target
     if target is not None and target.kind == "ident" and target.name in {
-        "sets", "lists", "format", "optional", "ip"
+        "sets", "lists", "format", "optional", "ip", "strings"
     }:
         return f"{target.name}.{node.name}"
     return node.name
