@@ -181,7 +181,7 @@ def kubernetes_minor(version: str | int | None) -> int | None:
     """
     if version is None or isinstance(version, int):
         return version
-    match = re.fullmatch(r"v?1\.(\d{1,3})(?:\.\d{1,4})?", version.strip())
+    match = re.fullmatch(r"v?1\.(\d{1,3})(?:\.\d{1,4})?", version)
     if match is None:
         raise ValueError(f"not a Kubernetes version (want 1.MINOR or 1.MINOR.PATCH): {version!r}")
     return int(match[1])
@@ -256,6 +256,53 @@ def _result_error(checked: Any, root: Node) -> str | None:
     return f"must evaluate to bool or the unknown type, not {_type_name(result_type)}"
 
 
+_ERROR_AT = re.compile(r"ERROR: <input>:(\d+):(\d+): (.*)")
+_CROSS_NUMERIC = re.compile(
+    r"found no matching overload for '_(?:<|<=|>|>=)_' applied to "
+    r"'\((int|uint|double), (int|uint|double)\)'"
+)
+_NUMBER = re.compile(r"-?(?:0[xX][0-9a-fA-F]+|\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|\.\d+)[uU]?")
+
+
+def _cross_numeric(checker: Any, expression: str, ast: ParsedAST, errors: str) -> Any:
+    """The checked expression when its only type errors are ordering comparisons of two
+    different numeric types, which Kubernetes allows (``cel.CrossTypeNumericComparisons``,
+    base.go since 1.28) and cel-expr-python's checker does not; None otherwise.
+
+    gen re-checks the expression with the numeric literal operands of those comparisons
+    written ``dyn(...)``; a comparison with no literal operand stays an error (a deviation).
+    """
+    found = [m.groups() for m in _ERROR_AT.finditer(errors)]
+    if not found or any(
+        (m := _CROSS_NUMERIC.fullmatch(text)) is None or m[1] == m[2] for _, _, text in found
+    ):
+        return None
+    lines = expression.split("\n")
+    offsets = {sum(len(x) + 1 for x in lines[: int(line) - 1]) + int(col) - 1
+               for line, col, _ in found}
+    wraps: list[tuple[int, int]] = []
+    for node in ast.root.walk():
+        if node.kind == "call" and node.name in {"_<_", "_<=_", "_>_", "_>=_"} and (
+            ast.positions.get(node.id) in offsets
+        ):
+            spans = [
+                literal.span()
+                for arg in node.args
+                if arg.kind == "const" and ast.positions.get(arg.id, -1) >= 0
+                and (literal := _NUMBER.match(expression, ast.positions[arg.id])) is not None
+            ]
+            if not spans:
+                return None
+            wraps += spans
+    text = expression
+    for start, end in sorted(wraps, reverse=True):
+        text = f"{text[:start]}dyn({text[start:end]}){text[end:]}"
+    try:
+        return checker.compile(text)
+    except _BINDING_ERRORS:
+        return None
+
+
 @memoize(maxsize=4096)
 def compile_selector(
     expression: str, kubernetes_version: str | int | None = None
@@ -289,7 +336,9 @@ def compile_selector(
     try:
         checked = checker.compile(expression)
     except _BINDING_ERRORS as err:
-        raise CELCompileError(_compile_message(expression, str(err))) from None
+        checked = _cross_numeric(checker, expression, ast, str(err))
+        if checked is None:
+            raise CELCompileError(_compile_message(expression, str(err))) from None
     message = _result_error(checked, ast.root)
     if message is not None:
         raise CELCompileError(message)
