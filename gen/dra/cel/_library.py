@@ -20,6 +20,7 @@ import itertools
 import json
 import re
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -230,13 +231,22 @@ def _is_sorted(value: object) -> bool:
         raise _LibraryError("no such overload") from None
 
 
+def _returnable(name: str, value: object) -> object:
+    if isinstance(value, timedelta | datetime):
+        raise _LibraryError(
+            f"gen cannot evaluate {name}() of durations or timestamps (cel-expr-python cannot "
+            "return one from a function); see docs/cel.md, Deviations"
+        )
+    return value
+
+
 def _extreme(name: str) -> Callable[[object], object]:
     def pick(value: object) -> object:
         items = _items(value)
         if not items:
             raise _LibraryError(f"{name} called on empty list")
         try:
-            return min(items) if name == "min" else max(items)
+            return _returnable(name, min(items) if name == "min" else max(items))
         except TypeError:
             raise _LibraryError("no such overload") from None
 
@@ -253,7 +263,7 @@ def _sum(value: object) -> object:
             total = total + item
     except TypeError:
         raise _LibraryError("no such overload") from None
-    return total
+    return _returnable("sum", total)
 
 
 def _regex(pattern: object) -> re.Pattern[str]:

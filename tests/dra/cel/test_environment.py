@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
-from gen.dra.cel import compile_selector, evaluate, kubernetes_minor
+from gen.dra.cel import SelectorResult, compile_selector, evaluate, kubernetes_minor
 from gen.dra.cel._versions import FEATURES, first_new_object_minor
 from gen.dra.devices import Device
 from gen.errors import CELCompileError
@@ -146,3 +149,64 @@ def test_what_the_api_server_accepts(expression: str, matched: bool) -> None:
 def test_library_run_time_errors(expression: str, error: str) -> None:
     outcome = evaluate(expression, DEVICE)
     assert outcome.error is not None and error in outcome.error
+
+
+def test_durations_from_list_functions_are_a_documented_gap() -> None:
+    outcome = evaluate("[duration('1s'), duration('2s')].sum() == duration('3s')", DEVICE)
+    assert outcome.error is not None and "gen cannot evaluate sum() of durations" in outcome.error
+
+
+# --- docs/cel.md ------------------------------------------------------------------------------
+
+DOC = Path(__file__).resolve().parents[3] / "docs" / "cel.md"
+
+
+def _section(title: str) -> str:
+    text = DOC.read_text(encoding="utf-8")
+    return text.split(f"\n{title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_doc_version_table_is_the_feature_data() -> None:
+    """The version table lists every feature of gen.dra.cel._versions, with its versions."""
+    section = _section("## The environment, version by version")
+    for feature in FEATURES:
+        first = f"1.{first_new_object_minor(feature)}" if feature.introduced else "every version"
+        row = next(line for line in section.splitlines()
+                   if line.startswith(f"| {feature.name}") and f"`{min(feature.functions)}`"
+                   in line)
+        assert row.endswith(f"| {first} |"), row
+        assert ("*not in gen*" in row) == (not feature.implemented), row
+
+
+def test_doc_examples_hold() -> None:
+    """Every ```cel line of the environment section marked // true evaluates to true; the
+    lint message shown is the one gen prints."""
+    section = _section("## The environment, version by version")
+    lines = [
+        line.rpartition("  // ")
+        for block in re.findall(r"```cel\n(.*?)```", section, re.DOTALL)
+        for line in block.splitlines()
+    ]
+    assert len(lines) == 6
+    for expression, _, expected in lines:
+        assert expected == "true"
+        assert evaluate(expression, DEVICE) == SelectorResult(True), expression
+    for block in re.findall(r"```cel\n(.*?)```", _section("## Cost"), re.DOTALL):
+        compile_selector(block.strip())
+
+
+def test_doc_lint_example(tmp_path: Path) -> None:
+    from tests.helpers import LINT_BASE, lint_fleet
+
+    cluster = LINT_BASE["cluster.yaml"].replace('"1.34.2"', '"1.33.1"')
+    classes = LINT_BASE["classes.yaml"].replace(
+        "match: {product: h100-sxm5-80gb}",
+        "match: {product: h100-sxm5-80gb}\n"
+        "cel: [\"semver('580.95.05', true).compareTo(semver('580.0.0')) >= 0\"]",
+    )
+    (finding,) = [
+        f for f in lint_fleet(tmp_path, **{"classes.yaml": classes, "cluster.yaml": cluster})
+        if f.rule == "GEN203"
+    ]
+    shown = _section("## The environment, version by version").split("```text\n", 1)[1]
+    assert shown.split("\n", 1)[0].endswith(f"{finding.key_path}: {finding.message}")
