@@ -267,15 +267,23 @@ def _sum(value: object) -> object:
 
 
 def _regex(pattern: object) -> re.Pattern[str]:
-    from gen.dra.cel._validate import valid_regex
+    """``pattern`` compiled as RE2 reads it, as far as Python's ``re`` can (ASCII classes)."""
+    from gen.dra.cel._validate import RE2_ONLY, valid_regex
 
     text = str(pattern)
+    if RE2_ONLY.search(text):
+        raise _LibraryError(
+            "gen cannot evaluate RE2-only syntax (\\p, [[:, \\Q, \\z) in find/findAll; "
+            "see docs/cel.md, Deviations"
+        )
     if not valid_regex(text):
         raise _LibraryError(f"Illegal regex: {text}")
     return _compiled_regex(text)
 
 
-_compiled_regex = memoize(maxsize=256, name="gen.dra.cel._library._compiled_regex")(re.compile)
+@memoize(maxsize=256)
+def _compiled_regex(text: str) -> re.Pattern[str]:
+    return re.compile(text, re.ASCII)
 
 
 def _find(text: object, pattern: object) -> str:
