@@ -32,7 +32,7 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 
-ATTRIBUTES = {
+ATTRIBUTES: dict[str, str | int] = {
     "type": "gpu",
     "uuid": "GPU-4f1e0c2a-0000-0000-0000-000000000000",
     "productName": "NVIDIA H100 80GB HBM3",

@@ -11,7 +11,7 @@ import pytest
 from tests.helpers import REPO
 
 sys.path.insert(0, str(REPO / "bench"))
-import cel_eval as cel_bench  # noqa: E402 - bench/ holds scripts, not a package
+import cel_eval as cel_bench
 
 
 def test_bench_runs_without_cel_python(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
