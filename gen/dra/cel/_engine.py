@@ -113,21 +113,57 @@ def _type_name(cel_type: Any) -> str:
     return name.lower() if name.isupper() else name
 
 
+def _is_device_map(node: Node, scope: dict[str, bool]) -> bool:
+    """Whether ``node`` is ``device.attributes`` or ``device.capacity`` (maybe by a
+    ``cel.bind`` name)."""
+    if node.kind == "ident":
+        return scope.get(node.name, False)
+    return (
+        node.kind == "select"
+        and not node.test_only
+        and node.name in {"attributes", "capacity"}
+        and node.children[0].kind == "ident"
+        and node.children[0].name == "device"
+        and "device" not in scope
+    )
+
+
+def _domain_lookups(node: Node, scope: dict[str, bool], out: list[Node]) -> None:
+    """Collect the look-ups of a domain in a device map, however the map is reached."""
+    if node.kind == "comp":
+        iter_range, init, cond, step, result = node.children
+        _domain_lookups(iter_range, scope, out)
+        _domain_lookups(init, scope, out)
+        inner = {**scope, **dict.fromkeys(node.iter_vars, False)}
+        inner[node.accu_var] = _is_device_map(init, scope)  # cel.bind(name, value, body)
+        for part in (cond, step, result):
+            _domain_lookups(part, inner, out)
+        return
+    if (node.kind == "call" and node.name == "_[_]" and len(node.args) == 2 and _is_device_map(
+        node.args[0], scope
+    )) or (node.kind == "select" and not node.test_only and _is_device_map(
+        node.children[0], scope
+    )):
+        out.append(node)
+    for child in node.children:
+        _domain_lookups(child, scope, out)
+
+
 def _domain_default_source(expression: str, ast: ParsedAST) -> str:
-    """Rewrite ``device.attributes[D]`` / ``device.capacity[D]`` to default to an empty map."""
+    """Rewrite each look-up of a domain in ``device.attributes`` / ``device.capacity`` to
+    default to an empty map (``m[?d].orValue({})``, ``m.?d.orValue({})``), as Kubernetes'
+    ``newStringInterfaceMapWithDefault`` answers: directly, through ``cel.bind`` or in a
+    comprehension."""
+    lookups: list[Node] = []
+    _domain_lookups(ast.root, {}, lookups)
     inserts: list[tuple[int, str]] = []
-    for node in ast.root.walk():
-        if node.kind != "call" or node.name != "_[_]" or len(node.args) != 2:
-            continue
-        operand = node.args[0]
-        if not (
-            operand.kind == "select"
-            and operand.name in {"attributes", "capacity"}
-            and operand.children[0].kind == "ident"
-            and operand.children[0].name == "device"
-        ):
-            continue
+    for node in lookups:
         start = ast.positions.get(node.id, -1)
+        if node.kind == "select":
+            match = re.compile(r"\.\s*([A-Za-z_][A-Za-z0-9_]*)").match(expression, start)
+            if start >= 0 and match is not None:
+                inserts += [(start + 1, "?"), (match.end(), ".orValue({})")]
+            continue
         if not 0 <= start < len(expression) or expression[start] != "[":
             continue
         end = matching_bracket(expression, start)

@@ -210,3 +210,24 @@ def test_doc_lint_example(tmp_path: Path) -> None:
     ]
     shown = _section("## The environment, version by version").split("```text\n", 1)[1]
     assert shown.split("\n", 1)[0].endswith(f"{finding.key_path}: {finding.message}")
+
+
+@pytest.mark.parametrize(
+    ("expression", "outcome"),
+    [
+        ("cel.bind(a, device.attributes, a['no-such'].size() == 0)", SelectorResult(True)),
+        ("cel.bind(a, device.attributes, a['no-such'].x)",
+         SelectorResult(False, "CEL runtime error: no such key: x")),
+        ("cel.bind(c, device.capacity, c['no-such'].size() == 0)", SelectorResult(True)),
+        ("device.attributes.nosuch.size() == 0", SelectorResult(True)),
+        ("['a', 'b'].all(k, device.attributes[k].size() == 0)", SelectorResult(True)),
+        ("!('no-such' in device.attributes)", SelectorResult(True)),  # `in` sees real domains
+        ("device.attributes.all(d, d == 'dra.example.com')", SelectorResult(True)),
+    ],
+)
+def test_unknown_domain_is_an_empty_map_however_reached(
+    expression: str, outcome: SelectorResult
+) -> None:
+    """Kubernetes' device maps answer an unknown domain with an empty map
+    (dynamic-resource-allocation cel/compile.go@v0.36.0, newStringInterfaceMapWithDefault)."""
+    assert evaluate(expression, DEVICE) == outcome
