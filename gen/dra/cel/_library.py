@@ -349,17 +349,28 @@ def _parse_cidr(text: str) -> Prefix:
     return prefix
 
 
+def _carried(value: object, key: str) -> str | None:
+    """The text a one-entry carrier map holds under ``key``."""
+    if type(value) is dict and len(value) == 1 and isinstance(value.get(key), str):
+        return str(value[key])
+    return None
+
+
 def _ip_of(value: object) -> Addr:
-    if type(value) is dict and len(value) == 1 and isinstance(value.get(IP_KEY), str):
-        return parse_addr(value[IP_KEY])
+    """An ``ip()`` value or a string (``containsIP`` takes either)."""
+    text = _carried(value, IP_KEY)
+    if text is not None:
+        return parse_addr(text)
     if isinstance(value, str):
         return _parse_ip(value)
     raise _LibraryError("no such overload")
 
 
 def _cidr_of(value: object) -> Prefix:
-    if type(value) is dict and len(value) == 1 and isinstance(value.get(CIDR_KEY), str):
-        return parse_prefix(value[CIDR_KEY])
+    """A ``cidr()`` value or a string (``containsCIDR`` takes either)."""
+    text = _carried(value, CIDR_KEY)
+    if text is not None:
+        return parse_prefix(text)
     if isinstance(value, str):
         return _parse_cidr(value)
     raise _LibraryError("no such overload")
@@ -374,20 +385,17 @@ def _ip(value: object) -> dict[str, str]:
     return {IP_KEY: str(_parse_ip(value))}
 
 
-def _is_ip(text: object) -> bool:
-    try:
-        _parse_ip(str(text))
-    except _LibraryError:
-        return False
-    return True
+def _parses(parse: Callable[[str], object]) -> Callable[[object], bool]:
+    """``isIP`` / ``isCIDR``: whether the string parses."""
 
+    def test(text: object) -> bool:
+        try:
+            parse(str(text))
+        except _LibraryError:
+            return False
+        return True
 
-def _is_cidr(text: object) -> bool:
-    try:
-        _parse_cidr(str(text))
-    except _LibraryError:
-        return False
-    return True
+    return test
 
 
 def _ip_test(name: str) -> Callable[[object], object]:
@@ -491,7 +499,7 @@ _LIBRARY: dict[str, list[_Overload]] = {
         ("string_to_ip", _IP, [_STR], False, _ip),
         ("cidr_ip", _IP, [_CIDR], True, _ip),
     ],
-    "isIP": [("is_ip", _BOOL, [_STR], False, _is_ip)],
+    "isIP": [("is_ip", _BOOL, [_STR], False, _parses(_parse_ip))],
     "ip.isCanonical": [
         ("ip_is_canonical", _BOOL, [_STR], False,
          lambda t: str(_parse_ip(str(t))) == str(t)),
@@ -509,7 +517,7 @@ _LIBRARY: dict[str, list[_Overload]] = {
     },
     "cidr": [("string_to_cidr", _CIDR, [_STR], False, lambda t: {CIDR_KEY: str(_cidr_of(
         t if isinstance(t, str) else None))})],
-    "isCIDR": [("is_cidr", _BOOL, [_STR], False, _is_cidr)],
+    "isCIDR": [("is_cidr", _BOOL, [_STR], False, _parses(_parse_cidr))],
     "containsIP": [
         ("cidr_contains_ip_string", _BOOL, [_CIDR, _STR], True,
          lambda c, i: _cidr_of(c).contains(_ip_of(i))),
