@@ -3,8 +3,9 @@
 Kubernetes' CEL IP and CIDR libraries (kubernetes/apiserver ``pkg/cel/library/ip.go`` and
 ``cidr.go`` @ v0.36.0) call ``netip.ParseAddr`` / ``netip.ParsePrefix`` and then refuse zones
 and IPv4-mapped IPv6 addresses; the run-time error of a bad string is Go's message, which this
-module reproduces rule for rule (golang/go ``src/net/netip/netip.go`` @ go1.25.0: ``parseIPv4``,
-``parseIPv6``, ``ParsePrefix``, ``Addr.String``).
+module reproduces rule for rule (golang/go ``src/net/netip/netip.go`` as of Go 1.23 and later:
+``parseIPv4Fields``, ``parseIPv6``, ``ParsePrefix``, the ``Is*`` predicates; ``Addr.String``
+prints RFC 5952 form).
 """
 
 from __future__ import annotations
@@ -203,7 +204,7 @@ def _hex_field(whole: str, s: str) -> tuple[int, int]:
     while off < len(s) and s[off] in _HEX:
         acc = (acc << 4) + _HEX[s[off]]
         if off > 3:
-            raise _addr_error(whole, "each colon-separated field must have at most 4 hex digits", s)
+            raise _addr_error(whole, "each group must have 4 or less digits", s)
         if acc > 0xFFFF:
             raise _addr_error(whole, "IPv6 field has value >=2^16", s)
         off += 1
@@ -289,6 +290,8 @@ def parse_prefix(text: str) -> Prefix:
     ):
         raise bad
     bits = int(bits_text)
+    if bits > (1 << 63) - 1:  # strconv.Atoi: value out of range
+        raise bad
     if not 0 <= bits <= (32 if addr.is4 else 128):
         raise fail("prefix length out of range")
     return Prefix(addr, bits)
