@@ -281,13 +281,31 @@ def _regex(pattern: object) -> re.Pattern[str]:
     return _compiled_regex(text)
 
 
+# A quantified group that itself holds a quantifier, ``(a+)+``: Python's backtracking ``re``
+# can take exponential time on it where RE2 is linear.
+_NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*[*+}](?:[^()\\]|\\.)*\)[*+{]")
+_BACKTRACKING_TEXT = 24
+
+
+def _search_text(pattern: re.Pattern[str], text: object) -> str:
+    value = str(text)
+    if len(value) > _BACKTRACKING_TEXT and _NESTED_QUANTIFIER.search(pattern.pattern):
+        raise _LibraryError(
+            f"gen cannot evaluate find/findAll with a nested quantifier on a text longer than "
+            f"{_BACKTRACKING_TEXT} characters (Python's regex engine may backtrack "
+            "exponentially where RE2 does not); see docs/cel.md, Deviations"
+        )
+    return value
+
+
 @memoize(maxsize=256)
 def _compiled_regex(text: str) -> re.Pattern[str]:
     return re.compile(text, re.ASCII)
 
 
 def _find(text: object, pattern: object) -> str:
-    match = _regex(pattern).search(str(text))
+    compiled = _regex(pattern)
+    match = compiled.search(_search_text(compiled, text))
     return match[0] if match else ""
 
 
@@ -297,7 +315,8 @@ def _find_all(text: object, pattern: object, limit: object = -1) -> list[str]:
     n = int(limit) if isinstance(limit, int) else -1
     out: list[str] = []
     end = -1
-    for match in _regex(pattern).finditer(str(text)):
+    compiled = _regex(pattern)
+    for match in compiled.finditer(_search_text(compiled, text)):
         if n >= 0 and len(out) >= n:
             break
         if match.start() == match.end() == end:

@@ -77,7 +77,7 @@ FEATURES: tuple[Feature, ...] = (
         frozenset({"optional.of", "optional.ofNonZeroValue", "optional.none", "hasValue",
                    "orValue", "_?._", "_[?_]"}),
     ),
-    Feature("the strings extension, version 2", 29, frozenset({"format", "strings.quote"})),
+    Feature("the strings extension, version 2", 29, frozenset({"format", "strings.quote", "join"})),
     Feature(
         "the sets extension", 29,
         frozenset({"sets.contains", "sets.equivalent", "sets.intersects"}),

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gen.dra.cel import SelectorResult, compile_selector, evaluate, kubernetes_minor
 from gen.dra.cel._versions import FEATURES, first_new_object_minor
@@ -231,3 +234,22 @@ def test_unknown_domain_is_an_empty_map_however_reached(
     """Kubernetes' device maps answer an unknown domain with an empty map
     (dynamic-resource-allocation cel/compile.go@v0.36.0, newStringInterfaceMapWithDefault)."""
     assert evaluate(expression, DEVICE) == outcome
+
+
+_TEXT = st.text(alphabet="0123456789abcdef:.%/[]()*+?{}|\\^$ -xzAZ", max_size=40)
+
+
+@settings(derandomize=True, max_examples=300, deadline=None)
+@given(_TEXT, _TEXT)
+def test_new_libraries_never_raise(text: str, pattern: str) -> None:
+    """Any string through ip/cidr/find/findAll: a result or an error value, no exception."""
+    quoted_text, quoted_pattern = json.dumps(text), json.dumps(pattern)
+    for expression in (
+        f"isIP({quoted_text}) || ip({quoted_text}).family() > 0",
+        f"isCIDR({quoted_text}) || cidr({quoted_text}).prefixLength() >= 0",
+        f"cidr('::/0').containsIP({quoted_text}) || true",
+        f"{quoted_text}.find(dyn({quoted_pattern})) == '' || true",
+        f"{quoted_text}.findAll(dyn({quoted_pattern}), 3).size() >= 0",
+    ):
+        outcome = evaluate(expression, DEVICE)
+        assert outcome.error is None or outcome.error.startswith("CEL runtime error: ")
