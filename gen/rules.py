@@ -141,7 +141,9 @@ _ALL = (
     ),
     Rule(
         "GEN203", "CEL selector does not compile", _DRA,
-        "a CEL selector does not compile (or is too long / too costly)",
+        "a CEL selector does not compile as the cluster's API server compiles a new object "
+        "(syntax, types, a function newer than its Kubernetes version, mixed literals, "
+        "invalid literals, too long / too costly)",
     ),
     Rule(
         "GEN204", "claim cannot be satisfied by any device of the cluster", _DRA,
