@@ -70,7 +70,7 @@ def _read(repo: str, tag: str, path: str, clones: dict[str, Path]) -> bytes:
         return subprocess.run(["git", "-C", str(clones[repo]), "show", f"{tag}:{path}"],
                               check=True, capture_output=True).stdout
     url = f"https://raw.githubusercontent.com/{repo}/{tag}/{path}"
-    with urllib.request.urlopen(url, timeout=60) as response:  # noqa: S310 - fixed https URL
+    with urllib.request.urlopen(url, timeout=60) as response:
         data: bytes = response.read()
     return data
 

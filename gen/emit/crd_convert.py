@@ -170,9 +170,8 @@ def _types(node: Mapping[str, Any]) -> list[str]:
     return [*types, "null"] if node.get("nullable") is True else types
 
 
-def _values(node: Mapping[str, Any], structural: bool) -> dict[str, Any]:
-    """The JSON Schema of one node; ``structural`` is False inside a junctor."""
-    out: dict[str, Any] = {}
+def _scalars(node: Mapping[str, Any], out: dict[str, Any]) -> None:
+    """Type, bounds, lengths, patterns and enum of one node."""
     types = _types(node)
     if types:
         out["type"] = types[0] if len(types) == 1 else types
@@ -185,6 +184,12 @@ def _values(node: Mapping[str, Any], structural: bool) -> dict[str, Any]:
     if "enum" in node:
         enum = list(node["enum"])
         out["enum"] = [*enum, None] if node.get("nullable") is True and None not in enum else enum
+
+
+def _values(node: Mapping[str, Any], structural: bool) -> dict[str, Any]:
+    """The JSON Schema of one node; ``structural`` is False inside a junctor."""
+    out: dict[str, Any] = {}
+    _scalars(node, out)
     if isinstance(node.get("properties"), Mapping):
         out["properties"] = {k: _values(v, structural) for k, v in node["properties"].items()}
     additional = node.get("additionalProperties")

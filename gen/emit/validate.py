@@ -92,16 +92,16 @@ def _build(minor: int, api_version: str, kind: str, crd: CRDSchema | None) -> An
     """Compile the validator of one kind in one schema version (``None``: no schema)."""
     import jsonschema_rs
 
-    file = _schema_file(minor, api_version, kind)
-    if file.is_file():
-        schema = json.loads(file.read_text(encoding="utf-8"))
+    if crd is not None:
         return jsonschema_rs.Draft202012Validator(
-            schema, registry=_registry(minor), validate_formats=False)
-    if crd is None:
+            to_json_schema(crd.schema, api_version, kind), registry=_registry(minor),
+            validate_formats=False)
+    file = _schema_file(minor, api_version, kind)
+    if not file.is_file():
         return None
+    schema = json.loads(file.read_text(encoding="utf-8"))
     return jsonschema_rs.Draft202012Validator(
-        to_json_schema(crd.schema, api_version, kind), registry=_registry(minor),
-        validate_formats=False)
+        schema, registry=_registry(minor), validate_formats=False)
 
 
 def compiled(minor: int, api_version: str, kind: str, crd: CRDSchema | None = None) -> Any:
@@ -142,8 +142,7 @@ class SchemaValidator:
         kind = str(data.get("kind", ""))
         related = (origin,) if origin is not None else ()
         findings = metadata_findings(data, where, related)
-        builtin = _schema_file(minor, api_version, kind).is_file()
-        crd = None if builtin else self.crds.lookup(api_version, kind)
+        crd = self.crds.lookup(api_version, kind)
         validator = compiled(minor, api_version, kind, crd)
         if crd is not None:
             return findings + _custom_findings(validator, data, crd, where, related)

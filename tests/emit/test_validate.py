@@ -11,6 +11,8 @@ import pytest
 
 import gen.caches
 from gen.emit import validate as validate_module
+from gen.emit.crd_convert import CRDSchema
+from gen.emit.crd_schemas import CRDSet
 from gen.emit.render import make_environment, render_cluster
 from gen.emit.validate import SchemaValidator, schema_version_for
 from gen.errors import ManifestValidationError, SourceLocation
@@ -84,6 +86,7 @@ def test_kind_without_schema_is_an_error() -> None:
     (finding,) = SchemaValidator().validate(data, 34, WHERE)
     assert finding.rule == "GEN020"
     assert "no schema for Widget example.com/v1" in finding.message
+    assert "crds/" in finding.hint
 
 
 def test_api_version_the_cluster_lacks_is_an_error() -> None:
@@ -170,27 +173,27 @@ def test_every_error_of_an_object_is_reported(example_objects: list[tuple[int, A
     }
 
 
-def test_custom_schema_keywords_are_enforced(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A custom schema is enforced whole, whatever keywords it uses (here uniqueItems)."""
-    schema = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
-              "properties": {"items": {"type": "array", "uniqueItems": True}}}
-    monkeypatch.setattr("gen.emit.crd_schemas.custom_schema",
-                        lambda _api_version, kind: schema if kind == "Odd" else None)
-    gen.caches.clear()
-    findings = SchemaValidator().validate(
-        {"apiVersion": "example.com/v1", "kind": "Odd", "items": [1, 1]}, 34, WHERE)
-    gen.caches.clear()
-    assert [(f.rule, f.key_path, f.message) for f in findings] == [
-        ("GEN020", "items", "Odd does not match the 1.34 schema: [1,1] has non-unique elements")]
+def test_user_crd_keywords_are_enforced() -> None:
+    """A user CRD's schema is enforced whole, whatever keywords it uses (here a list set)."""
+    crd = CRDSchema("example.com/v1", "Odd", True, {
+        "type": "object", "properties": {"items": {
+            "type": "array", "items": {"type": "integer"}, "x-kubernetes-list-type": "set"}}},
+        "crds/odd.yaml", SourceLocation("crds/odd.yaml", 1, 1), "d1")
+    findings = SchemaValidator(CRDSet((crd,))).validate(
+        {"apiVersion": "example.com/v1", "kind": "Odd", "metadata": {"name": "o"},
+         "items": [1, 1]}, 34, WHERE)
+    assert [(f.rule, f.key_path, f.message, f.related) for f in findings] == [
+        ("GEN020", "items", "Odd does not match its CRD (crds/odd.yaml): [1,1] has non-unique "
+         "elements", (SourceLocation("crds/odd.yaml", 1, 1),))]
 
 
 def test_warm_compiles_ahead_and_clear_forgets() -> None:
     """warm() fills the one validator cache; gen.caches.clear() empties it."""
     gen.caches.clear()
     validate_module.warm([(34, "v1", "Namespace"), (34, "example.com/v1", "Widget")])
-    assert set(validate_module._VALIDATORS.data) == {(34, "v1", "Namespace"),
-                                                (34, "example.com/v1", "Widget")}
-    assert validate_module._VALIDATORS.data[(34, "example.com/v1", "Widget")] is None
+    assert set(validate_module._VALIDATORS.data) == {(34, "v1", "Namespace", ""),
+                                                (34, "example.com/v1", "Widget", "")}
+    assert validate_module._VALIDATORS.data[(34, "example.com/v1", "Widget", "")] is None
     gen.caches.clear()
     assert validate_module._VALIDATORS.data == {}
 
@@ -223,4 +226,4 @@ def test_parallel_render_compiles_schemas_in_the_parent(tmp_path: Path) -> None:
     gen.caches.clear()
     _, findings, _ = render_outputs(plan, templates_dir=None, out_label="out", jobs=2)
     assert findings == []
-    assert needed <= set(validate_module._VALIDATORS.data)
+    assert needed <= {key[:3] for key in validate_module._VALIDATORS.data}
