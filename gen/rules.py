@@ -122,9 +122,10 @@ _ALL = (
     ),
     Rule(
         "GEN025", "CRD rule gen cannot evaluate", _IO,
-        "a CEL rule of a CRD that gen's CEL environment cannot compile (it uses a Kubernetes "
-        "CEL library gen does not have, such as `url()` or `ip()`): gen cannot say whether the "
-        "object passes it; the API server decides when the object is applied",
+        "a CEL rule (`x-kubernetes-validations`) of a CRD in `crds/` that gen's CEL "
+        "environment cannot compile (it uses a Kubernetes CEL library gen does not have, such "
+        "as `url()` or `ip()`): objects of that kind are not checked against it, the API "
+        "server checks them when they are applied; located at the CRD",
         Severity.WARNING,
     ),
     Rule(

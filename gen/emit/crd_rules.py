@@ -22,8 +22,9 @@ DRA selector engine (``gen.dra.cel``) runs on: ``self`` as ``dyn``, the strings 
 (version 2), optionals and ``cel.bind``. It is built here rather than borrowed from
 ``gen.dra.cel``, whose environment is the DRA one (a ``device`` variable, no ``self``): in
 Kubernetes too the two are separate environments on the same CEL base. A rule that does not
-compile here (it uses a library gen lacks, such as ``url()`` or ``ip()``) is reported as a
-rule gen could not evaluate (``GEN025``), never silently passed.
+compile here (it uses a library gen lacks, such as ``url()`` or ``ip()``) is reported once, at
+the CRD, as a rule gen cannot evaluate (``GEN025``, :func:`unevaluable_rules`), never passed
+in silence.
 """
 
 from __future__ import annotations
@@ -36,7 +37,14 @@ from typing import Any
 
 from gen.caches import memoize, once
 
-__all__ = ["CompiledRule", "RuleError", "compile_rule", "defaulted", "rule_errors"]
+__all__ = [
+    "CompiledRule",
+    "RuleError",
+    "compile_rule",
+    "defaulted",
+    "rule_errors",
+    "unevaluable_rules",
+]
 
 Path_ = tuple[str | int, ...]
 
@@ -254,4 +262,28 @@ def rule_errors(value: Any, schema: Mapping[str, Any] | None,
             found += rule_errors(item, items, (*path, index))
         found += _map_duplicates(value, schema, path)
     found += _node_rules(value, schema, path)
+    return found
+
+
+def unevaluable_rules(schema: Mapping[str, Any],
+                      path: Path_ = ()) -> list[tuple[Path_, str, str]]:
+    """(schema key path, rule, why) of every rule in ``schema`` gen cannot compile (transition
+    rules aside: they are never evaluated on create)."""
+    found: list[tuple[Path_, str, str]] = []
+    rules = schema.get("x-kubernetes-validations")
+    for index, rule in enumerate(rules if isinstance(rules, list) else ()):
+        expression = rule.get("rule") if isinstance(rule, Mapping) else None
+        if isinstance(expression, str) and not _OLD_SELF.search(expression):
+            compiled = compile_rule(expression)
+            if compiled.error:
+                found.append(((*path, "x-kubernetes-validations", index, "rule"), expression,
+                              compiled.error))
+    props = schema.get("properties")
+    for key, child in (props.items() if isinstance(props, Mapping) else ()):
+        if isinstance(child, Mapping):
+            found += unevaluable_rules(child, (*path, "properties", key))
+    for key in ("additionalProperties", "items"):
+        child = schema.get(key)
+        if isinstance(child, Mapping):
+            found += unevaluable_rules(child, (*path, key))
     return found

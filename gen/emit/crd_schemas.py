@@ -28,8 +28,9 @@ from typing import Any
 
 from gen.caches import memoize, once
 from gen.emit.crd_convert import OBJECT_META_REF, CRDSchema, crd_schemas, read_crds, to_json_schema
-from gen.errors import Finding, SourceLocation
-from gen.fleet.loader import display_path
+from gen.emit.crd_rules import unevaluable_rules
+from gen.errors import Finding, Severity, SourceLocation
+from gen.fleet.loader import display_path, format_key_path
 
 __all__ = [
     "CRDSet",
@@ -160,7 +161,8 @@ def _crd_files(folder: Path) -> list[Path]:
 def load_crd_dir(folder: Path | None, base: Path | None = None) -> tuple[CRDSet, list[Finding]]:
     """The user CRDs of ``folder`` (none when it is ``None`` or absent) and a finding for each
     file or document gen cannot use (``GEN023``), located at it. Two CRDs defining one
-    (apiVersion, kind) are an error at the second."""
+    (apiVersion, kind) are an error at the second. A rule gen cannot compile is a
+    ``GEN025`` warning at its CRD."""
     if folder is None or not folder.is_dir():
         return CRDSet(), []
     schemas: list[CRDSchema] = []
@@ -176,7 +178,21 @@ def load_crd_dir(folder: Path | None, base: Path | None = None) -> tuple[CRDSet,
         found, problems = read_crds(text, shown)
         schemas += found
         findings += problems
+        findings += [_unevaluable(schema, *rule) for schema in found
+                     for rule in unevaluable_rules(schema.schema)]
     return CRDSet(_unique(schemas, findings)), findings
+
+
+def _unevaluable(schema: CRDSchema, path: tuple[str | int, ...], rule: str,
+                 why: str) -> Finding:
+    version = schema.api_version.rpartition("/")[2]
+    return Finding(
+        "GEN025", f"gen cannot evaluate the rule {rule!r} of {schema.kind} {version}: {why}",
+        schema.location, format_key_path(["spec", "versions", version, "schema",
+                                          "openAPIV3Schema", *path]),
+        Severity.WARNING,
+        hint="objects of this kind are not checked against this rule; the API server checks "
+             "them when they are applied")
 
 
 def _unique(schemas: Iterable[CRDSchema], findings: list[Finding]) -> tuple[CRDSchema, ...]:

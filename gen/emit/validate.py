@@ -32,7 +32,7 @@ from gen.caches import BoundedCache, memoize, once
 from gen.emit.crd_convert import CRDSchema, to_json_schema
 from gen.emit.crd_rules import defaulted, rule_errors
 from gen.emit.crd_schemas import CRDSet
-from gen.errors import Finding, Severity, SourceLocation
+from gen.errors import Finding, SourceLocation
 from gen.fleet.loader import format_key_path
 from gen.k8s import names
 
@@ -153,8 +153,8 @@ class SchemaValidator:
 
 def _custom_findings(validator: Any, data: Mapping[str, Any], crd: CRDSchema,
                      where: SourceLocation, related: tuple[SourceLocation, ...]) -> list[Finding]:
-    """GEN020 (schema), GEN024 (rules) and GEN025 (rules gen cannot run) of a custom
-    resource, judged as the API server does: on a copy with nulls pruned and defaults set."""
+    """GEN020 (schema) and GEN024 (list-map keys, CEL rules) of a custom resource, judged as
+    the API server does: on a copy with nulls pruned and defaults set."""
     prepared = defaulted(data, crd.schema)
     related = (*related, crd.location) if crd.location is not None else related
     what = f"{crd.kind} does not match its CRD ({crd.source})"
@@ -162,18 +162,11 @@ def _custom_findings(validator: Any, data: Mapping[str, Any], crd: CRDSchema,
         return [Finding("GEN020", f"{what}: {error.message}", where,
                         format_key_path(list(error.instance_path)), related=related)
                 for error in validator.iter_errors(prepared)]
-    findings = []
-    for error in rule_errors(prepared, crd.schema):
-        if error.evaluated:
-            findings.append(Finding("GEN024", f"{crd.kind} breaks a rule of its CRD "
-                                    f"({crd.source}): {error.message}", where,
-                                    format_key_path(list(error.path)), related=related))
-        else:
-            findings.append(Finding(
-                "GEN025", f"{crd.kind}: {error.message}", where,
-                format_key_path(list(error.path)), Severity.WARNING, related=related,
-                hint="the API server evaluates this rule when the object is applied"))
-    return findings
+    # A rule gen cannot compile is reported once, at its CRD (GEN025, by load_crd_dir).
+    return [Finding("GEN024", f"{crd.kind} breaks a rule of its CRD ({crd.source}): "
+                    f"{error.message}", where, format_key_path(list(error.path)),
+                    related=related)
+            for error in rule_errors(prepared, crd.schema) if error.evaluated]
 
 
 def _findings(validator: Any, data: Mapping[str, Any], minor: int, where: SourceLocation,
