@@ -25,8 +25,7 @@ import functools
 import gzip
 import json
 import re
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -95,7 +94,7 @@ def _is_int(v: Any) -> bool:
     return (type(v) is int) or (type(v) is float and v.is_integer())
 
 
-_TYPES = {
+_TYPES: dict[str, Callable[[Any], bool]] = {
     "string": lambda v: isinstance(v, str),
     "integer": _is_int,
     "number": lambda v: type(v) in (int, float),
@@ -337,8 +336,9 @@ def _json_schema(api_version: str, kind: str) -> Draft202012Validator:
 
 # ------------------------------------------------------------------------ the mutations
 
-_OTHER = {str: [7, True, ["x"]], int: ["7", 1.5, False], float: ["0.5", True], bool: ["true", 1],
-          dict: ["x", 1, [{}]], list: ["x", {"a": []}], type(None): [{}, "x"]}
+_OTHER: dict[type, list[Any]] = {
+    str: [7, True, ["x"]], int: ["7", 1.5, False], float: ["0.5", True], bool: ["true", 1],
+    dict: ["x", 1, [{}]], list: ["x", {"a": []}], type(None): [{}, "x"]}
 _BAD_STRINGS = ("NotAnEnumValue", "has spaces and UPPER", "-lead", "", "1Gix", "10x", "h" * 300)
 
 

@@ -498,8 +498,11 @@ def test_user_crd_overrides_a_bundled_one(tmp_path: Path) -> None:
           names: {kind: Application, plural: applications}
           scope: Namespaced
           versions:
-            - {name: v1alpha1, served: true, storage: true,
-               schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
+            - name: v1alpha1
+              served: true
+              storage: true
+              schema:
+                openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
     """})
     crds, problems = load_crd_dir(tmp_path / "crds", tmp_path)
     assert problems == []

@@ -305,8 +305,8 @@ def test_gen024_rule_of_the_crd_fires_at_the_output_file(tmp_path: Path) -> None
     root = _widget_fleet(tmp_path, 12)
     with pytest.raises(ManifestValidationError) as info:
         _render(root)
-    finding = next(f for f in info.value.findings
-                   if f.location == SourceLocation("out/edge-l4/workloads/edge/widget-qwen-7b.yaml"))
+    where = SourceLocation("out/edge-l4/workloads/edge/widget-qwen-7b.yaml")
+    finding = next(f for f in info.value.findings if f.location == where)
     assert (finding.rule, finding.key_path) == ("GEN024", "spec")
     assert finding.message == ("Widget breaks a rule of its CRD (crds/widget.yaml): size must "
                                "stay below 10")
