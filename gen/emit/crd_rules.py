@@ -3,11 +3,12 @@ list maps and CEL rules (apiextensions-apiserver ``pkg/apiserver/schema``@v0.36.
 
 Before it validates an object, the API server drops every ``null`` of a field that is neither
 ``nullable`` nor defaulted (``defaulting/prunenulls.go``) and fills each absent field that has
-a ``default`` (``defaulting/algorithm.go``). :func:`defaulted` does the same to a copy, so the
+a ``default`` (``defaulting/algorithm.go``). :meth:`SchemaChecks.prepare` does the same (without
+changing the object: it shares what it leaves alone), so the
 JSON Schema of :mod:`gen.emit.crd_convert` judges what the server judges, and the CEL rules
 see the defaults (KEDA's ``minReplicaCount <= maxReplicaCount`` rule does).
 
-After the schema, :func:`rule_errors` checks what JSON Schema cannot say:
+After the schema, :meth:`SchemaChecks.errors` checks what JSON Schema cannot say:
 
 * ``x-kubernetes-list-type: map``: no two items with the same ``x-kubernetes-list-map-keys``
   (``set`` becomes ``uniqueItems`` in the schema);
@@ -35,14 +36,14 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gen.caches import memoize, once
+from gen.caches import BoundedCache, memoize, once
 
 __all__ = [
     "CompiledRule",
     "RuleError",
+    "SchemaChecks",
     "compile_rule",
-    "defaulted",
-    "rule_errors",
+    "schema_checks",
     "unevaluable_rules",
 ]
 
@@ -158,9 +159,119 @@ def _fill(value: Any, schema: Mapping[str, Any] | None) -> Any:
     return value
 
 
-def defaulted(obj: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of ``obj`` as the API server validates it: nulls pruned, defaults applied
-    (``metadata``, ``apiVersion`` and ``kind`` are left as they are)."""
+def _has_null(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, dict):
+        return any(_has_null(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_null(v) for v in value)
+    return False
+
+
+@dataclass(frozen=True)
+class _Node:
+    """The part of a schema node (and of its subtree) the walks need; subtrees with nothing
+    to do are left out, so a walk visits only where a default, a rule or a list map is."""
+
+    props: Mapping[str, _Node]
+    declared: frozenset[str]
+    extra: _Node | None
+    items: _Node | None
+    defaults: Mapping[str, Any]
+    rules: tuple[Mapping[str, Any], ...]
+    map_keys: tuple[str, ...]
+
+
+def _plan(schema: Mapping[str, Any], root: bool = False) -> _Node | None:
+    raw_props = schema.get("properties")
+    props_in = raw_props if isinstance(raw_props, Mapping) else {}
+    skip = {"apiVersion", "kind", "metadata"} if root else set()
+    props = {k: n for k, c in props_in.items()
+             if k not in skip and isinstance(c, Mapping) and (n := _plan(c)) is not None}
+    extra_schema, items_schema = schema.get("additionalProperties"), schema.get("items")
+    extra = _plan(extra_schema) if isinstance(extra_schema, Mapping) else None
+    items = _plan(items_schema) if isinstance(items_schema, Mapping) else None
+    defaults = {k: c["default"] for k, c in props_in.items()
+                if k not in skip and isinstance(c, Mapping) and "default" in c}
+    raw_rules = schema.get("x-kubernetes-validations")
+    rules = tuple(r for r in (raw_rules if isinstance(raw_rules, list) else ())
+                  if isinstance(r, Mapping) and isinstance(r.get("rule"), str))
+    keys = schema.get("x-kubernetes-list-map-keys")
+    map_keys = tuple(keys) if schema.get("x-kubernetes-list-type") == "map" and \
+        isinstance(keys, list) else ()
+    if not (props or extra or items or defaults or rules or map_keys):
+        return None
+    return _Node(props, frozenset(props_in), extra, items, defaults, rules, map_keys)
+
+
+def _apply(value: Any, node: _Node | None, schema: Mapping[str, Any] | None) -> Any:
+    """``value`` with the defaults of ``node`` applied; shares what it does not change."""
+    if node is None:
+        return value
+    if isinstance(value, dict):
+        out: dict[str, Any] | None = None
+        for key, default in node.defaults.items():
+            if key not in value:
+                out = out if out is not None else dict(value)
+                child = _child(schema, key)
+                out[key] = _apply(copy.deepcopy(default), node.props.get(key), child)
+        for key, item in value.items():
+            sub = node.props.get(key) if key in node.declared else node.extra
+            if sub is None:
+                continue
+            new = _apply(item, sub, _child(schema, key))
+            if new is not item:
+                out = out if out is not None else dict(value)
+                out[key] = new
+        return out if out is not None else value
+    if isinstance(value, list) and node.items is not None:
+        new_items = [_apply(v, node.items, _child(schema, 0)) for v in value]
+        if any(a is not b for a, b in zip(new_items, value, strict=True)):
+            return new_items
+    return value
+
+
+@dataclass(frozen=True)
+class SchemaChecks:
+    """What the API server does to a custom resource besides its JSON Schema, for one CRD
+    version, prepared once (:func:`schema_checks`)."""
+
+    schema: Mapping[str, Any]
+    root: _Node | None
+
+    def prepare(self, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``obj`` as the API server validates it: nulls pruned, defaults applied
+        (``metadata``, ``apiVersion`` and ``kind`` are left as they are). Shares unchanged
+        parts with ``obj``: treat the result as read-only."""
+        if _has_null({k: v for k, v in obj.items() if k != "metadata"}):
+            return _defaulted_slowly(obj, self.schema)
+        prepared: Mapping[str, Any] = _apply(obj, self.root, self.schema)
+        return prepared
+
+    def errors(self, obj: Mapping[str, Any]) -> list[RuleError]:
+        """Every list-map duplicate and CEL rule failure of the prepared ``obj``."""
+        return _walk(obj, self.root, ()) if self.root is not None else []
+
+
+_CHECKS: BoundedCache[str, SchemaChecks] = BoundedCache("gen.emit.crd_rules.checks", 256)
+"""CRD schema digest → its :class:`SchemaChecks`."""
+
+
+def schema_checks(schema: Mapping[str, Any], digest: str = "") -> SchemaChecks:
+    """The checks of one CRD version's schema, built once per ``digest`` (the CRD's
+    :attr:`~gen.emit.crd_convert.CRDSchema.digest`; without one, built every call)."""
+    if not digest:
+        return SchemaChecks(schema, _plan(schema, root=True))
+    found = _CHECKS.data.get(digest)
+    if found is None:
+        found = _CHECKS.put(digest, SchemaChecks(schema, _plan(schema, root=True)))
+    return found
+
+
+def _defaulted_slowly(obj: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
+    """:meth:`SchemaChecks.prepare` of an object that holds a ``null``: a copy, walked whole
+    (a null may sit anywhere, so no part of the schema can be skipped)."""
     out = copy.deepcopy(dict(obj))
     props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
     for key in list(out):
@@ -191,11 +302,9 @@ def _field_path(base: Path_, field_path: str) -> Path_:
     return tuple(parts)
 
 
-def _node_rules(value: Any, schema: Mapping[str, Any], path: Path_) -> Iterator[RuleError]:
-    rules = schema.get("x-kubernetes-validations")
-    for rule in rules if isinstance(rules, list) else ():
-        if not isinstance(rule, Mapping) or not isinstance(rule.get("rule"), str):
-            continue
+def _node_rules(value: Any, rules: tuple[Mapping[str, Any], ...],
+                path: Path_) -> Iterator[RuleError]:
+    for rule in rules:
         expression: str = rule["rule"]
         if _OLD_SELF.search(expression):
             continue  # a transition rule: only on update
@@ -229,10 +338,9 @@ def _message(rule: Mapping[str, Any], value: Any, expression: str) -> str:
     return message if isinstance(message, str) and message else f"failed rule: {expression}"
 
 
-def _map_duplicates(value: list[Any], schema: Mapping[str, Any],
+def _map_duplicates(value: list[Any], keys: tuple[str, ...],
                     path: Path_) -> Iterator[RuleError]:
-    keys = schema.get("x-kubernetes-list-map-keys")
-    if schema.get("x-kubernetes-list-type") != "map" or not isinstance(keys, list):
+    if not keys:
         return
     seen: set[str] = set()
     for index, item in enumerate(value):
@@ -245,23 +353,19 @@ def _map_duplicates(value: list[Any], schema: Mapping[str, Any],
         seen.add(identity)
 
 
-def rule_errors(value: Any, schema: Mapping[str, Any] | None,
-                path: Path_ = ()) -> list[RuleError]:
-    """Every list-map duplicate and CEL rule failure under ``value`` (the defaulted object)."""
-    if schema is None:
-        return []
+def _walk(value: Any, node: _Node, path: Path_) -> list[RuleError]:
     found: list[RuleError] = []
     if isinstance(value, dict):
-        for key, child in value.items():
-            if path == () and key in ("apiVersion", "kind", "metadata"):
-                continue
-            found += rule_errors(child, _child(schema, key), (*path, key))
+        for key, item in value.items():
+            sub = node.props.get(key) if key in node.declared else node.extra
+            if sub is not None:
+                found += _walk(item, sub, (*path, key))
     elif isinstance(value, list):
-        items = _child(schema, 0)
-        for index, item in enumerate(value):
-            found += rule_errors(item, items, (*path, index))
-        found += _map_duplicates(value, schema, path)
-    found += _node_rules(value, schema, path)
+        if node.items is not None:
+            for index, item in enumerate(value):
+                found += _walk(item, node.items, (*path, index))
+        found += _map_duplicates(value, node.map_keys, path)
+    found += _node_rules(value, node.rules, path)
     return found
 
 

@@ -30,7 +30,7 @@ from typing import Any
 
 from gen.caches import BoundedCache, memoize, once
 from gen.emit.crd_convert import CRDSchema, to_json_schema
-from gen.emit.crd_rules import defaulted, rule_errors
+from gen.emit.crd_rules import schema_checks
 from gen.emit.crd_schemas import CRDSet
 from gen.errors import Finding, SourceLocation
 from gen.fleet.loader import format_key_path
@@ -155,7 +155,8 @@ def _custom_findings(validator: Any, data: Mapping[str, Any], crd: CRDSchema,
                      where: SourceLocation, related: tuple[SourceLocation, ...]) -> list[Finding]:
     """GEN020 (schema) and GEN024 (list-map keys, CEL rules) of a custom resource, judged as
     the API server does: on a copy with nulls pruned and defaults set."""
-    prepared = defaulted(data, crd.schema)
+    checks = schema_checks(crd.schema, crd.digest)
+    prepared = checks.prepare(data)
     related = (*related, crd.location) if crd.location is not None else related
     what = f"{crd.kind} does not match its CRD ({crd.source})"
     if not validator.is_valid(prepared):
@@ -166,7 +167,7 @@ def _custom_findings(validator: Any, data: Mapping[str, Any], crd: CRDSchema,
     return [Finding("GEN024", f"{crd.kind} breaks a rule of its CRD ({crd.source}): "
                     f"{error.message}", where, format_key_path(list(error.path)),
                     related=related)
-            for error in rule_errors(prepared, crd.schema) if error.evaluated]
+            for error in checks.errors(prepared) if error.evaluated]
 
 
 def _findings(validator: Any, data: Mapping[str, Any], minor: int, where: SourceLocation,
@@ -199,28 +200,46 @@ def metadata_findings(data: Mapping[str, Any], where: SourceLocation,
     meta = data.get("metadata")
     if not isinstance(meta, Mapping):
         return []
+    name, namespace, finalizers = meta.get("name"), meta.get("namespace"), meta.get("finalizers")
+    errors = _metadata_errors(
+        str(data.get("apiVersion", "")), str(data.get("kind", "")),
+        name if isinstance(name, str) else "", bool(meta.get("generateName")),
+        namespace if isinstance(namespace, str) else "",
+        _strings(meta.get("labels")), _strings(meta.get("annotations")),
+        tuple((i, v) for i, v in enumerate(finalizers if isinstance(finalizers, list) else ())
+              if isinstance(v, str)))
+    return [Finding("GEN022", message, where, key_path, related=related)
+            for key_path, message in errors]
+
+
+def _strings(value: object) -> tuple[tuple[str, str], ...]:
+    """A string map as a hashable key; empty when it is not one (the schema reports that)."""
+    if not isinstance(value, Mapping):
+        return ()
+    items = tuple(value.items())
+    return items if all(isinstance(k, str) and isinstance(v, str) for k, v in items) else ()
+
+
+@memoize(maxsize=4096)
+def _metadata_errors(api_version: str, kind: str, name: str, generate_name: bool,
+                     namespace: str, labels: tuple[tuple[str, str], ...],
+                     notes: tuple[tuple[str, str], ...],
+                     finalizers: tuple[tuple[int, str], ...]) -> tuple[tuple[str, str], ...]:
+    """(key path, message) of :func:`metadata_findings`, cached: the metadata of one kind of
+    object repeats across a fleet."""
     found: list[tuple[str, str]] = []
-    name = meta.get("name")
-    rule = names.name_rule(str(data.get("apiVersion", "")), str(data.get("kind", "")))
-    if isinstance(name, str) and name:
-        found += [("metadata.name", f"{name!r}: {m}") for m in rule(name)]
-    elif not meta.get("generateName"):
+    if name:
+        found += [("metadata.name", f"{name!r}: {m}")
+                  for m in names.name_rule(api_version, kind)(name)]
+    elif not generate_name:
         found.append(("metadata.name", "name or generateName is required"))
-    namespace = meta.get("namespace")
-    if isinstance(namespace, str) and namespace:
+    if namespace:
         found += [("metadata.namespace", f"{namespace!r}: {m}")
                   for m in names.dns1123_label_errors(namespace)]
-    labels = meta.get("labels")
-    if isinstance(labels, Mapping) and all(isinstance(v, str) for v in labels.values()):
-        found += [(f"metadata.labels.{k}", m) for k, m in names.label_errors(labels)]
-    notes = meta.get("annotations")
-    if isinstance(notes, Mapping) and all(isinstance(v, str) for v in notes.values()):
-        found += [(f"metadata.annotations.{k}" if k else "metadata.annotations", m)
-                  for k, m in names.annotation_errors(notes)]
-    finalizers = meta.get("finalizers")
-    for index, value in enumerate(finalizers if isinstance(finalizers, list) else ()):
-        if isinstance(value, str):
-            found += [(f"metadata.finalizers[{index}]", f"{value!r}: {m}")
-                      for m in names.qualified_name_errors(value)]
-    return [Finding("GEN022", message, where, key_path, related=related)
-            for key_path, message in found]
+    found += [(f"metadata.labels.{k}", m) for k, m in names.label_errors(dict(labels))]
+    found += [(f"metadata.annotations.{k}" if k else "metadata.annotations", m)
+              for k, m in names.annotation_errors(dict(notes))]
+    for index, value in finalizers:
+        found += [(f"metadata.finalizers[{index}]", f"{value!r}: {m}")
+                  for m in names.qualified_name_errors(value)]
+    return tuple(found)

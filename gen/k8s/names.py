@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
+from gen.caches import memoize
+
 __all__ = [
     "DNS1035_KINDS",
     "DNS1123_LABEL_KINDS",
@@ -112,20 +114,26 @@ def label_value_errors(value: str) -> list[str]:
     return errors
 
 
+@memoize(maxsize=4096)
+def _label_errors(key: str, value: str) -> tuple[tuple[str, str], ...]:
+    return (*((key, f"key {key!r}: {m}") for m in qualified_name_errors(key)),
+            *((key, f"value {value!r}: {m}") for m in label_value_errors(value)))
+
+
+@memoize(maxsize=4096)
+def _annotation_key_errors(key: str) -> tuple[tuple[str, str], ...]:
+    return tuple((key, f"key {key!r}: {m}") for m in qualified_name_errors(key.lower()))
+
+
 def label_errors(labels: Mapping[str, str]) -> list[tuple[str, str]]:
     """(key, message) for every key and value of ``labels`` Kubernetes refuses."""
-    found = []
-    for key, value in labels.items():
-        found += [(key, f"key {key!r}: {m}") for m in qualified_name_errors(key)]
-        found += [(key, f"value {value!r}: {m}") for m in label_value_errors(value)]
-    return found
+    return [error for key, value in labels.items() for error in _label_errors(key, value)]
 
 
 def annotation_errors(annotations: Mapping[str, str]) -> list[tuple[str, str]]:
     """(key, message) for every annotation key Kubernetes refuses, and ("", message) when
     the annotations together are larger than :data:`TOTAL_ANNOTATION_SIZE`."""
-    found = [(key, f"key {key!r}: {m}")
-             for key in annotations for m in qualified_name_errors(key.lower())]
+    found = [error for key in annotations for error in _annotation_key_errors(key)]
     size = sum(len(k.encode("utf-8")) + len(v.encode("utf-8")) for k, v in annotations.items())
     if size > TOTAL_ANNOTATION_SIZE:
         found.append(("", f"annotations size {size} is larger than limit {TOTAL_ANNOTATION_SIZE}"))

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from gen.emit.crd_convert import CRDSchema, compact_crd, to_json_schema
-from gen.emit.crd_rules import compile_rule, defaulted, rule_errors, unevaluable_rules
+from gen.emit.crd_rules import compile_rule, schema_checks, unevaluable_rules
 from gen.emit.crd_schemas import CRDSet
 from gen.emit.validate import SchemaValidator
 from gen.errors import SourceLocation
@@ -93,8 +93,11 @@ def test_defaults_are_applied_before_validation() -> None:
         {"rule": "self.floor <= self.limit", "message": "floor above limit"}]}
     assert verdict(schema, {"floor": 5}) == []
     assert verdict(schema, {"floor": 500}) == [("GEN024", "spec", "floor above limit")]
-    assert defaulted({"spec": {"floor": None}}, {"properties": {"spec": schema}}) == {
-        "spec": {"mode": "fast", "limit": 100}}
+    checks = schema_checks({"properties": {"spec": schema}})
+    assert checks.prepare({"spec": {"floor": None}}) == {"spec": {"mode": "fast", "limit": 100}}
+    assert checks.prepare({"spec": {}}) == {"spec": {"mode": "fast", "limit": 100}}
+    untouched = {"spec": {"mode": "slow", "limit": 1}}
+    assert checks.prepare(untouched) is untouched
 
 
 def test_numeric_and_string_bounds() -> None:
@@ -220,7 +223,7 @@ def test_rule_errors_skip_the_root_metadata() -> None:
     """metadata, apiVersion and kind are ObjectMeta and TypeMeta, not the CRD's to judge."""
     schema = {"type": "object", "properties": {"metadata": {
         "type": "object", "x-kubernetes-validations": [{"rule": "false"}]}}}
-    assert rule_errors({"metadata": {"name": "x"}}, schema) == []
+    assert schema_checks(schema).errors({"metadata": {"name": "x"}}) == []
 
 
 def test_metadata_name_constraints_of_the_crd_apply() -> None:
