@@ -99,6 +99,36 @@ _ALL = (
         "kubeconform reports a rendered manifest invalid",
     ),
     Rule(
+        "GEN022", "rendered object's name, labels or annotations break Kubernetes' syntax", _IO,
+        "a rendered object's `metadata` the API server refuses: a name that is not a DNS-1123 "
+        "subdomain (a DNS-1123 label for a Namespace, a DNS-1035 label for a Service), a "
+        "namespace that is not a DNS-1123 label, a label key or annotation key that is not a "
+        "qualified name (`prefix/name`), a label value longer than 63 characters or with other "
+        "characters, annotations larger than 256 KiB together, a finalizer that is not a "
+        "qualified name; checked on every object, built-in kinds included",
+    ),
+    Rule(
+        "GEN023", "a CRD in the CRD folder cannot be used", _IO,
+        "a file in `crds/` (or `--crds DIR`) that is not CRD YAML as `kubectl get crd -o yaml` "
+        "prints it: not YAML, not an `apiextensions.k8s.io/v1` CustomResourceDefinition (or a "
+        "`List` of them), a served version without `schema.openAPIV3Schema`, or a second CRD "
+        "for a kind another file already defines; located at the document",
+    ),
+    Rule(
+        "GEN024", "custom resource breaks an x-kubernetes-validations rule of its CRD", _IO,
+        "a rendered custom resource for which a CEL rule of its CRD "
+        "(`x-kubernetes-validations`) is false or errors, after defaults are applied as the API "
+        "server applies them; the message is the rule's own",
+    ),
+    Rule(
+        "GEN025", "CRD rule gen cannot evaluate", _IO,
+        "a CEL rule (`x-kubernetes-validations`) of a CRD in `crds/` that gen's CEL "
+        "environment cannot compile (it uses a Kubernetes CEL library gen does not have, such "
+        "as `url()` or `ip()`): objects of that kind are not checked against it, the API "
+        "server checks them when they are applied; located at the CRD",
+        Severity.WARNING,
+    ),
+    Rule(
         "GEN030", "CEL expression does not compile", _IO,
         "a CEL expression Kubernetes would refuse (syntax, types, length or cost) given to "
         "`gen cel eval` or the library; in a profile it is reported as `GEN203`",
