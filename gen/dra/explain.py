@@ -258,7 +258,7 @@ def _slices(cluster: ClusterPlan) -> tuple[PoolSlices, ...]:
     from gen.dra.simulate import resource_slices
 
     return tuple(
-        PoolSlices(pool.name, tuple(resource_slices(pool, 0)))
+        PoolSlices(pool.name, tuple(resource_slices(pool, 0, cluster.minor)))
         for pool in cluster.pools if pool.gpu is not None and pool.pool.nodes
     )
 

@@ -47,9 +47,10 @@ def candidates(svc: ServicePlan, *, match_class: bool = True) -> list[Candidate]
             continue
         if gpu_class is not None and gpu_class.device_type == "mig":
             profile_name = gpu_class.match.mig_profile
-            if profile_name is None or pool.mig_layout is None:
+            dynamic = pool.pool.mig == "dynamic"  # every profile of the GPU, carved on demand
+            if profile_name is None or (pool.mig_layout is None and not dynamic):
                 continue
-            present = any(
+            present = dynamic or any(
                 p.profile == profile_name for _, check in pool.mig_checks
                 for p in check.placements
             )

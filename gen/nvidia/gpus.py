@@ -84,6 +84,10 @@ class GPU:
     mig_compute_slices: int = 0
     other_product_names: tuple[str, ...] = ()
     unverified: tuple[str, ...] = field(default=())
+    brand: str = "Nvidia"
+    """NVML's brand as the DRA driver publishes it (``Nvidia``, ``NvidiaRTX``, ``GeForce``)."""
+    addressing_mode: str | None = None
+    """NVML's addressing mode on coherent systems (``ATS``, ``HMM``, ``None``), else None."""
 
     def __hash__(self) -> int:
         # Cheap and consistent with the generated __eq__ (equal GPUs share these fields).
@@ -102,6 +106,11 @@ class GPU:
     def mig_profile_names(self) -> tuple[str, ...]:
         """The profile names in table order."""
         return tuple(p.name for p in self.mig_profiles)
+
+    @property
+    def product_names(self) -> tuple[str, ...]:
+        """Every NVML name boards of this GPU report (one PCI id, several products)."""
+        return (self.product_name, *self.other_product_names)
 
 
 @memoize(maxsize=256)
@@ -184,12 +193,22 @@ def _build_profiles(
 ) -> tuple[MIGProfile, ...]:
     kinds: Mapping[str, Mapping[str, Any]] = cls["kinds"]
     keep_ids = bool(table.get("gi_profile_ids", False))
+    engine_table: Mapping[str, Sequence[int]] = table.get("engines", {})
     profiles = []
     for row in table["profiles"]:
         kind = kinds[row["kind"]]
         name = str(row["name"])
         media: MediaFlag = kind.get("media", "")
         measured = "memory_mib" in row
+        engines = row.get("engines", engine_table.get(row["kind"]))
+        if engines is not None:
+            copy, dec, enc, jpeg, ofa = (int(n) for n in engines)
+            counts: tuple[int | None, ...] = (copy, dec, enc, jpeg, ofa)
+        elif media:
+            # No table: +me takes one JPEG and the OFA (inferred), +me.all the UG's four JPEGs.
+            counts = (None, None, None, 4 if media == "me.all" else 1, 1)
+        else:
+            counts = (None,) * 5
         profiles.append(
             MIGProfile(
                 name=name,
@@ -200,8 +219,11 @@ def _build_profiles(
                 memory_mib=int(row["memory_mib"]) if measured else _estimate_memory_mib(name),
                 memory_measured=measured,
                 sms=sms_override.get(name, row.get("sms")),
-                jpegs=1 if media else None,
-                ofas=1 if media else None,
+                copy_engines=counts[0],
+                decoders=counts[1],
+                encoders=counts[2],
+                jpegs=counts[3],
+                ofas=counts[4],
                 media=media,
                 gi_profile_id=int(kind["gi_profile_id"]) if keep_ids else None,
                 min_driver=row.get("min_driver"),
@@ -237,6 +259,8 @@ def _build_gpu(row: Mapping[str, Any], data: Mapping[str, Any]) -> GPU:
         mig_compute_slices=compute,
         other_product_names=tuple(row.get("other_product_names", ())),
         unverified=tuple(row.get("unverified", ())),
+        brand=str(row.get("brand", "Nvidia")),
+        addressing_mode=row.get("addressing_mode"),
     )
 
 

@@ -86,7 +86,12 @@ def test_mig_devices_replace_full_gpus(pools: dict[str, PoolPlan]) -> None:
     dev = three[0].device
     assert dev.capacity[f"{DRIVER}/memory"] == Decimal(40320 * 2**20)
     assert dev.capacity[f"{DRIVER}/multiprocessors"] == 60
-    assert f"{DRIVER}/copyEngines" not in dev.capacity  # unknown in the catalog: skipped
+    engines = {k.removeprefix(f"{DRIVER}/"): int(v) for k, v in dev.capacity.items()
+               if k.endswith(("Engines", "coders"))}
+    # The UG's H100 table: 3g.40gb has 3 copy engines, 3 NVDECs, 3 JPEG, no NVENC, no OFA.
+    assert engines == {"copyEngines": 3, "decoders": 3, "encoders": 0, "jpegEngines": 3,
+                       "ofaEngines": 0}
+    assert dev.name == "gpu-0-mig-3g40gb-9-4" or dev.name.endswith("-9-0")
     slices = sorted(k for k in dev.capacity if "memorySlice" in k)
     assert len(slices) == 4
     assert dev.attributes[f"{DRIVER}/productName"] == "NVIDIA H100 80GB HBM3"
