@@ -74,6 +74,7 @@ class Layer:
 FACTS = (
     "gen.nvidia.gpus",  # the GPU catalog: PCI ids, product names, memory, MIG profiles
     "gen.nvidia.mig",  # MIG placement rules: which layouts a GPU can physically hold
+    "gen.nvidia.dynamic",  # dynamic MIG: Kubernetes and DRA driver versions and gates
     "gen.serving.model_catalog",  # the model catalog (architecture numbers)
     "gen.serving.fit",  # the memory budget of a model on a device (pure arithmetic)
     "gen.serving.engines",  # engine images and their CUDA driver minimums
