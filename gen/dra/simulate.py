@@ -83,6 +83,7 @@ __all__ = [
     "group_key",
     "node_inventory",
     "is_dynamic",
+    "node_device_names",
     "node_name",
     "node_partitions",
     "partitioned_gpu",
@@ -348,6 +349,11 @@ def _node_devices(pool: PoolPlan, node_key: str) -> list[tuple[Device, int]]:
         for mig in mig_devices(gpu, check, index):
             out.append((_mig_device(gpu, driver, node_key, mig, index), index))
     return out
+
+
+def node_device_names(pool: PoolPlan) -> tuple[str, ...]:
+    """The device names one node of the pool publishes, in slot order."""
+    return tuple(d.name for d, _ in _node_devices(pool, _REPRESENTATIVE))
 
 
 def is_dynamic(pool: PoolPlan) -> bool:

@@ -15,7 +15,7 @@ import difflib
 import importlib.resources
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import yaml
@@ -229,7 +229,27 @@ def _build_profiles(
                 min_driver=row.get("min_driver"),
             )
         )
-    return tuple(profiles)
+    return _scale_estimates(tuple(profiles))
+
+
+def _scale_estimates(profiles: tuple[MIGProfile, ...]) -> tuple[MIGProfile, ...]:
+    """Estimated memory of unmeasured profiles, at least the measured memory per slice.
+
+    Memory slices are equal parts of the GPU, so a profile spanning ``size`` slices holds at
+    least ``size`` times the memory per slice that a measured profile shows (H100 80GB:
+    3g.40gb is 40320 MiB over 4 slices, so 7g.80gb holds at least 80640 MiB, more than the
+    76293 MiB its name gives). Without this the driver's memory counter (the largest
+    profile's memory) would be smaller than two measured halves.
+    """
+    measured = [p.memory_mib / p.size for p in profiles if p.memory_measured]
+    if not measured:
+        return profiles
+    per_slice = max(measured)
+    return tuple(
+        p if p.memory_measured else replace(p, memory_mib=max(p.memory_mib,
+                                                              int(per_slice * p.size)))
+        for p in profiles
+    )
 
 
 def _build_gpu(row: Mapping[str, Any], data: Mapping[str, Any]) -> GPU:
