@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -72,18 +72,18 @@ from gen.nvidia.mig import LayoutCheck, MIGDevice, mig_devices
 
 __all__ = [
     "DRIVER",
-    "Partition",
-    "PartitionedGPU",
     "GPUS_PER_PCIE_ROOT",
     "UNIQUE_ATTRIBUTES",
     "DeviceShape",
     "NodeInventory",
+    "Partition",
+    "PartitionedGPU",
     "SlotKey",
     "cuda_driver_version",
     "group_key",
-    "node_inventory",
     "is_dynamic",
     "node_device_names",
+    "node_inventory",
     "node_name",
     "node_partitions",
     "partitioned_gpu",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from gen.errors import Finding, Severity
 from gen.fleet.plan import ClusterPlan, Plan
+from gen.models.cluster import NodePool
 
 
 def check(plan: Plan) -> list[Finding]:
@@ -96,6 +97,19 @@ def _dynamic_findings(cluster: ClusterPlan) -> list[Finding]:
                 hint="use allocation: dra, or a static mig_layout",
             ))
         return findings
+    findings += _dynamic_pool_findings(cluster, pools)
+    findings += _version_findings(cluster, first)
+    findings += _pools_beside_dynamic(cluster, first)
+    return findings
+
+
+def _dynamic_pool_findings(cluster: ClusterPlan, pools: list[tuple[int, NodePool]]
+                           ) -> list[Finding]:
+    """GEN111 and GEN118: each dynamic pool's GPU and its mig-manager label."""
+    from gen.nvidia import dynamic as dm
+
+    at = cluster.located.at
+    findings = []
     for i, pool in pools:
         pool_plan = cluster.pools[i]
         if pool_plan.gpu is not None and not pool_plan.gpu.mig_capable:
@@ -115,6 +129,16 @@ def _dynamic_findings(cluster: ClusterPlan) -> list[Finding]:
                 hint=f"label the nodes {dm.MIG_MANAGER_LABEL}=\"false\" and declare it in "
                 "labels (the operator then leaves mig-manager off them)",
             ))
+    return findings
+
+
+def _version_findings(cluster: ClusterPlan, first: int) -> list[Finding]:
+    """GEN112, GEN113, GEN114 (declared off) and GEN119: versions and gates."""
+    from gen.nvidia import dynamic as dm
+
+    spec = cluster.cluster
+    at = cluster.located.at
+    findings = []
     problem = dm.partitionable_devices_problem(spec)
     if problem is not None:
         minor = dm.kubernetes_minor(spec)
@@ -142,12 +166,15 @@ def _dynamic_findings(cluster: ClusterPlan) -> list[Finding]:
             hint="use chart 25.12.0 or later (v0.4.0+ of kubernetes-sigs/dra-driver-nvidia-gpu "
             "also publishes nodes without MIG GPUs)",
         ))
+    declared = spec.dra_driver.feature_gates.get(dm.DRIVER_GATE)
     if declared is False:
         findings.append(Finding(
             "GEN114",
             f"the DRA driver's {dm.DRIVER_GATE} gate is declared off, but pool "
             f"{spec.node_pools[first].name!r} is 'mig: dynamic'",
-            gate_at, gate_key, hint="remove the declaration: gen sets the gate for dynamic pools",
+            at("dra_driver", "feature_gates", dm.DRIVER_GATE),
+            f"dra_driver.feature_gates.{dm.DRIVER_GATE}",
+            hint="remove the declaration: gen sets the gate for dynamic pools",
         ))
     for gate in dm.CONFLICTING_DRIVER_GATES:
         if spec.dra_driver.feature_gates.get(gate):
@@ -158,7 +185,6 @@ def _dynamic_findings(cluster: ClusterPlan) -> list[Finding]:
                 at("dra_driver", "feature_gates", gate), f"dra_driver.feature_gates.{gate}",
                 hint=f"turn {gate} off in a cluster with dynamic MIG pools",
             ))
-    findings += _pools_beside_dynamic(cluster, first)
     return findings
 
 

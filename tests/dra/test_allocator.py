@@ -117,6 +117,7 @@ def test_kubernetes_without_partitionable_devices(
     found = [f for f in lint(root) if f.rule == "GEN112"]
     assert len(found) == 1 and needle in found[0].message
     assert found[0].severity is Severity.ERROR
+    assert found[0].location is not None
     line = found[0].location.line
     source = (root / "clusters" / "dyn.yaml").read_text().splitlines()[line - 1]
     assert ("feature_gates" in source or "DRAPartitionableDevices" in source
@@ -140,7 +141,7 @@ def test_more_demand_than_the_pool_holds_is_a_located_error(tmp_path: Path) -> N
     found = [f for f in lint(root) if f.rule == "GEN240"]
     assert len(found) == 1 and found[0].severity is Severity.ERROR
     assert "hold 2 of the 3 replicas" in found[0].message
-    assert found[0].location.path.endswith("large.yaml")
+    assert found[0].location is not None and found[0].location.path.endswith("large.yaml")
     assert found[0].key_path == "gpu"
 
 
