@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     )
     from gen.fleet.plan import Plan
 
-__all__ = ["explain_command", "explain_text", "format_explanation"]
+__all__ = ["explain_command", "explain_text", "format_explanation", "packing_text"]
 
 
 def _claim_lines(claim: ClaimExplanation) -> list[str]:
@@ -137,10 +137,27 @@ def explain_command(service: str | None, clusters: tuple[str, ...], runbook: boo
 
     if service is None and not (runbook or slices):
         raise click.UsageError("give a SERVICE, or --runbook / --slices")
-    explanation = explain(load_plan(profiles_dir), service, clusters,
-                          runbook=_runbook(runbook), slices=slices)
+    plan = load_plan(profiles_dir)
+    explanation = explain(plan, service, clusters, runbook=_runbook(runbook), slices=slices)
     if as_json:
         click.echo(json.dumps(to_json(explanation), indent=2, sort_keys=True))
     else:
         click.echo(format_explanation(explanation), nl=False)
+        if slices:
+            click.echo(packing_text(plan, [c.name for c in explanation.clusters]), nl=False)
     return 0 if explanation.ok else 1
+
+
+def packing_text(plan: Plan, clusters: Sequence[str]) -> str:
+    """Per dynamic MIG GPU, the slices the minimum replicas take (``--slices``)."""
+    from gen.dra.allocator import packing_report
+    from gen.dra.satisfiability import Matcher, analyze_service
+
+    lines: list[str] = []
+    for cluster in plan.clusters:
+        if cluster.name not in clusters or cluster.dra_api_version is None:
+            continue
+        matcher = Matcher()
+        lines += packing_report(cluster, matcher.inventory,
+                                lambda svc, c=cluster: analyze_service(matcher, c, svc))
+    return "".join(f"{line}\n" for line in lines)

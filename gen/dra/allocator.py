@@ -85,6 +85,8 @@ class CounterModel:
     """Per device slot: (counter index, amount)."""
     devices: tuple[str, ...] = ()
     """Per device slot: the device name on the node."""
+    parts: tuple[tuple[int, str | None, int, int], ...] = ()
+    """Per device slot of a dynamic pool: (GPU index, MIG profile or None, start, size)."""
 
 
 def counter_model(pool: PoolPlan, inventory: NodeInventory) -> CounterModel:
@@ -93,19 +95,21 @@ def counter_model(pool: PoolPlan, inventory: NodeInventory) -> CounterModel:
     capacity: list[int] = []
     consumes: list[tuple[tuple[int, int], ...]] = []
     index: dict[str, int] = {}
+    parts: list[tuple[int, str | None, int, int]] = []
     for gpu in node_partitions(pool, "counters"):
         for counter, value in gpu.counters.items():
             index[f"{gpu.counter_set}/{counter}"] = len(names)
             names.append(f"{gpu.counter_set}/{counter}")
             capacity.append(value)
         for part in gpu.partitions:
+            parts.append((gpu.index, part.profile, part.start, part.size))
             consumes.append(tuple((index[f"{gpu.counter_set}/{k}"], v)
                                   for k, v in part.consumes.items()))
     if not consumes:
         consumes = [() for _ in inventory.slots]
     assert len(consumes) == len(inventory.slots)
     return CounterModel(tuple(names), tuple(capacity), tuple(consumes),
-                        node_device_names(pool))
+                        node_device_names(pool), tuple(parts))
 
 
 @dataclass(frozen=True)
@@ -458,6 +462,62 @@ def headroom(packing: Packing, demands: Sequence[Demand]) -> dict[str, int]:
             n += 1
         out[demand.service.service.name] = n
     return out
+
+
+def gpu_picture(packing: Packing) -> list[str]:
+    """Per used GPU of a dynamic pool: which service holds each memory slice, the free ones,
+    and the multiprocessors counter used, e.g. ``h100 node 0 gpu-0: 0-3 3g.40gb (large),
+    4-5 2g.20gb (medium), 6 1g.10gb (small), 7 free; multiprocessors 108/132``."""
+    lines = []
+    for pool, states in sorted(packing.nodes.items()):
+        model = packing.models[pool]
+        if not model.counters.parts:
+            continue
+        for node, state in enumerate(states):
+            held: dict[int, list[tuple[int, int, str]]] = {}
+            for p in packing.placements:
+                if p.pool != pool or p.node != node:
+                    continue
+                for slot in p.slots:
+                    gpu, profile, start, size = model.counters.parts[slot]
+                    held.setdefault(gpu, []).append((start, size, f"{profile or 'full GPU'} "
+                                                                  f"({p.service})"))
+            for gpu, pieces in sorted(held.items()):
+                lines.append(f"{pool} node {node} gpu-{gpu}: "
+                             + _slice_map(model, state, gpu, sorted(pieces)))
+    return lines
+
+
+def _slice_map(model: PoolModel, state: NodeState, gpu: int,
+               pieces: Sequence[tuple[int, int, str]]) -> str:
+    names = model.counters.names
+    prefix = f"gpu-{gpu}-counter-set/"
+    slices = sum(1 for n in names if n.startswith(prefix + "memory-slice-"))
+    taken = {i for start, size, _ in pieces for i in range(start, start + size)}
+    out = [f"{start}-{start + size - 1} {what}" if size > 1 else f"{start} {what}"
+           for start, size, what in pieces]
+    free = [i for i in range(slices) if i not in taken]
+    if free:
+        out.append(",".join(str(i) for i in free) + " free")
+    sms = names.index(prefix + "multiprocessors") if prefix + "multiprocessors" in names else -1
+    tail = (f"; multiprocessors {state.consumed[sms]}/{model.counters.capacity[sms]}"
+            if sms >= 0 else "")
+    return ", ".join(out) + tail
+
+
+def packing_report(cluster: ClusterPlan, matcher_inventory: Inventory,
+                   analyze: Callable[[ServicePlan], Sequence[ChoiceAnalysis]]) -> list[str]:
+    """The packing of the cluster's minimum replicas in service order, GPU by GPU."""
+    analyzed = [(svc, analyze(svc)) for svc in cluster.services
+                if svc.service.gpu is not None and svc.gpu_class is not None]
+    models = cluster_models(cluster, analyzed, matcher_inventory)
+    if not any(m.counters.parts for m in models.values()):
+        return []
+    packing = pack(models, demands_of(analyzed, models, at_max=False), ORDERS[0])
+    lines = [f"packing of cluster {cluster.name} (minimum replicas, service order):"]
+    lines += ["  " + line for line in gpu_picture(packing)]
+    lines += [f"  unplaced: {service} replica {replica}" for service, replica in packing.unplaced]
+    return lines
 
 
 def packing_picture(packing: Packing) -> list[str]:
