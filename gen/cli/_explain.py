@@ -150,6 +150,8 @@ def explain_command(service: str | None, clusters: tuple[str, ...], runbook: boo
 
 def packing_text(plan: Plan, clusters: Sequence[str]) -> str:
     """Per dynamic MIG GPU, the slices the minimum replicas take (``--slices``)."""
+    from functools import partial
+
     from gen.dra.allocator import packing_report
     from gen.dra.satisfiability import Matcher, analyze_service
 
@@ -159,5 +161,5 @@ def packing_text(plan: Plan, clusters: Sequence[str]) -> str:
             continue
         matcher = Matcher()
         lines += packing_report(cluster, matcher.inventory,
-                                lambda svc, c=cluster: analyze_service(matcher, c, svc))
+                                partial(analyze_service, matcher, cluster))
     return "".join(f"{line}\n" for line in lines)
