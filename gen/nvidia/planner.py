@@ -2,7 +2,8 @@
 
 The demand on a pool is the MIG slices its services ask for at their autoscaling maximum:
 a class by ``mig_profile`` asks for that profile; a MIG class by ``min_memory`` alone asks
-for the smallest plain profile of the pool's GPU with that much memory. Services that may
+for the smallest plain profile (fewest compute, then memory slices) of the pool's GPU with
+that much memory. Services that may
 run on several pools count on each of them (each pool is planned as if it served them
 alone).
 
@@ -123,7 +124,10 @@ def _profile_for(gpu: GPU, svc_class: Any) -> str | None:
         return None
     need = parse_quantity(str(match.min_memory))
     fitting = [p for p in gpu.mig_profiles if _plain(p) and p.memory_mib * 2**20 >= need]
-    return min(fitting, key=lambda p: (p.memory_mib, p.size)).name if fitting else None
+    # The smallest slice: fewest compute slices, then memory slices (as the driver's device
+    # order, 1g before 2g, offers them to the allocator).
+    return (min(fitting, key=lambda p: (p.compute_slices, p.size, p.memory_mib)).name
+            if fitting else None)
 
 
 def pool_demand(cluster: ClusterPlan, pool: PoolPlan) -> tuple[dict[str, int], list[str]]:

@@ -250,3 +250,28 @@ def test_property_packings_obey_the_allocator_and_the_placement_grid(
             assert check_layout(gpu, layout).valid, layout
     placed = len(packing.placements) + len(packing.unplaced)
     assert placed == sum(counts)
+
+
+def test_class_by_memory_takes_the_smallest_slice(tmp_path: Path) -> None:
+    """A MIG class by memory (19Gi) is placed on a dynamic pool and gets 1g.20gb, the first
+    device in the driver's order with that much memory."""
+    root = _fleet(tmp_path, cluster=ONE_GPU)
+    for name in ("small", "medium", "large"):
+        (root / "services" / f"{name}.yaml").unlink()
+    write_tree(root, {
+        "gpu-classes/mig-19g.yaml": """\
+            kind: GPUClass
+            name: mig-19g
+            device_type: mig
+            match: {min_memory: 19Gi}
+            """,
+        "services/m.yaml": _service("m", "mig-19g", 2),
+    })
+    assert lint(root) == []
+    cluster = _cluster(root)
+    matcher = Matcher()
+    analyzed = [(s, analyze_service(matcher, cluster, s)) for s in cluster.services]
+    models = cluster_models(cluster, analyzed, matcher.inventory)
+    packing = pack(models, demands_of(analyzed, models, at_max=False), ORDERS[0])
+    names = [models["h100-dyn"].slot_name(s) for p in packing.placements for s in p.slots]
+    assert names == ["gpu-0-mig-1g20gb-15-0", "gpu-0-mig-1g20gb-15-2"]
