@@ -40,8 +40,9 @@ __all__ = [
     "to_json",
 ]
 
-EXPLAINED_RULES = ("GEN204", "GEN205")
-"""The findings an explanation carries: a claim no node can allocate, and capacity."""
+EXPLAINED_RULES = ("GEN204", "GEN205", "GEN240", "GEN241")
+"""The findings an explanation carries: a claim no node can allocate, and capacity (with
+shared counters too: GEN240, and fragmentation: GEN241)."""
 
 
 @dataclass(frozen=True)

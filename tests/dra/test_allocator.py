@@ -275,3 +275,11 @@ def test_class_by_memory_takes_the_smallest_slice(tmp_path: Path) -> None:
     packing = pack(models, demands_of(analyzed, models, at_max=False), ORDERS[0])
     names = [models["h100-dyn"].slot_name(s) for p in packing.placements for s in p.slots]
     assert names == ["gpu-0-mig-1g20gb-15-0", "gpu-0-mig-1g20gb-15-2"]
+
+
+def test_explain_carries_the_fragmentation_finding(tmp_path: Path) -> None:
+    """gen explain of the service the finding is about shows GEN241 instead of 'fits'."""
+    from gen.cli._explain import explain_text
+
+    text, ok = explain_text(load_plan(_one_gpu_mix(tmp_path)), "a-large", (), False, False)
+    assert ok and "GEN241" in text and "every replica fits" not in text
