@@ -63,6 +63,7 @@ __all__ = [
     "capacity_findings",
     "counter_model",
     "pack",
+    "packing_lines",
     "verify_packing",
 ]
 
@@ -505,31 +506,37 @@ def _slice_map(model: PoolModel, state: NodeState, gpu: int,
     return ", ".join(out) + tail
 
 
-def packing_report(cluster: ClusterPlan, matcher_inventory: Inventory,
-                   analyze: Callable[[ServicePlan], Sequence[ChoiceAnalysis]]) -> list[str]:
-    """The packing of the cluster's minimum replicas in service order, GPU by GPU."""
+def cluster_packing(cluster: ClusterPlan, matcher_inventory: Inventory,
+                    analyze: Callable[[ServicePlan], Sequence[ChoiceAnalysis]]
+                    ) -> Packing | None:
+    """The packing of the cluster's minimum replicas in service order (None: no dynamic
+    MIG pool among the pools its services use)."""
     analyzed = [(svc, analyze(svc)) for svc in cluster.services
                 if svc.service.gpu is not None and svc.gpu_class is not None]
     models = cluster_models(cluster, analyzed, matcher_inventory)
     if not any(m.counters.parts for m in models.values()):
-        return []
-    packing = pack(models, demands_of(analyzed, models, at_max=False), ORDERS[0])
-    lines = [f"packing of cluster {cluster.name} (minimum replicas, service order):"]
+        return None
+    return pack(models, demands_of(analyzed, models, at_max=False), ORDERS[0])
+
+
+def gpu_placements(packing: Packing) -> dict[tuple[str, int, int], list[tuple[str, int, int]]]:
+    """(pool, node, GPU index) → (profile, start, size) of each slice allocated on it."""
+    out: dict[tuple[str, int, int], list[tuple[str, int, int]]] = {}
+    for p in packing.placements:
+        parts = packing.models[p.pool].counters.parts
+        for slot in p.slots:
+            if parts:
+                gpu, profile, start, size = parts[slot]
+                out.setdefault((p.pool, p.node, gpu), []).append(
+                    (profile or "full GPU", start, size))
+    return dict(sorted(out.items()))
+
+
+def packing_lines(cluster: str, packing: Packing) -> list[str]:
+    """The text picture of a cluster's packing: a heading, a line per used GPU, the unplaced."""
+    lines = [f"packing of cluster {cluster} (minimum replicas, service order):"]
     lines += ["  " + line for line in gpu_picture(packing)]
     lines += [f"  unplaced: {service} replica {replica}" for service, replica in packing.unplaced]
-    return lines
-
-
-def packing_picture(packing: Packing) -> list[str]:
-    """One line per used node: the devices allocated, grouped by GPU."""
-    lines = []
-    by_node: dict[tuple[str, int], list[Placement]] = {}
-    for p in packing.placements:
-        by_node.setdefault((p.pool, p.node), []).append(p)
-    for (pool, node), placed in sorted(by_node.items()):
-        model = packing.models[pool]
-        devices = sorted((model.slot_name(s), p.service) for p in placed for s in p.slots)
-        lines.append(f"{pool} node {node}: " + ", ".join(f"{n} ({svc})" for n, svc in devices))
     return lines
 
 
