@@ -268,6 +268,18 @@ class Packing:
     nodes: dict[str, list[NodeState]] = field(default_factory=dict)
     placements: list[Placement] = field(default_factory=list)
     unplaced: list[tuple[str, int]] = field(default_factory=list)
+    _memo: dict[tuple[int, int, tuple[int, ...]], tuple[int, tuple[int, ...]] | None] = field(
+        default_factory=dict, repr=False)
+    """(claim, used slots, consumed counters) → the allocation: nodes in equal states (full
+    ones, above all) are decided once."""
+
+    def allocate(self, model: PoolModel, state: NodeState,
+                 claim: ClaimShape) -> tuple[int, tuple[int, ...]] | None:
+        """:func:`allocate_claim`, memoised by the node's state."""
+        key = (id(claim), state.used, tuple(state.consumed))
+        if key not in self._memo:
+            self._memo[key] = allocate_claim(model, state, claim)
+        return self._memo[key]
 
     def node_states(self, pool: str) -> list[NodeState]:
         """The states of the pool's nodes that have allocations (others are empty)."""
@@ -294,13 +306,13 @@ class Packing:
             model = self.models[pool]
             states = self.node_states(pool)
             for node, state in enumerate(states):
-                result = allocate_claim(model, state, claim)
+                result = self.allocate(model, state, claim)
                 if result is not None:
                     self.take(model, node, state, service, replica, result)
                     return True
             if len(states) < model.nodes:
                 state = self.fresh(pool)
-                result = allocate_claim(model, state, claim)
+                result = self.allocate(model, state, claim)
                 if result is not None:
                     states.append(state)
                     self.take(model, len(states) - 1, state, service, replica, result)
