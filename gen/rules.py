@@ -300,6 +300,11 @@ _ALL = (
         "a `mac_hosts` service in an Argo CD cluster, whose defaults skip EndpointSlice",
         _WARNING,
     ),
+    Rule(
+        "GEN611", "llama-server service without a GGUF file name", _APPLE,
+        "an `engine: llama-server` service whose `model` does not name a `.gguf` file and "
+        "that sets no `gguf_file`: gen does not guess the file name",
+    ),
 )
 
 RULES: Mapping[str, Rule] = MappingProxyType({r.id: r for r in _ALL})
