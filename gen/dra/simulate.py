@@ -510,7 +510,8 @@ def _slice_bodies(pool: PoolPlan, node_key: str, minor: int | None) -> list[dict
 def resource_slices(
     pool: PoolPlan, node_index: int, kubernetes_minor: int | None = None
 ) -> list[dict[str, Any]]:
-    """The ``resource.k8s.io/v1`` ResourceSlice(s) node ``node_index`` of the pool publishes.
+    """The ``resource.k8s.io/v1`` ResourceSlice(s) node ``node_index`` of the pool publishes
+    (``v1beta2`` on Kubernetes 1.33, which does not serve v1).
 
     Pool name = node name, as the NVIDIA driver does. A static pool: up to 128 devices per
     slice. A dynamic-MIG pool: the counter sets and one slice per GPU, split or combined by
@@ -522,9 +523,11 @@ def resource_slices(
     node = node_name(pool, node_index)
     bodies = _slice_bodies(pool, f"{pool.name}/{node_index}", kubernetes_minor)
     slices = []
+    # 1.33 serves ResourceSlices as v1beta2, whose devices have v1's shape; v1 from 1.34.
+    api = "resource.k8s.io/v1beta2" if kubernetes_minor == 33 else "resource.k8s.io/v1"
     for i, body in enumerate(bodies):
         slices.append({
-            "apiVersion": "resource.k8s.io/v1",
+            "apiVersion": api,
             "kind": "ResourceSlice",
             "metadata": {"name": f"{node}-{DRIVER}-{i}"},
             "spec": {

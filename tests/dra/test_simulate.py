@@ -212,9 +212,10 @@ def test_dynamic_h100_publishes_one_device_per_profile_and_placement(tmp_path: P
     assert "gpu-0-mig-1g10gb-me-20-6" in by_name  # '+' becomes '-', the GI id stays
 
 
-@pytest.mark.parametrize("version", ["1.34.2", "1.36.1"])
+@pytest.mark.parametrize("version", ["1.33.4", "1.34.2", "1.36.1"])
 def test_dynamic_slices_pass_the_strict_schema(tmp_path: Path, version: str) -> None:
-    """Split slices (1.35+) and combined ones (1.34) validate against the cluster's schema."""
+    """Split slices (1.35+) and combined ones (1.33 as v1beta2, 1.34) validate against the
+    cluster's schema."""
     minor = int(version.split(".")[1])
     slices = resource_slices(_dynamic_pool(tmp_path, version=version), 0, minor)
     assert len(slices) == (3 if minor >= 35 else 2)
