@@ -158,6 +158,54 @@ _ALL = (
         "a MIG layout on a GPU without MIG",
     ),
     Rule(
+        "GEN110", "dynamic MIG pool on a cluster without DRA", _MIG,
+        "a `mig: dynamic` pool on a device-plugin cluster: dynamic MIG is a DRA driver feature",
+    ),
+    Rule(
+        "GEN111", "dynamic MIG pool on a GPU without MIG", _MIG,
+        "a `mig: dynamic` pool whose GPU cannot do MIG",
+    ),
+    Rule(
+        "GEN112", "dynamic MIG needs partitionable devices the cluster lacks", _MIG,
+        "dynamic MIG needs Kubernetes' partitionable devices: none before 1.33, "
+        "`DRAPartitionableDevices: true` declared on 1.33–1.35, not declared off from 1.36",
+    ),
+    Rule(
+        "GEN113", "DRA driver chart without the DynamicMIG gate", _MIG,
+        "the DRA driver chart is older than 25.12.0, which has no `DynamicMIG` feature gate",
+    ),
+    Rule(
+        "GEN114", "DynamicMIG driver gate declared against the pools", _MIG,
+        "`DynamicMIG` declared on without a `mig: dynamic` pool, or declared off with one; "
+        "gen sets the gate itself for clusters with dynamic pools",
+    ),
+    Rule(
+        "GEN115", "non-MIG GPU pool beside dynamic MIG on chart 25.12", _MIG,
+        "a pool of GPUs without MIG in a cluster whose 25.12 driver runs `DynamicMIG`: its "
+        "nodes publish no ResourceSlice (driver issue 1092, fixed in v0.4.0)",
+    ),
+    Rule(
+        "GEN116", "static MIG layout beside dynamic MIG", _MIG,
+        "a static `mig_layout` in a cluster whose DRA driver runs `DynamicMIG`: the gate is "
+        "chart-wide and the driver destroys MIG devices it did not create",
+    ),
+    Rule(
+        "GEN117", "MIG-capable pool published as partitionable without saying so", _MIG,
+        "a MIG-capable pool without `mig: dynamic` in a cluster with dynamic MIG: the driver "
+        "publishes its GPUs as partitionable (the full GPU reports the largest profile's "
+        "memory)",
+    ),
+    Rule(
+        "GEN118", "GPU Operator mig-manager not kept off a dynamic MIG pool", _MIG,
+        "a `mig: dynamic` pool without the label `nvidia.com/gpu.deploy.mig-manager: \"false\"`:"
+        " mig-manager would apply its default `all-disabled` config",
+    ),
+    Rule(
+        "GEN119", "DRA driver gate that cannot run with DynamicMIG", _MIG,
+        "`MPSSupport`, `PassthroughSupport` or `NVMLDeviceHealthCheck` on beside `DynamicMIG`: "
+        "the driver does not start",
+    ),
+    Rule(
         "GEN201", "DRA API version not served by the cluster as configured", _DRA,
         "the cluster does not serve the resource.k8s.io version gen renders for it (needs "
         "`--runtime-config` and the `DynamicResourceAllocation` gate before 1.34; no DRA before "
@@ -194,6 +242,18 @@ _ALL = (
     Rule(
         "GEN208", "allocation mode or alternatives not supported by the cluster", _DRA,
         "alternatives on a device-plugin cluster are ignored",
+        _WARNING,
+    ),
+    Rule(
+        "GEN240", "dynamic MIG pools cannot hold all replicas at once", _DRA,
+        "the counters of a cluster with dynamic MIG pools cannot hold every replica at once "
+        "(minimum replicas: error; autoscaling maximum: warning), found by the scheduler's "
+        "allocation rules",
+    ),
+    Rule(
+        "GEN241", "dynamic MIG demand fits only in some arrival orders", _DRA,
+        "the demand on dynamic MIG pools fits in one arrival order but not in another "
+        "(fragmentation); the finding names both orders and the headroom",
         _WARNING,
     ),
     Rule(

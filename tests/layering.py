@@ -74,6 +74,7 @@ class Layer:
 FACTS = (
     "gen.nvidia.gpus",  # the GPU catalog: PCI ids, product names, memory, MIG profiles
     "gen.nvidia.mig",  # MIG placement rules: which layouts a GPU can physically hold
+    "gen.nvidia.dynamic",  # dynamic MIG: Kubernetes and DRA driver versions and gates
     "gen.serving.model_catalog",  # the model catalog (architecture numbers)
     "gen.serving.param_count",  # a model's exact parameter count from its architecture
     "gen.serving.hf_files",  # a model's Hugging Face files on disk: config, index, headers

@@ -86,6 +86,34 @@ def test_validation_doc_example_fails_as_shown(tmp_path: Path) -> None:
            crds_dir=root / "crds", validator="embedded", base=root)
 
 
+def _doc_block(text: str, marker: str, lang: str) -> str:
+    match = re.compile(rf"```{lang}\n(.*?)```", re.DOTALL).search(text, text.index(marker))
+    assert match is not None
+    return match.group(1)
+
+
+def test_dynamic_mig_worked_example_is_true(tmp_path: Path) -> None:
+    """docs/dynamic-mig.md shows the fixture fleet, its driver values, its packing picture
+    and its plan exactly as gen produces them."""
+    doc = (ROOT / "docs" / "dynamic-mig.md").read_text(encoding="utf-8")
+    fleet = ROOT / "tests" / "fixtures" / "dynamic-mig"
+    cluster = (fleet / "clusters" / "dyn.yaml").read_text(encoding="utf-8")
+    assert _doc_block(doc, "<!-- dynamic-mig-cluster -->", "yaml") == cluster
+    result = render(fleet, tmp_path / "out", base=tmp_path, validator="embedded")
+    values = next(b.decode() for p, b in result.outputs.items()
+                  if "nvidia-dra-driver-gpu" in str(p))
+    assert "featureGates:\n          DynamicMIG: true" in values
+    assert _doc_block(doc, "<!-- dynamic-mig-values -->", "yaml") == (
+        "featureGates:\n  DynamicMIG: true\n")
+    runner = CliRunner()
+    explained = runner.invoke(cli, ["explain", "--slices", "--profiles", str(fleet)])
+    assert explained.exit_code == 0, explained.output
+    assert _doc_block(doc, "<!-- dynamic-mig-packing -->", "text") in explained.output
+    planned = runner.invoke(cli, ["plan", "--profiles", str(fleet)])
+    assert planned.exit_code == 0, planned.output
+    assert _doc_block(doc, "<!-- dynamic-mig-plan -->", "text") in planned.output
+
+
 def test_models_doc_import_example_is_what_gen_prints(tmp_path: Path) -> None:
     """docs/models.md shows exactly what `gen model import` prints for the published Qwen3 MoE
     config, and exactly the located error of its broken example."""

@@ -83,6 +83,7 @@ def test_default_severities() -> None:
         "GEN025": Severity.WARNING,
         "GEN103": Severity.WARNING,
         "GEN208": Severity.WARNING,
+        "GEN241": Severity.WARNING,
         "GEN502": Severity.INFO,
         "GEN604": Severity.WARNING,
         "GEN609": Severity.WARNING,

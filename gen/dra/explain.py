@@ -40,8 +40,9 @@ __all__ = [
     "to_json",
 ]
 
-EXPLAINED_RULES = ("GEN204", "GEN205")
-"""The findings an explanation carries: a claim no node can allocate, and capacity."""
+EXPLAINED_RULES = ("GEN204", "GEN205", "GEN240", "GEN241")
+"""The findings an explanation carries: a claim no node can allocate, and capacity (with
+shared counters too: GEN240, and fragmentation: GEN241)."""
 
 
 @dataclass(frozen=True)
@@ -259,7 +260,7 @@ def _slices(cluster: ClusterPlan) -> tuple[PoolSlices, ...]:
     from gen.dra.simulate import resource_slices
 
     return tuple(
-        PoolSlices(pool.name, tuple(resource_slices(pool, 0)))
+        PoolSlices(pool.name, tuple(resource_slices(pool, 0, cluster.minor)))
         for pool in cluster.pools if pool.gpu is not None and pool.pool.nodes
     )
 

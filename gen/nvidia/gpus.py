@@ -15,7 +15,7 @@ import difflib
 import importlib.resources
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import yaml
@@ -91,6 +91,10 @@ class GPU:
     unverified: tuple[str, ...] = field(default=())
     cuda_total_mib: int | None = None
     """The total CUDA reports, from a vLLM log; None when no log gives it."""
+    brand: str = "Nvidia"
+    """NVML's brand as the DRA driver publishes it (``Nvidia``, ``NvidiaRTX``, ``GeForce``)."""
+    addressing_mode: str | None = None
+    """NVML's addressing mode on coherent systems (``ATS``, ``HMM``, ``None``), else None."""
 
     def __hash__(self) -> int:
         # Cheap and consistent with the generated __eq__ (equal GPUs share these fields).
@@ -116,6 +120,11 @@ class GPU:
     def mig_profile_names(self) -> tuple[str, ...]:
         """The profile names in table order."""
         return tuple(p.name for p in self.mig_profiles)
+
+    @property
+    def product_names(self) -> tuple[str, ...]:
+        """Every NVML name boards of this GPU report (one PCI id, several products)."""
+        return (self.product_name, *self.other_product_names)
 
 
 @memoize(maxsize=256)
@@ -198,12 +207,22 @@ def _build_profiles(
 ) -> tuple[MIGProfile, ...]:
     kinds: Mapping[str, Mapping[str, Any]] = cls["kinds"]
     keep_ids = bool(table.get("gi_profile_ids", False))
+    engine_table: Mapping[str, Sequence[int]] = table.get("engines", {})
     profiles = []
     for row in table["profiles"]:
         kind = kinds[row["kind"]]
         name = str(row["name"])
         media: MediaFlag = kind.get("media", "")
         measured = "memory_mib" in row
+        engines = row.get("engines", engine_table.get(row["kind"]))
+        if engines is not None:
+            copy, dec, enc, jpeg, ofa = (int(n) for n in engines)
+            counts: tuple[int | None, ...] = (copy, dec, enc, jpeg, ofa)
+        elif media:
+            # No table: +me takes one JPEG and the OFA (inferred), +me.all the UG's four JPEGs.
+            counts = (None, None, None, 4 if media == "me.all" else 1, 1)
+        else:
+            counts = (None,) * 5
         profiles.append(
             MIGProfile(
                 name=name,
@@ -214,14 +233,37 @@ def _build_profiles(
                 memory_mib=int(row["memory_mib"]) if measured else _estimate_memory_mib(name),
                 memory_measured=measured,
                 sms=sms_override.get(name, row.get("sms")),
-                jpegs=1 if media else None,
-                ofas=1 if media else None,
+                copy_engines=counts[0],
+                decoders=counts[1],
+                encoders=counts[2],
+                jpegs=counts[3],
+                ofas=counts[4],
                 media=media,
                 gi_profile_id=int(kind["gi_profile_id"]) if keep_ids else None,
                 min_driver=row.get("min_driver"),
             )
         )
-    return tuple(profiles)
+    return _scale_estimates(tuple(profiles))
+
+
+def _scale_estimates(profiles: tuple[MIGProfile, ...]) -> tuple[MIGProfile, ...]:
+    """Estimated memory of unmeasured profiles, at least the measured memory per slice.
+
+    Memory slices are equal parts of the GPU, so a profile spanning ``size`` slices holds at
+    least ``size`` times the memory per slice that a measured profile shows (H100 80GB:
+    3g.40gb is 40320 MiB over 4 slices, so 7g.80gb holds at least 80640 MiB, more than the
+    76293 MiB its name gives). Without this the driver's memory counter (the largest
+    profile's memory) would be smaller than two measured halves.
+    """
+    measured = [p.memory_mib / p.size for p in profiles if p.memory_measured]
+    if not measured:
+        return profiles
+    per_slice = max(measured)
+    return tuple(
+        p if p.memory_measured else replace(p, memory_mib=max(p.memory_mib,
+                                                              int(per_slice * p.size)))
+        for p in profiles
+    )
 
 
 def _build_gpu(row: Mapping[str, Any], data: Mapping[str, Any]) -> GPU:
@@ -252,6 +294,8 @@ def _build_gpu(row: Mapping[str, Any], data: Mapping[str, Any]) -> GPU:
         other_product_names=tuple(row.get("other_product_names", ())),
         unverified=tuple(row.get("unverified", ())),
         cuda_total_mib=int(row["cuda_total_mib"]) if "cuda_total_mib" in row else None,
+        brand=str(row.get("brand", "Nvidia")),
+        addressing_mode=row.get("addressing_mode"),
     )
 
 
