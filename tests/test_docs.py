@@ -56,3 +56,111 @@ def test_readme_links_exist() -> None:
     """Every docs/ link in the README points at a file in the repository."""
     for link in re.findall(r"\((docs/[^)]+)\)", README):
         assert (ROOT / link).is_file(), link
+
+
+def test_validation_doc_example_fails_as_shown(tmp_path: Path) -> None:
+    """docs/validation.md: its CRD, in crds/, makes the render fail with the error it shows."""
+    from gen.errors import ManifestValidationError
+    from tests.helpers import copy_fleet, write_tree
+
+    doc = (ROOT / "docs" / "validation.md").read_text(encoding="utf-8")
+    crd = re.search(r"<!-- validation-crd -->\n```yaml\n(.*?)```", doc, re.DOTALL)
+    shown = re.search(r"<!-- validation-error -->\n```\n(.*?)\n```", doc, re.DOTALL)
+    assert crd is not None and shown is not None
+    root = copy_fleet(tmp_path)
+    write_tree(root, {"templates/core/namespace.yaml.j2": """
+        apiVersion: example.com/v1
+        kind: Widget
+        metadata: {name: {{ name|tojson }}}
+        spec: {replicas: 8}
+    """})
+    (root / "crds").mkdir()
+    (root / "crds" / "widgets.yaml").write_text(crd.group(1))
+    with pytest.raises(ManifestValidationError) as info:
+        render(root / "profiles", root / "out", templates_dir=root / "templates",
+               crds_dir=root / "crds", validator="embedded", base=root)
+    assert shown.group(1) in [f.format() for f in info.value.findings]
+    (root / "templates/core/namespace.yaml.j2").write_text(
+        (root / "templates/core/namespace.yaml.j2").read_text().replace("8", "4"))
+    render(root / "profiles", root / "out", templates_dir=root / "templates",
+           crds_dir=root / "crds", validator="embedded", base=root)
+
+
+def _doc_block(text: str, marker: str, lang: str) -> str:
+    match = re.compile(rf"```{lang}\n(.*?)```", re.DOTALL).search(text, text.index(marker))
+    assert match is not None
+    return match.group(1)
+
+
+def test_dynamic_mig_worked_example_is_true(tmp_path: Path) -> None:
+    """docs/dynamic-mig.md shows the fixture fleet, its driver values, its packing picture
+    and its plan exactly as gen produces them."""
+    doc = (ROOT / "docs" / "dynamic-mig.md").read_text(encoding="utf-8")
+    fleet = ROOT / "tests" / "fixtures" / "dynamic-mig"
+    cluster = (fleet / "clusters" / "dyn.yaml").read_text(encoding="utf-8")
+    assert _doc_block(doc, "<!-- dynamic-mig-cluster -->", "yaml") == cluster
+    result = render(fleet, tmp_path / "out", base=tmp_path, validator="embedded")
+    values = next(b.decode() for p, b in result.outputs.items()
+                  if "nvidia-dra-driver-gpu" in str(p))
+    assert "featureGates:\n          DynamicMIG: true" in values
+    assert _doc_block(doc, "<!-- dynamic-mig-values -->", "yaml") == (
+        "featureGates:\n  DynamicMIG: true\n")
+    runner = CliRunner()
+    explained = runner.invoke(cli, ["explain", "--slices", "--profiles", str(fleet)])
+    assert explained.exit_code == 0, explained.output
+    assert _doc_block(doc, "<!-- dynamic-mig-packing -->", "text") in explained.output
+    planned = runner.invoke(cli, ["plan", "--profiles", str(fleet)])
+    assert planned.exit_code == 0, planned.output
+    assert _doc_block(doc, "<!-- dynamic-mig-plan -->", "text") in planned.output
+
+
+def test_models_doc_import_example_is_what_gen_prints(tmp_path: Path) -> None:
+    """docs/models.md shows exactly what `gen model import` prints for the published Qwen3 MoE
+    config, and exactly the located error of its broken example."""
+    import shutil
+
+    text = (ROOT / "docs" / "models.md").read_text(encoding="utf-8")
+    marker = re.search(r"<!-- example-import: gen (.+?) -->\n```yaml\n(.*?)```", text, re.DOTALL)
+    assert marker is not None
+    args, expected = marker.group(1).split(), marker.group(2)
+    fixture = ROOT / "tests" / "serving" / "data" / "qwen3-30b-a3b" / "config.json"
+    (tmp_path / "models" / "qwen3-moe").mkdir(parents=True)
+    shutil.copy(fixture, tmp_path / "models" / "qwen3-moe" / "config.json")
+    broken = tmp_path / "models" / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text(fixture.read_text().replace(
+        '"num_attention_heads": 32', '"num_attention_heads": 0'))
+    runner = CliRunner()
+    where = f"{tmp_path.as_posix()}/"
+    absolute = [where + a if a.startswith("models/") else a for a in args]
+    result = runner.invoke(cli, absolute, catch_exceptions=False)
+    assert result.stdout == expected
+    error = re.search(r"\$ gen model import (models/broken).*\n(.*)\n", text)
+    assert error is not None
+    failed = runner.invoke(cli, ["model", "import", where + error.group(1)])
+    assert failed.exit_code == 1
+    assert failed.stderr.strip().replace(where, "") == error.group(2)
+
+
+def test_models_doc_profile_example_loads(tmp_path: Path) -> None:
+    """docs/models.md's Model profile with `config:` loads and overrides what it says."""
+    import shutil
+
+    from gen.fleet.profiles import load_profiles
+    from gen.serving.model_catalog import LLMSpec
+
+    text = (ROOT / "docs" / "models.md").read_text(encoding="utf-8")
+    marker = re.search(r"<!-- example-model-profile: (\S+) -->\n```yaml\n(.*?)```", text,
+                       re.DOTALL)
+    assert marker is not None
+    profile = tmp_path / marker.group(1)
+    profile.parent.mkdir(parents=True)
+    profile.write_text(marker.group(2), encoding="utf-8")
+    (profile.parent / "qwen3-moe").mkdir()
+    shutil.copy(ROOT / "tests" / "serving" / "data" / "qwen3-30b-a3b" / "config.json",
+                profile.parent / "qwen3-moe" / "config.json")
+    profiles = load_profiles(tmp_path / "profiles", base=tmp_path)
+    (name, located), = profiles.models.items()
+    spec = LLMSpec.from_profile(located.value, profiles.model_configs[name])
+    assert (spec.id, spec.max_context, spec.experts, spec.license_gated) == (
+        "acme/Qwen3-30B-A3B-support", 32768, 128, True)

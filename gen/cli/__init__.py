@@ -25,9 +25,13 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "schema": ("gen.cli._schema:schema_command", "Print the JSON Schema of the profiles."),
     "catalog": ("gen.cli._catalog:catalog_command", "Show the built-in GPU and model catalogs."),
     "mig": ("gen.cli._mig:mig_command", "MIG layout tools (check a layout, draw it)."),
+    "model": ("gen.cli._model:model_command", "Model profiles from Hugging Face files."),
     "fit": ("gen.cli._fit:fit_command", "Does a model fit a GPU or MIG slice?"),
+    "apple-fit": ("gen.cli._apple_fit:apple_fit_command",
+                  "Does a model fit an Apple GPU (Mac or krunkit VM)?"),
     "cel": ("gen.cli._cel:cel_command", "Compile and evaluate DRA CEL selectors."),
     "explain": ("gen.cli._explain:explain_command", "Which devices a service's claims match."),
+    "plan": ("gen.cli._plan:plan_command", "MIG layouts from the services' demand; dynamic MIG."),
     "init": ("gen.cli._init:init_command", "Create a new fleet repository."),
 }
 

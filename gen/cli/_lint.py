@@ -11,7 +11,7 @@ import click
 
 from gen.cli import VERSION
 from gen.cli._boundary import handle_errors
-from gen.cli._options import profiles_option
+from gen.cli._options import crds_for, crds_option, profiles_option
 from gen.errors import Finding, GenError, Severity, escape_controls
 
 if TYPE_CHECKING:
@@ -70,13 +70,15 @@ def _emit(findings: list[Finding], suppressed: Suppressed, fmt: str, show: bool)
 
 @click.command("lint")
 @profiles_option
+@crds_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif"]), default="text",
               show_default=True, help="Output format (json and sarif go to stdout).")
 @click.option("--strict", is_flag=True, help="Warnings fail too (exit 1).")
 @click.option("--show-suppressed", is_flag=True,
               help="List the findings suppressions silence, with their reasons.")
 @handle_errors
-def lint_command(profiles_dir: Path, fmt: str, strict: bool, show_suppressed: bool) -> int:
+def lint_command(profiles_dir: Path, crds_dir: Path | None, fmt: str, strict: bool,
+                 show_suppressed: bool) -> int:
     """Run every check on the profiles; write nothing.
 
     Exit 0 when clean, 1 on errors (or warnings with --strict). Invalid profiles, and a
@@ -88,7 +90,7 @@ def lint_command(profiles_dir: Path, fmt: str, strict: bool, show_suppressed: bo
 
     suppressed: Suppressed = ()
     try:
-        report = lint_report(profiles_dir)
+        report = lint_report(profiles_dir, crds_dir=crds_for(profiles_dir, crds_dir))
         findings, suppressed = list(report.findings), report.suppressed
     except GenError as err:
         findings = list(err.findings) or [Finding(err.default_rule, err.message or str(err))]

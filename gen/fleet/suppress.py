@@ -209,11 +209,22 @@ def load_fleet_config(repo: Path, shown: str = CONFIG_FILE) -> list[Suppression]
     return out
 
 
+def _rule_guess(rule: str, rules: set[str]) -> str:
+    """``; did you mean 'GEN204'?`` for an id one character off a known one (O for 0)."""
+    from gen.fleet.profiles import did_you_mean
+
+    fixed = rule.upper().replace("O", "0").replace("I", "1").replace("L", "1")
+    fixed = "GEN" + fixed[3:] if fixed.startswith("GEN") else fixed
+    if fixed in rules:
+        return f"; did you mean {fixed!r}?"
+    near = sorted(r for r in rules if len(r) == len(rule)
+                  and sum(a != b for a, b in zip(r, rule, strict=True)) == 1)
+    return f"; did you mean {near[0]!r}?" if len(near) == 1 else did_you_mean(rule, rules, 0.9)
+
+
 def _problems(suppressions: Sequence[Suppression], known: Iterable[str]) -> tuple[
         list[Suppression], list[Finding]]:
     """The usable suppressions, and a GEN005 error for each unusable one."""
-    from gen.fleet.profiles import did_you_mean
-
     rules = set(known)
     usable: list[Suppression] = []
     problems: list[Finding] = []
@@ -225,7 +236,7 @@ def _problems(suppressions: Sequence[Suppression], known: Iterable[str]) -> tupl
             ))
         elif s.rule not in rules:
             problems.append(Finding(
-                "GEN005", f"unknown rule id {s.rule!r}{did_you_mean(s.rule, rules, 0.8)}",
+                "GEN005", f"unknown rule id {s.rule!r}{_rule_guess(s.rule, rules)}",
                 s.location, hint="docs/lint-rules.md lists every rule",
             ))
         elif s.rule in UNSUPPRESSIBLE:

@@ -83,7 +83,20 @@ class Serving(Spec):
     max_num_batched_tokens: int | None = Field(
         None, ge=256, le=1_000_000, description="Tokens per scheduler step."
     )
-    kv_cache_dtype: Literal["auto", "fp8"] = Field("auto", description="KV-cache precision.")
+    kv_cache_dtype: Literal[
+        "auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla"
+    ] = Field("auto", description="KV-cache precision (vLLM's --kv-cache-dtype choices).")
+    quantization: Literal[
+        "awq", "awq_marlin", "gptq", "gptq_marlin", "fp8", "mxfp4", "compressed-tensors",
+        "modelopt", "bitsandbytes",
+    ] | None = Field(
+        None, description="vLLM --quantization; default: the checkpoint's own (fp8 also "
+        "quantizes a 16-bit checkpoint online)."
+    )
+    enforce_eager: bool = Field(
+        False, description="Capture no CUDA graphs (vLLM --enforce-eager): more KV cache, "
+        "slower decode."
+    )
     image: ImageRef | None = Field(None, description="Engine image; default: gen's pinned one.")
     served_model_name: str | None = Field(
         None, max_length=200, description="Name clients use; default: the service name."
@@ -185,6 +198,31 @@ class InferenceService(ProfileKind):
         (), description="Native macOS hosts serving the model (engines vllm-metal, vllm-mlx, "
         "llama-server); in-cluster clients reach them through a selectorless Service."
     )
+    gguf_file: str | None = Field(
+        None, min_length=6, max_length=255,
+        description="llama-server: the GGUF file to load, relative to the model volume "
+        "('/models' in a pod, the service's models folder on a Mac), e.g. "
+        "'Meta-Llama-3.1-8B-Instruct-Q8_0.gguf' or 'Q4_K_M/model-00001-of-00002.gguf'. "
+        "Needed unless 'model' ends in the file's name ('<org>/<repo>/<file>.gguf').",
+    )
+
+    @field_validator("gguf_file")
+    @classmethod
+    def _gguf_file(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parts = value.split("/")
+        if (
+            not value.endswith(".gguf")
+            or value.startswith("/")
+            or any(p in ("", ".", "..") for p in parts)
+            or any(c in value for c in "\0\n\r\\")
+        ):
+            raise ValueError(
+                "gguf_file must be a relative path to a .gguf file inside the model volume "
+                "(no leading '/', no '..'), e.g. 'Llama-3.1-8B-Instruct-Q8_0.gguf'"
+            )
+        return value
 
     @field_validator("clusters")
     @classmethod
@@ -214,10 +252,13 @@ class InferenceService(ProfileKind):
             names = [h.name for h in self.mac_hosts]
             if len(set(names)) != len(names):
                 raise ValueError("mac_hosts names must be unique")
-        elif self.gpu is None:
-            raise ValueError("'gpu' is required (or 'mac_hosts' for native macOS serving)")
         elif self.engine in ("vllm-metal", "vllm-mlx"):
             raise ValueError(f"engine {self.engine!r} runs only on mac_hosts")
+        elif self.gpu is None and self.engine != "llama-server":
+            raise ValueError("'gpu' is required (or 'mac_hosts' for native macOS serving; "
+                             "llama-server on an Apple VM pool needs none)")
+        if self.gguf_file is not None and self.engine != "llama-server":
+            raise ValueError("'gguf_file' is for engine llama-server (GGUF models)")
         return self
 
     @property

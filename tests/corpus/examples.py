@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from gen.rules import RULES
-from tests.corpus.test_corpus import CASES, NOT_FROM_PROFILES, Case
+from tests.corpus.test_corpus import CASES, NOT_FROM_PROFILES, NOT_YET, Case
 
 
 def _code(text: str) -> str:
@@ -68,7 +68,8 @@ def examples_markdown(cases: Iterable[Case] = CASES) -> str:
         case = first.get(rule_id)
         if case is None:
             lines.append(f"| `{rule_id}` {rule.title} | — | not reachable from profiles: "
-                         f"{NOT_FROM_PROFILES.get(rule_id, 'no example yet')} |")
+                         f"{NOT_FROM_PROFILES.get(rule_id) or NOT_YET.get(rule_id, 'no example')}"
+                         " |")
             continue
         change = "; ".join(_edit(e) for e in case.edits) if case.edits else (
             f"`{case.cel['expression']}`" if case.cel else "(none)")
