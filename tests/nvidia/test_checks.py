@@ -193,3 +193,25 @@ def test_driver_values_carry_dynamic_mig_only_when_possible() -> None:
     assert driver_gates(cluster("1.32.4", None, {"DynamicMIG": True})) == {}
     assert driver_gates(cluster("1.35.0", "dynamic", {"MPSSupport": False})) == {
         "MPSSupport": False}
+
+
+def test_hint_command_reproduces_the_problem(tmp_path: Path) -> None:
+    """The 'gen mig check' of a GEN101 hint is the failing per-GPU entry's layout: run as
+    written, it fails (it used to check the first entry, a valid one, and exit 0)."""
+    import shlex
+
+    from click.testing import CliRunner
+
+    from gen.cli import cli
+
+    layout = LINT_BASE["layout.yaml"].replace(
+        "profiles: {3g.40gb: 1, 2g.20gb: 1, 1g.10gb: 2}",
+        "per_gpu:\n  - {gpus: [0, 1, 2, 3], profiles: {3g.40gb: 1, 2g.20gb: 1, 1g.10gb: 2}}\n"
+        "  - {gpus: [4, 5, 6, 7], profiles: {3g.40gb: 3}}")
+    (finding, *_) = [f for f in lint_fleet(tmp_path, **{"layout.yaml": layout})
+                     if f.rule == "GEN101"]
+    assert finding.location is not None and finding.location.line == 6  # the second entry
+    command = finding.hint.removeprefix("check with: ")
+    assert command == "gen mig check --gpu h100-sxm5-80gb 3g.40gb=3"
+    result = CliRunner().invoke(cli, shlex.split(command)[1:])
+    assert result.exit_code == 1
