@@ -97,6 +97,39 @@ def check(plan: Plan) -> list[Finding]:
                     f"(or 'gen explain --runbook --cluster {cluster.name}'); then remove "
                     "previous_mig_layout",
                 ))
+    findings += _unused_layouts(plan)
+    return findings
+
+
+def _unused_layouts(plan: Plan) -> list[Finding]:
+    """GEN101/GEN104 for the layouts no pool uses: they are checked too, so that a layout
+    waiting for its pool is not found broken on the day a pool names it."""
+    from gen.nvidia.gpus import gpu_catalog
+    from gen.nvidia.mig import check_layout
+
+    used = {p.mig_layout.name for c in plan.clusters for p in c.pools if p.mig_layout}
+    findings: list[Finding] = []
+    for name, located in plan.profiles.mig_layouts.items():
+        layout = located.value
+        gpu = gpu_catalog().find(layout.gpu)
+        if name in used or gpu is None:
+            continue  # used layouts are checked on their pools; GEN003 names unknown GPUs
+        if not gpu.mig_capable:
+            findings.append(Finding(
+                "GEN104", f"layout {name!r} is for {gpu.name}, which does not support MIG",
+                located.at("gpu"), "gpu",
+            ))
+            continue
+        for j, counts in enumerate(layout.all_counts()):
+            path: tuple[str | int, ...] = ("profiles",) if layout.profiles is not None else (
+                "per_gpu", j, "profiles")
+            for error in check_layout(gpu, counts).errors:
+                at, key = _layout_location(plan, name, path, counts, error)
+                findings.append(Finding(
+                    "GEN101", f"layout {name!r} on {gpu.name} (used by no pool yet): {error}",
+                    at, key, hint="check with: gen mig check --gpu "
+                    f"{gpu.id} " + " ".join(f"{p}={c}" for p, c in sorted(counts.items())),
+                ))
     return findings
 
 

@@ -215,3 +215,32 @@ def test_hint_command_reproduces_the_problem(tmp_path: Path) -> None:
     assert command == "gen mig check --gpu h100-sxm5-80gb 3g.40gb=3"
     result = CliRunner().invoke(cli, shlex.split(command)[1:])
     assert result.exit_code == 1
+
+
+def test_layout_no_pool_uses_is_still_checked(tmp_path: Path) -> None:
+    """An 'l4'-style layout with a profile that does not exist, used by no pool, is GEN101
+    at the profile in its own file."""
+    layout = LINT_BASE["layout.yaml"] + (
+        "---\nkind: MIGLayout\nname: spare\ngpu: h100-sxm5-80gb\nprofiles: {9g.999gb: 4}\n")
+    (finding,) = [f for f in lint_fleet(tmp_path, **{"layout.yaml": layout})
+                  if f.rule == "GEN101"]
+    assert finding.key_path == "profiles.9g.999gb"
+    assert finding.location is not None and finding.location.line == 9
+    assert "used by no pool yet" in finding.message
+
+
+def test_valid_layout_no_pool_uses_is_clean(tmp_path: Path) -> None:
+    """The near miss: a valid spare layout."""
+    layout = LINT_BASE["layout.yaml"] + (
+        "---\nkind: MIGLayout\nname: spare\ngpu: h100-sxm5-80gb\nprofiles: {1g.10gb: 7}\n")
+    assert errors_of(lint_fleet(tmp_path, **{"layout.yaml": layout})) == []
+
+
+def test_unused_layout_on_a_gpu_without_mig(tmp_path: Path) -> None:
+    """A spare layout for the L4 (no MIG): GEN104 at its gpu line."""
+    layout = LINT_BASE["layout.yaml"] + (
+        "---\nkind: MIGLayout\nname: spare\ngpu: l4\nprofiles: {1g.6gb: 4}\n")
+    (finding,) = [f for f in lint_fleet(tmp_path, **{"layout.yaml": layout})
+                  if f.rule == "GEN104"]
+    assert finding.key_path == "gpu" and finding.location is not None
+    assert finding.location.line == 8
