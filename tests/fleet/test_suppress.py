@@ -172,3 +172,15 @@ def test_scan_markers() -> None:
     assert first.location.column == 7
     assert second.rules == ("GEN204",) and second.line == 4
     assert scan_markers("url: http://x/#gen: ignore[GEN1] no\n", "f.yaml") == []
+
+
+def test_fleet_config_is_part_of_the_render_input_digest(tmp_path: Path) -> None:
+    """Editing gen.yaml changes the fleet record's digest: a no-op render cannot replay the
+    warnings of the previous suppressions."""
+    from gen.emit.cache import input_digest
+
+    root = _fleet(tmp_path)
+    before = input_digest(root, None, tmp_path, {})
+    (tmp_path / "gen.yaml").write_text("lint:\n  ignore: []\n")
+    after = input_digest(root, None, tmp_path, {})
+    assert before is not None and after is not None and before != after
