@@ -73,6 +73,7 @@ def build_cluster(plan: ClusterPlan) -> ClusterPlan:
 
     plan = dataclasses.replace(plan, mig_strategy=nvidia.strategy(plan))
     plan = dataclasses.replace(plan, apple=apple.decide(plan))
+    plan = dataclasses.replace(plan, claim_templates=dra.claim_templates(plan))
     specs = namespaces(plan)
     mig_specs, files = nvidia.build(plan)
     specs += mig_specs
@@ -80,6 +81,7 @@ def build_cluster(plan: ClusterPlan) -> ClusterPlan:
     specs += serving.build(plan)
     apple.extend_cluster(plan, specs, files)
     specs += gitops.build(plan, specs)
+    files += gitops.files(plan)
     return dataclasses.replace(plan, manifests=tuple(specs), files=tuple(files))
 
 
@@ -87,7 +89,11 @@ def build_manifests(plan: Plan) -> Plan:
     """Fill in every cluster's manifests."""
     import dataclasses
 
-    return dataclasses.replace(plan, clusters=tuple(build_cluster(c) for c in plan.clusters))
+    from gen.gitops.fleet import fleet_view
+
+    view = fleet_view(plan.clusters)
+    return dataclasses.replace(plan, clusters=tuple(
+        build_cluster(dataclasses.replace(c, gitops_fleet=view)) for c in plan.clusters))
 
 
 Check = Callable[[Plan], list[Finding]]
@@ -599,7 +605,7 @@ def _annotated_summary(changes: Changes) -> str:
 
     def note(path: str) -> str:
         if manifest_kind(PurePosixPath(path)) == "resourceclaimtemplate":
-            return "  (ResourceClaimTemplate spec is immutable: it will be replaced on sync)"
+            return "  (ResourceClaimTemplate: named by its content, never updated in place)"
         return ""
 
     return changes.summary(note)
