@@ -104,12 +104,13 @@ def _checks() -> tuple[Check, ...]:
     from gen.apple.checks import check as apple_check
     from gen.dra.checks import check as dra_check
     from gen.dra.satisfiability import check as satisfiability_check
+    from gen.gitops.checks import check as gitops_check
     from gen.nvidia.checks import check as mig_check
     from gen.security.checks import check as security_check
     from gen.serving.checks import check as serving_check
 
     return (mig_check, dra_check, serving_check, security_check, satisfiability_check,
-            apple_check)
+            apple_check, gitops_check)
 
 
 def run_checks(plan: Plan) -> list[Finding]:

@@ -21,11 +21,11 @@ if TYPE_CHECKING:
 __all__ = [
     "MANAGED_BY",
     "MIG_CONFIGMAP_NAME",
-    "claim_template_name",
     "PROGRESS_MARGIN_SECONDS",
+    "claim_template_name",
     "extended_resource_name",
-    "labels",
     "has_addon",
+    "labels",
     "manifest",
     "model_cache_storage",
     "namespaces",

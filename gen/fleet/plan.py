@@ -45,7 +45,7 @@ STAGES = ("platform", "gpu", "workloads")
 ROOT_DIR = "_root"
 """Root GitOps objects, applied once by hand; they sync ``_bootstrap`` (never synced themselves)."""
 META_DIR = "_meta"
-"""Per-cluster metadata for tools (provenance, the ApplicationSet's generator files); never synced."""
+"""Per-cluster metadata for tools (provenance, ApplicationSet generator files); never synced."""
 REPORTS_DIR = "_reports"
 HOSTS_DIR = "_hosts"
 

@@ -418,10 +418,14 @@ def files(plan: ClusterPlan) -> list[FileSpec]:
     gitops = plan.cluster.gitops
     if gitops is None or gitops.engine != "argocd" or not _group(plan).applicationset:
         return []
-    params = {"cluster": plan.name, **_argo_cluster_app(plan)}
+    from gen.fleet.generated import JSON_KEY, json_header
+
+    origin = plan.located.at("gitops")
+    params = {JSON_KEY: json_header(origin.path), "cluster": plan.name,
+              **_argo_cluster_app(plan)}
     text = json.dumps(params, indent=2, sort_keys=True) + "\n"
     return [FileSpec(PurePosixPath(META_DIR, plan.name, GENERATOR_FILE), text.encode("utf-8"),
-                     plan.located.at("gitops"))]
+                     origin)]
 
 
 def _flux_platform(plan: ClusterPlan, charts: Sequence[Chart]) -> list[ManifestSpec]:

@@ -90,8 +90,8 @@ def fleet_view(clusters: Sequence[ClusterPlan]) -> FleetView:
     argo: dict[str, ArgoGroup] = {}
     for key, plans in sorted(grouped.items()):
         plans.sort(key=lambda p: p.name)
-        modes = [p.cluster.gitops.fleet_mode for p in plans  # type: ignore[union-attr]
-                 if p.cluster.gitops is not None and p.cluster.gitops.fleet_mode != "auto"]
+        settings = [p.cluster.gitops for p in plans if p.cluster.gitops is not None]
+        modes = [g.fleet_mode for g in settings if g.fleet_mode != "auto"]
         mode = modes[0] if modes else (
             "applicationset" if len(plans) > FLEET_MODE_THRESHOLD else "applications")
         digest = hashlib.sha256("\0".join(key).encode("utf-8")).hexdigest()[:6]
@@ -100,8 +100,7 @@ def fleet_view(clusters: Sequence[ClusterPlan]) -> FleetView:
         group = ArgoGroup(
             namespace=key[0], repo_url=key[1], revision=key[2], path_prefix=key[3],
             members=tuple(p.name for p in plans),
-            waves=tuple(sorted({p.cluster.gitops.wave for p in plans  # type: ignore[union-attr]
-                                })),
+            waves=tuple(sorted({g.wave for g in settings})),
             applicationset=mode == "applicationset",
             root="gen-root" if len(grouped) == 1 else f"gen-root-{digest}",
             origin=first.located.at("gitops"),

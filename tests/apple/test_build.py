@@ -20,6 +20,7 @@ CLUSTER = """\
     name: lab
     kubernetes_version: "1.34.2"
     allocation: device-plugin
+    addons: [prometheus-operator]
     node_pools:
       - name: studio
         platform: apple-vm

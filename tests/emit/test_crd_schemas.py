@@ -340,6 +340,7 @@ def test_known_custom_kinds() -> None:
         ("monitoring.coreos.com/v1", "ServiceMonitor"),
         ("source.toolkit.fluxcd.io/v1", "GitRepository"),
         ("source.toolkit.fluxcd.io/v1", "HelmRepository"),
+        ("source.toolkit.fluxcd.io/v1", "OCIRepository"),
     )
 
 
