@@ -45,6 +45,7 @@ __all__ = [
     "Validator",
     "build_cluster",
     "build_manifests",
+    "cluster_fingerprints",
     "default_jobs",
     "lint",
     "load_plan",
@@ -122,12 +123,20 @@ def run_checks(plan: Plan) -> list[Finding]:
 
 
 def load_plan(profiles_dir: Path, *, base: Path | None = None) -> Plan:
-    """Load, validate and resolve the profiles; build every cluster's manifest list."""
+    """Load, validate and resolve the profiles; build every cluster's manifest list, and
+    its provenance file (:mod:`gen.gitops.provenance`)."""
+    import dataclasses
+
     from gen.fleet.profiles import load_profiles
     from gen.fleet.resolve import build_plan
+    from gen.gitops.provenance import with_provenance
 
     profiles = load_profiles(profiles_dir, base=base)
-    return build_manifests(build_plan(profiles))
+    plan = build_manifests(build_plan(profiles))
+    # The folder the profile paths shown in the output are relative to (gen.fleet.loader).
+    root = base if base is not None else profiles_dir.resolve().parent
+    return dataclasses.replace(plan, clusters=tuple(
+        with_provenance(c, root) for c in plan.clusters))
 
 
 def lint(profiles_dir: Path, *, base: Path | None = None) -> list[Finding]:
@@ -536,6 +545,25 @@ def _fleet_record(
                   if rel != FLEET_RECORD})
     return fleet_record_bytes(FleetRecord(
         digest, tuple(c.name for c in plan.clusters), objects, files, warnings))
+
+
+def cluster_fingerprints(
+    profiles_dir: Path, *, templates_dir: Path | None = None, base: Path | None = None,
+) -> list[dict[str, Any]]:
+    """Every cluster of the fleet, in name order: its name, the render cache's fingerprint
+    of its inputs (None when they cannot be fingerprinted), its GitOps engine and wave."""
+    plan = load_plan(profiles_dir, base=base)
+    fingerprints = _fingerprints(plan, templates_dir)
+    rows = []
+    for cluster in sorted(plan.clusters, key=lambda c: c.name):
+        gitops = cluster.cluster.gitops
+        rows.append({
+            "name": cluster.name,
+            "fingerprint": fingerprints[cluster.name],
+            "engine": gitops.engine if gitops is not None else None,
+            "wave": gitops.wave if gitops is not None else None,
+        })
+    return rows
 
 
 def _fingerprints(plan: Plan, templates_dir: Path | None) -> dict[str, str | None]:

@@ -28,6 +28,8 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "fit": ("gen.cli._fit:fit_command", "Does a model fit a GPU or MIG slice?"),
     "cel": ("gen.cli._cel:cel_command", "Compile and evaluate DRA CEL selectors."),
     "explain": ("gen.cli._explain:explain_command", "Which devices a service's claims match."),
+    "clusters": ("gen.cli._clusters:clusters_command",
+                 "List the clusters and a fingerprint of each one's inputs (CI fan-out)."),
     "init": ("gen.cli._init:init_command", "Create a new fleet repository."),
 }
 
