@@ -13,6 +13,7 @@ The tree (every :class:`GenError` subclass gen has is defined here)::
     ├── StaleOutputError            ``render --check``: out/ differs from the render
     ├── OutputError                 out/ cannot be written (read-only, disk full, ...)
     ├── CatalogLookupError          a GPU / model / MIG profile name the catalogs do not know
+    ├── ModelConfigError            a Hugging Face config.json / model folder gen cannot read
     ├── ToolError                   an external tool failed
     │   ├── ToolNotFoundError       ... or is not installed
     │   └── KubeconformError        kubeconform crashed or printed no report (GEN021)
@@ -189,6 +190,13 @@ class OutputError(GenError):
 
 class CatalogLookupError(GenError):
     """A GPU, model or MIG profile name that the catalogs do not know."""
+
+
+class ModelConfigError(GenError):
+    """A Hugging Face ``config.json``, model folder or cache entry that cannot be read into a
+    model description (``gen model import``, a ``kind: Model`` profile's ``config``)."""
+
+    default_rule = "GEN002"
 
 
 class ToolError(GenError):

@@ -242,6 +242,11 @@ _ALL = (
         _WARNING,
     ),
     Rule(
+        "GEN611", "llama-server service without a GGUF file name", _APPLE,
+        "an `engine: llama-server` service whose `model` does not name a `.gguf` file and "
+        "that sets no `gguf_file`: gen does not guess the file name",
+    ),
+    Rule(
         "GEN700", "ServiceMonitors asked for on a cluster without the Prometheus Operator",
         _GITOPS,
         "`monitoring.service_monitors: true` on a cluster whose `addons` lack "

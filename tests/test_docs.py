@@ -56,3 +56,55 @@ def test_readme_links_exist() -> None:
     """Every docs/ link in the README points at a file in the repository."""
     for link in re.findall(r"\((docs/[^)]+)\)", README):
         assert (ROOT / link).is_file(), link
+
+
+def test_models_doc_import_example_is_what_gen_prints(tmp_path: Path) -> None:
+    """docs/models.md shows exactly what `gen model import` prints for the published Qwen3 MoE
+    config, and exactly the located error of its broken example."""
+    import shutil
+
+    text = (ROOT / "docs" / "models.md").read_text(encoding="utf-8")
+    marker = re.search(r"<!-- example-import: gen (.+?) -->\n```yaml\n(.*?)```", text, re.DOTALL)
+    assert marker is not None
+    args, expected = marker.group(1).split(), marker.group(2)
+    fixture = ROOT / "tests" / "serving" / "data" / "qwen3-30b-a3b" / "config.json"
+    (tmp_path / "models" / "qwen3-moe").mkdir(parents=True)
+    shutil.copy(fixture, tmp_path / "models" / "qwen3-moe" / "config.json")
+    broken = tmp_path / "models" / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text(fixture.read_text().replace(
+        '"num_attention_heads": 32', '"num_attention_heads": 0'))
+    runner = CliRunner()
+    where = f"{tmp_path.as_posix()}/"
+    absolute = [where + a if a.startswith("models/") else a for a in args]
+    result = runner.invoke(cli, absolute, catch_exceptions=False)
+    assert result.stdout == expected
+    error = re.search(r"\$ gen model import (models/broken).*\n(.*)\n", text)
+    assert error is not None
+    failed = runner.invoke(cli, ["model", "import", where + error.group(1)])
+    assert failed.exit_code == 1
+    assert failed.stderr.strip().replace(where, "") == error.group(2)
+
+
+def test_models_doc_profile_example_loads(tmp_path: Path) -> None:
+    """docs/models.md's Model profile with `config:` loads and overrides what it says."""
+    import shutil
+
+    from gen.fleet.profiles import load_profiles
+    from gen.serving.model_catalog import LLMSpec
+
+    text = (ROOT / "docs" / "models.md").read_text(encoding="utf-8")
+    marker = re.search(r"<!-- example-model-profile: (\S+) -->\n```yaml\n(.*?)```", text,
+                       re.DOTALL)
+    assert marker is not None
+    profile = tmp_path / marker.group(1)
+    profile.parent.mkdir(parents=True)
+    profile.write_text(marker.group(2), encoding="utf-8")
+    (profile.parent / "qwen3-moe").mkdir()
+    shutil.copy(ROOT / "tests" / "serving" / "data" / "qwen3-30b-a3b" / "config.json",
+                profile.parent / "qwen3-moe" / "config.json")
+    profiles = load_profiles(tmp_path / "profiles", base=tmp_path)
+    (name, located), = profiles.models.items()
+    spec = LLMSpec.from_profile(located.value, profiles.model_configs[name])
+    assert (spec.id, spec.max_context, spec.experts, spec.license_gated) == (
+        "acme/Qwen3-30B-A3B-support", 32768, 128, True)

@@ -51,8 +51,8 @@ from gen.fleet.manifests import (
 from gen.fleet.plan import HOSTS_DIR, ClusterPlan, FileSpec, ManifestSpec, PoolPlan, ServicePlan
 
 if TYPE_CHECKING:
+    from gen.apple.fit import AppleFitReport, AppleGPU
     from gen.apple.launchd import MacServer
-    from gen.serving.fit import FitDevice
 
 __all__ = [
     "DEVICE_PLUGIN_IMAGE",
@@ -128,7 +128,9 @@ llama.cpp (Vulkan) on a krunkit/libkrun VM node: the Apple GPU reaches the guest
 Mesa Venus as /dev/dri/renderD128, allocated by the generic device plugin. vLLM has no
 Vulkan backend and cannot run here. The GGUF file must already be on the volume at the
 path given by -m (see docs/apple-silicon.md). Non-root access to the render node needs the
-container runtime's device_ownership_from_security_context = true on the VM nodes."""
+container runtime's device_ownership_from_security_context = true on the VM nodes. The
+command refuses to start (exit 78) when the API key Secret holds no key: llama-server would
+otherwise serve without authentication."""
 
 MAC_NOTE = """\
 Native macOS hosts, outside the cluster: there is no kubelet on macOS. Traffic to this
@@ -219,12 +221,17 @@ def _llama_specs(
 
     service = svc.service
     api_key = service.auth.api_key
-    if service.gpu is None or api_key is None:
-        return []  # GEN606 / GEN608 say why
+    if api_key is None:
+        return []  # GEN608 says why
     if decision.args is None or not decision.ready:
         return []  # GEN603 / GEN605 / GEN606 / GEN608 say why
+    from gen.apple.launchd import key_guard_argv
+
     pools: list[PoolPlan] = [p.pool for p in decision.pools]
     args = list(decision.args)
+    # llama-server serves without authentication when its key file holds no key (an empty
+    # Secret): the guard shell refuses to start instead (exit 78), see launchd.KEY_GUARD.
+    command = key_guard_argv(f"gen-{service.name}", f"{KEY_MOUNT}/{KEY_FILE}", ["llama-server"])
     origin = svc.located.document.location
     name, ns = service.name, service.namespace
     meta = labels(name, "inference", **{
@@ -233,7 +240,8 @@ def _llama_specs(
     selector = {"app.kubernetes.io/name": name, "app.kubernetes.io/component": "inference"}
     vm = pools[0].pool.apple_vm
     assert vm is not None
-    devices_per_pod = str(service.gpu.count)
+    # One Venus GPU per VM node: gpu may be omitted (GEN607 refuses a count above 1).
+    devices_per_pod = str(service.gpu.count if service.gpu is not None else 1)
     resources = {
         "requests": {"cpu": service.resources.cpu, "memory": service.resources.memory,
                      vm.resource_name: devices_per_pod},
@@ -247,7 +255,7 @@ def _llama_specs(
             "apple/deployment.yaml.j2", origin, note=LLAMA_NOTE,
             name=name, namespace=ns, labels=meta, selector=selector,
             replicas=service.replicas, image=service.serving.image or RAMALAMA_IMAGE,
-            args=args,
+            command=command, args=args,
             env=[{"name": "HOME", "value": HOME},
                  {"name": "XDG_CACHE_HOME", "value": f"{HOME}/.cache"}],
             port=LLAMA_PORT, port_name=PORT_NAME, resources=resources,
@@ -352,7 +360,8 @@ def _mac_files(svc: ServicePlan, decision: MacDecision) -> list[FileSpec]:
                  svc.located.at("mac_hosts", i))
         for i, host in enumerate(service.mac_hosts)
     ]
-    readme = _mac_readme(svc, server, devices)
+    fits = {r.device: r for r in decision.fits if r is not None}
+    readme = _mac_readme(svc, server, devices, list(fits.values()))
     files.append(FileSpec(base / "README.md", readme.encode("utf-8"),
                           svc.located.at("mac_hosts")))
     return files
@@ -364,15 +373,23 @@ _ENGINE_INSTALL = {
     "vllm-metal": "install vllm-metal (macOS 15+, arm64 Python 3.12; it creates "
                   "`~/.venv-vllm-metal`) and link its `vllm` into /usr/local/bin. The model is "
                   "downloaded into the service folder on first start.",
-    "vllm-mlx": "install vllm-mlx (e.g. `pipx install vllm-mlx`) and link its `vllm-mlx` "
+    "vllm-mlx": "install vllm-mlx {vllm_mlx} (`pipx install 'vllm-mlx=={vllm_mlx}'`; gen's "
+                "flags need {vllm_mlx_min} or later) and link its `vllm-mlx` "
                 "into /usr/local/bin. The model is downloaded into the service folder on "
                 "first start. vllm-mlx takes the key only on its command line: local users "
                 "of the Mac can read it with `ps`, so keep the Mac single-tenant.",
 }
 
 
-def _mac_readme(svc: ServicePlan, server: MacServer, devices: Sequence[FitDevice]) -> str:
-    from gen.apple.launchd import health_url, launchd_label, plist_filename
+def _mac_readme(svc: ServicePlan, server: MacServer, devices: Sequence[AppleGPU],
+                fits: Sequence[AppleFitReport]) -> str:
+    from gen.apple.launchd import (
+        VLLM_MLX_MIN_VERSION,
+        VLLM_MLX_VERSION,
+        health_url,
+        launchd_label,
+        plist_filename,
+    )
 
     service = svc.service
     label = launchd_label(service.name)
@@ -385,8 +402,12 @@ def _mac_readme(svc: ServicePlan, server: MacServer, devices: Sequence[FitDevice
         f"{d.memory_bytes / GIB:.1f} GiB | {health_url(server, h.address)} |"
         for h, d in zip(service.mac_hosts, devices, strict=True)
     )
-    install = _ENGINE_INSTALL[service.engine].format(model=server.model)
+    install = _ENGINE_INSTALL[service.engine].format(
+        model=server.model, vllm_mlx=VLLM_MLX_VERSION, vllm_mlx_min=VLLM_MLX_MIN_VERSION)
     clusters = ", ".join(service.clusters)
+    budgets = "\n\n".join(
+        "    " + r.format().replace("\n", "\n    ").replace("    \n", "\n") for r in fits
+    )
     return f"""\
 {GENERATED_COMMENT}
 # {service.name} on native macOS hosts
@@ -403,9 +424,16 @@ on port {server.port}.
 | --- | --- | --- | --- | --- | --- |
 {rows}
 
-The Metal budget is macOS's default GPU working-set cap (2/3 of memory up to 36 GB, 3/4
+The Metal budget is macOS's default GPU working-set cap (2/3 of memory up to 32 GB, 3/4
 above); gen's fit check uses it. `sudo sysctl iogpu.wired_limit_mb=<MiB>` raises it until
 the next reboot.
+
+## Memory fit
+
+What gen checked (`gen lint`, GEN602), term by term, per kind of host; `gen apple-fit
+--service {service.name}` prints it again (`--json` for the figures):
+
+{budgets}
 
 ## Install on each host
 
@@ -418,7 +446,7 @@ the next reboot.
          | base64 -d | sudo sh -c 'umask 077 && cat > "$1"' sh "{server.api_key_file}"
 
    The plist names only this file; the job refuses to start (exit 78) when it is
-   missing or empty.
+   missing, empty or holds only blank lines.
 3. The job (a LaunchDaemon: it runs at boot, as root, with no user logged in):
 
        # <host> is the host's folder next to this README

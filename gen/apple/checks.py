@@ -1,4 +1,4 @@
-"""Apple Silicon rules (GEN601–GEN610): engines that cannot use an Apple GPU, memory fit on
+"""Apple Silicon rules (GEN601–GEN611): engines that cannot use an Apple GPU, memory fit on
 krunkit VM nodes and native Macs, the chip catalog, VM sizing, and native-host plumbing.
 
 The rules read the Apple decisions recorded in each cluster's plan (:mod:`gen.apple.decide`:
@@ -20,9 +20,9 @@ from gen.fleet.plan import ClusterPlan, Plan, ServicePlan
 
 if TYPE_CHECKING:
     from gen.apple.chips import AppleChip
-    from gen.serving.fit import FitDevice, FitReport
+    from gen.apple.fit import AppleFitReport, AppleGPU
 
-Device = tuple[str, "FitDevice", str, "FitReport | None"]
+Device = tuple[str, "AppleGPU", str, "AppleFitReport | None"]
 """(where it is, the device, how to make room, the model's fit on it) for the fit rule."""
 
 __all__ = ["check"]
@@ -112,13 +112,20 @@ def _fit_findings(svc: ServicePlan, devices: list[Device]) -> Iterator[Finding]:
         if report.fits:
             continue
         best = report.max_model_len_fit
+        slots = report.slots
+        # Too many llama-server slots: point at max_num_seqs, the setting that multiplies the KV.
+        at_slots = slots > 1 and report.max_slots_fit >= 1
         yield Finding(
             "GEN602",
             f"{service.model} does not fit the {device.name}, {what}: "
             f"{device.memory_bytes / GIB:.1f} GiB of GPU memory; " + "; ".join(report.errors),
-            where, "serving.max_model_len" if length else "model",
-            hint=(f"the largest max_model_len that fits is {best}; or " if best else "")
-            + hint,
+            svc.located.at("serving", "max_num_seqs") if at_slots else where,
+            "serving.max_num_seqs" if at_slots else
+            ("serving.max_model_len" if length else "model"),
+            hint=(f"serving.max_num_seqs: {report.max_slots_fit} (each llama-server slot "
+                  f"holds a full max_model_len); or " if at_slots else "")
+            + (f"the largest max_model_len that fits {slots} slot(s) is {best}; or "
+               if best else "") + hint,
         )
 
 
@@ -235,6 +242,21 @@ def _mac_findings(svc: ServicePlan, decided: MacDecision) -> Iterator[Finding]:
     yield from _fit_findings(svc, devices)
 
 
+def _gguf_finding(svc: ServicePlan) -> Finding | None:
+    """GEN611: a llama-server service that names no GGUF file."""
+    from gen.apple.decide import gguf_file
+
+    service = svc.service
+    if service.engine != "llama-server" or gguf_file(service) is not None:
+        return None
+    return Finding(
+        "GEN611", f"llama-server loads one GGUF file, and model {service.model!r} names none; "
+        "gen does not guess the file name", svc.located.at("model"), "model",
+        hint="set gguf_file to the file on the model volume, e.g. gguf_file: "
+        "Meta-Llama-3.1-8B-Instruct-Q8_0.gguf (or end model in /<file>.gguf)",
+    )
+
+
 def _located_vllm_on_apple(cluster: ClusterPlan, svc: ServicePlan,
                            pools: tuple[VMPoolDecision, ...]) -> Finding:
     names = ", ".join(repr(p.name) for p in pools)
@@ -262,7 +284,7 @@ def _argocd(cluster: ClusterPlan, svc: ServicePlan) -> Finding | None:
 
 
 def check(plan: Plan) -> list[Finding]:
-    """GEN601–GEN610."""
+    """GEN601–GEN611."""
     findings: list[Finding] = []
     macs_seen: set[str] = set()
     for cluster in plan.clusters:
@@ -274,11 +296,17 @@ def check(plan: Plan) -> list[Finding]:
                 if service.name not in macs_seen:
                     macs_seen.add(service.name)
                     findings += _mac_findings(svc, decided.macs[service.name])
+                    gguf = _gguf_finding(svc)
+                    if gguf is not None:
+                        findings.append(gguf)
                 argo = _argocd(cluster, svc)
                 if argo is not None:
                     findings.append(argo)
             elif service.engine == "llama-server":
                 findings += _llama_findings(cluster, svc, decided.llama[service.name])
+                gguf = _gguf_finding(svc)
+                if gguf is not None:
+                    findings.append(gguf)
             elif service.name in decided.vllm:
                 findings.append(_located_vllm_on_apple(cluster, svc, decided.vllm[service.name]))
     return findings

@@ -43,6 +43,7 @@ __all__ = [
     "LLAMA_CPP_SERVER_VULKAN_IMAGE",
     "LLAMA_SERVER_ALL_LAYERS",
     "MACOS_RESERVED_FRACTION",
+    "METAL_PAGE_BYTES",
     "RAMALAMA_IMAGE",
     "AppleChip",
     "AppleChipVariant",
@@ -237,20 +238,22 @@ def lookup_chip(name: str) -> AppleChip:
 # --------------------------------------------------------------------------- memory budgets
 
 MACOS_RESERVED_FRACTION: Mapping[str, Fraction] = {
-    "up_to_36_gb": Fraction(1, 3),
-    "above_36_gb": Fraction(1, 4),
+    "up_to_32_gb": Fraction(1, 3),
+    "above_32_gb": Fraction(1, 4),
 }
 """Share of unified memory macOS keeps from the GPU by default, by installed memory.
 
 See :func:`usable_unified_memory_bytes` for the rule and its sources.
 """
 
-_SMALL_MAC_LIMIT_GB = 36
+_SMALL_MAC_LIMIT_GB = 32
+METAL_PAGE_BYTES = 16 * 1024
+"""Apple Silicon's VM page: Metal's working-set cap is a whole number of 16 KiB pages."""
 
 
 def macos_gpu_fraction(memory_gb: int) -> Fraction:
-    """Share of unified memory Metal may wire by default: 2/3 up to 36 GB, 3/4 above."""
-    key = "up_to_36_gb" if memory_gb <= _SMALL_MAC_LIMIT_GB else "above_36_gb"
+    """Share of unified memory Metal may wire by default: 2/3 up to 32 GB, 3/4 above."""
+    key = "up_to_32_gb" if memory_gb <= _SMALL_MAC_LIMIT_GB else "above_32_gb"
     return 1 - MACOS_RESERVED_FRACTION[key]
 
 
@@ -265,13 +268,18 @@ def usable_unified_memory_bytes(memory_gb: int, *, wired_limit_mb: int | None = 
     macOS caps how much memory the GPU may wire; Metal reports the cap as the device's
     ``recommendedMaxWorkingSetSize`` and allocations beyond it fail or thrash.
 
-    The rule, by default: **2/3 of RAM on Macs with up to 36 GB, 3/4 above**. Observed values
-    match it exactly: 10922.67 MiB on 16 GB and 21845.34 MiB on 32 GB (2/3; llama.cpp
-    ``ggml_metal_init`` logs in ggml-org/llama.cpp#2011, abetlen/llama-cpp-python#687,
-    ollama/ollama#434), ~48 GiB on 64 GB (llama.cpp#1870) and "75% of total RAM"
-    (gpustack/gpustack#1375). The exact 36 GB threshold is not documented by Apple
-    [unverified]; newer macOS releases may allow more (107.52 GiB reported on a 128 GB Mac
-    under macOS 26, antirez/ds4#893), so the rule is a conservative floor.
+    The rule, by default: **2/3 of RAM on Macs with up to 32 GB, 3/4 above, rounded up to a
+    whole 16 KiB page**. Public llama.cpp start-up logs (``ggml_metal_init:
+    recommendedMaxWorkingSetSize``) match it to the printed digit: 10922.67 MiB on 16 GB
+    (abetlen/llama-cpp-python#687, ise-uiuc/magicoder#19) and 21845.34 MiB on 32 GB
+    (ggml-org/llama.cpp#2011, ollama/ollama#434) — 2/3, and only the page rounding gives the
+    final digit (2/3 × 32 GiB is 21845.33 MiB) — then 49152.00 MiB on 64 GB
+    (ggml-org/llama.cpp#1870) and 73728.00 MiB on 96 GB (ggml-org/llama.cpp#3213): 3/4. No
+    public log between 32 and 64 GB was found; gen takes 3/4 from 36 GB on, as an M4 Max log
+    of 36 GB reported with 27 GiB shows [unverified: that log is not in the corpus]. Newer
+    macOS releases give the GPU more (107.52 GiB on a 128 GB M5 Max under macOS 26,
+    antirez/ds4#893), so the rule is a floor there. The logs and a test of each are in
+    ``tests/apple/metal_working_set.yaml``.
 
     The administrator can raise the cap with ``sudo sysctl iogpu.wired_limit_mb=<MiB>``
     (not persistent across reboots; 0 means the default). Pass that value as
@@ -287,7 +295,8 @@ def usable_unified_memory_bytes(memory_gb: int, *, wired_limit_mb: int | None = 
         _positive(wired_limit_mb, "wired_limit_mb")
         return min(wired_limit_mb * MIB, total)
     fraction = macos_gpu_fraction(memory_gb)
-    return total * fraction.numerator // fraction.denominator
+    pages = -(-total * fraction.numerator // (fraction.denominator * METAL_PAGE_BYTES))
+    return pages * METAL_PAGE_BYTES
 
 
 KRUNKIT_MAX_VM_MEMORY_MIB = 61440
@@ -400,8 +409,12 @@ def llama_server_vulkan_args(
     extra: Sequence[str] = (),
     *,
     api_key_file: str | None = None,
+    parallel: int = 1,
 ) -> list[str]:
     """Arguments for ``llama-server`` (Vulkan build) in a pod on a krunkit VM node.
+
+    ``ctx`` is the context of one request; llama-server splits ``-c`` evenly over its
+    ``--parallel`` slots, so ``-c`` is ``parallel × ctx`` (see :mod:`gen.apple.fit`).
 
     The program name is not included: the llama.cpp images start ``llama-server`` as their
     entrypoint; prefix ``llama-server`` where the image has none. Flags (gen's choice, each
@@ -420,6 +433,7 @@ def llama_server_vulkan_args(
     if not 1 <= port <= 65535:
         raise ProfileValidationError(f"port must be 1-65535, got {port}")
     _positive(ctx, "context length")
+    _positive(parallel, "llama-server slots (--parallel)")
     if not served_model_name.strip():
         raise ProfileValidationError("served model name must not be empty")
     _reject_literal_keys(extra, "llama-server extra args")
@@ -429,7 +443,8 @@ def llama_server_vulkan_args(
         "-m", model_path,
         "--alias", served_model_name,
         "-ngl", LLAMA_SERVER_ALL_LAYERS,
-        "-c", str(ctx),
+        "-c", str(ctx * parallel),
+        "--parallel", str(parallel),
         "--metrics",
     ]  # fmt: skip
     if api_key_file is not None:

@@ -26,15 +26,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gen.errors import GenError
-from gen.fleet.plan import ClusterPlan, PoolPlan, ServicePlan
+from gen.fleet.plan import ClusterPlan, Plan, PoolPlan, ServicePlan
 
 if TYPE_CHECKING:
     from gen.apple.chips import AppleChip
+    from gen.apple.fit import AppleFitReport, AppleGPU
     from gen.apple.launchd import MacServer
     from gen.models import InferenceService, NodePool
     from gen.models.cluster import AppleVM
     from gen.models.service import MacHost
-    from gen.serving.fit import FitDevice, FitReport, FitRequest
 
 __all__ = [
     "FALLBACK_CONTEXT",
@@ -54,7 +54,9 @@ __all__ = [
     "fit_report",
     "gguf_file",
     "host_device",
+    "llama_slots",
     "mac_api_key_file",
+    "service_fits",
     "vm_device",
 ]
 
@@ -82,7 +84,7 @@ class VMPoolDecision:
     chip: AppleChip | None
     chip_error: str | None
     """Why the chip is unknown (GEN603); ``None`` when ``chip`` is set."""
-    device: FitDevice | None
+    device: AppleGPU | None
     """The Venus GPU a model server sees in one VM node; ``None`` when it cannot be known."""
     device_error: str | None
     plugin_args: tuple[str, ...] | None
@@ -112,7 +114,7 @@ class MacHostDecision:
     """Position of the host in the service's ``mac_hosts``."""
     chip: AppleChip | None
     chip_error: str | None
-    device: FitDevice | None
+    device: AppleGPU | None
     """Metal's share of the host's unified memory; ``None`` when it cannot be known."""
     device_error: str | None
 
@@ -123,7 +125,7 @@ class LlamaDecision:
 
     pools: tuple[VMPoolDecision, ...]
     """The Apple VM pools it may land on (empty: GEN606)."""
-    fits: tuple[FitReport | None, ...]
+    fits: tuple[AppleFitReport | None, ...]
     """Per pool: the model at the profile's ``max_model_len`` on the pool's GPU; ``None``
     where the GPU is unknown or the model has no architecture numbers."""
     context_length: int
@@ -147,7 +149,7 @@ class MacDecision:
     """A service on native macOS hosts (the same decision in every cluster of the service)."""
 
     hosts: tuple[MacHostDecision, ...]
-    fits: tuple[FitReport | None, ...]
+    fits: tuple[AppleFitReport | None, ...]
     """Per host: the model at the profile's ``max_model_len`` within its Metal budget."""
     server: MacServer | None
     """The launchd job; ``None`` when a host's device is unknown or it cannot be built."""
@@ -189,18 +191,18 @@ def apple_pools(pools: Iterable[PoolPlan]) -> list[PoolPlan]:
     return [p for p in pools if p.pool.platform == "apple-vm" and p.pool.apple_vm is not None]
 
 
-def _vm_device(chip: AppleChip, vm: AppleVM) -> FitDevice:
+def _vm_device(chip: AppleChip, vm: AppleVM) -> AppleGPU:
     from gen.apple.chips import krunkit_vm_gpu_memory_bytes
-    from gen.serving.fit import FitDevice
+    from gen.apple.fit import AppleGPU
 
     memory = krunkit_vm_gpu_memory_bytes(vm.vm_memory_gb, vm.host_memory_gb)
-    return FitDevice(
-        f"{chip.name} Venus GPU (krunkit VM with {vm.vm_memory_gb} GB RAM)",
-        memory // MIB, unified_memory=True,
+    return AppleGPU(
+        f"{chip.name} Venus GPU (krunkit VM with {vm.vm_memory_gb} GB RAM)", memory, "venus",
+        f"krunkit's VRAM window for a {vm.vm_memory_gb} GB VM on a {vm.host_memory_gb} GB Mac",
     )
 
 
-def vm_device(pool: NodePool) -> FitDevice:
+def vm_device(pool: NodePool) -> AppleGPU:
     """The GPU a model server sees inside a krunkit VM node of ``pool``.
 
     Raises:
@@ -214,15 +216,17 @@ def vm_device(pool: NodePool) -> FitDevice:
     return _vm_device(lookup_chip(vm.chip), vm)
 
 
-def _host_device(chip: AppleChip, host: MacHost) -> FitDevice:
-    from gen.apple.chips import usable_unified_memory_bytes
-    from gen.serving.fit import FitDevice
+def _host_device(chip: AppleChip, host: MacHost) -> AppleGPU:
+    from gen.apple.chips import macos_gpu_fraction, usable_unified_memory_bytes
+    from gen.apple.fit import AppleGPU
 
     memory = usable_unified_memory_bytes(host.memory_gb)
-    return FitDevice(f"{chip.name} ({host.memory_gb} GB)", memory // MIB, unified_memory=True)
+    fraction = macos_gpu_fraction(host.memory_gb)
+    return AppleGPU(f"{chip.name} ({host.memory_gb} GB)", memory, "metal",
+                    f"macOS's default Metal working set, {fraction} of {host.memory_gb} GB")
 
 
-def host_device(host: MacHost) -> FitDevice:
+def host_device(host: MacHost) -> AppleGPU:
     """The GPU of a native macOS host: Metal's share of its unified memory.
 
     Raises:
@@ -233,31 +237,41 @@ def host_device(host: MacHost) -> FitDevice:
     return _host_device(lookup_chip(host.chip), host)
 
 
-def _fit_request(svc: ServicePlan, device: FitDevice, max_model_len: int | None) -> FitRequest:
-    from gen.serving.fit import FitRequest
+def llama_slots(service: InferenceService) -> int:
+    """The slots (``--parallel``) of a service: ``serving.max_num_seqs`` if the profile sets
+    it, else 1; always 1 for vllm-metal and vllm-mlx, which grow their KV cache on demand.
+
+    llama-server reserves the KV cache of every slot at start-up, so gen does not carry
+    vLLM's default of 64 sequences over to it (see :mod:`gen.apple.fit`).
+    """
+    serving = service.serving
+    if service.engine != "llama-server" or "max_num_seqs" not in serving.model_fields_set:
+        return 1
+    return serving.max_num_seqs
+
+
+def fit_report(svc: ServicePlan, device: AppleGPU, max_model_len: int | None) -> AppleFitReport:
+    """Budget the service's model on one Apple GPU (one server, unified memory)."""
+    from gen.apple.fit import apple_fit
 
     assert svc.model is not None
-    # One worker per Apple GPU, and no Apple engine gen drives is given an fp8 KV cache.
-    return FitRequest.for_service(svc.service, svc.model, device, max_model_len=max_model_len,
-                                  gpus=1, kv_cache_dtype="auto")
+    service = svc.service
+    return apple_fit(svc.model, device, engine=service.engine, max_model_len=max_model_len,
+                     slots=llama_slots(service),
+                     gpu_memory_utilization=service.serving.gpu_memory_utilization)
 
 
-def fit_report(svc: ServicePlan, device: FitDevice, max_model_len: int | None) -> FitReport:
-    """Budget the service's model on one Apple GPU (one worker, unified memory)."""
-    from gen.serving.fit import check_fit
+def gguf_file(service: InferenceService) -> str | None:
+    """The GGUF file a llama-server service loads, relative to its model volume.
 
-    return check_fit(_fit_request(svc, device, max_model_len))
-
-
-def gguf_file(model: str) -> str:
-    """The GGUF file name of a service's model.
-
-    A model id that ends in ``.gguf`` names a file in a Hugging Face repository
-    (``<org>/<repo>/<file>.gguf``): its last segment. Any other id is served from
-    ``<repo name>.gguf``.
+    ``gguf_file`` when the profile sets it; else the last segment of a model id that names a
+    file in a Hugging Face repository (``<org>/<repo>/<file>.gguf``); else ``None``: gen does
+    not guess a file name (GEN611).
     """
-    name = model.rstrip("/").rsplit("/", 1)[-1]
-    return name if name.endswith(".gguf") else f"{name}.gguf"
+    if service.gguf_file is not None:
+        return service.gguf_file
+    name = service.model.rstrip("/").rsplit("/", 1)[-1]
+    return name if name.endswith(".gguf") else None
 
 
 def mac_api_key_file(service: str) -> str:
@@ -269,19 +283,21 @@ def _served_name(service: InferenceService) -> str:
     return service.serving.served_model_name or service.name
 
 
-def _fits(svc: ServicePlan, devices: Sequence[FitDevice | None]) -> tuple[FitReport | None, ...]:
+def _fits(
+    svc: ServicePlan, devices: Sequence[AppleGPU | None]
+) -> tuple[AppleFitReport | None, ...]:
     """The model at the profile's max_model_len on each device (once per distinct device)."""
     if svc.model is None:
         return tuple(None for _ in devices)
     length = svc.service.serving.max_model_len
-    reports: dict[FitDevice, FitReport] = {}
+    reports: dict[AppleGPU, AppleFitReport] = {}
     for device in devices:
         if device is not None and device not in reports:
             reports[device] = fit_report(svc, device, length)
     return tuple(None if d is None else reports[d] for d in devices)
 
 
-def _context_length(svc: ServicePlan, fits: Iterable[FitReport | None]) -> int:
+def _context_length(svc: ServicePlan, fits: Iterable[AppleFitReport | None]) -> int:
     """The context served: the profile's, else the longest that fits every device.
 
     ``fits`` are the reports at the profile's max_model_len, so without one they are the
@@ -308,7 +324,7 @@ def _decide_pool(pool: PoolPlan, index: int) -> VMPoolDecision:
     assert vm is not None
     chip: AppleChip | None = None
     chip_error: str | None = None
-    device: FitDevice | None = None
+    device: AppleGPU | None = None
     device_error: str | None = None
     try:
         chip = lookup_chip(vm.chip)
@@ -336,13 +352,14 @@ def _decide_llama(svc: ServicePlan, pools: tuple[VMPoolDecision, ...]) -> LlamaD
     context = _context_length(svc, fits)
     args: tuple[str, ...] | None = None
     args_error: str | None = None
-    if pools:
-        service = svc.service
+    service = svc.service
+    gguf = gguf_file(service)
+    if pools and gguf is not None:  # no GGUF file: GEN611
         try:
             args = tuple(llama_server_vulkan_args(
-                f"{MODELS_MOUNT}/{gguf_file(service.model)}", LLAMA_PORT, context,
+                f"{MODELS_MOUNT}/{gguf}", LLAMA_PORT, context,
                 _served_name(service), service.serving.extra_args,
-                api_key_file=f"{KEY_MOUNT}/{KEY_FILE}",
+                api_key_file=f"{KEY_MOUNT}/{KEY_FILE}", parallel=llama_slots(service),
             ))
         except GenError as err:
             args_error = err.message
@@ -362,8 +379,9 @@ def _decide_host(host: MacHost, index: int) -> MacHostDecision:
         return MacHostDecision(host, index, chip, None, None, err.message)
 
 
-def _mac_server(svc: ServicePlan, context: int) -> MacServer:
-    """The launchd job description of a service on its Macs (the same on every host).
+def _mac_server(svc: ServicePlan, context: int) -> MacServer | None:
+    """The launchd job description of a service on its Macs (the same on every host);
+    ``None`` for llama-server without a GGUF file name (GEN611).
 
     Raises:
         ProfileValidationError: a setting the engine cannot take (e.g. a max_model_len for
@@ -376,7 +394,10 @@ def _mac_server(svc: ServicePlan, context: int) -> MacServer:
     serving = service.serving
     engine = service.engine
     if engine == "llama-server":
-        model = f"{MAC_ROOT}/{service.name}/models/{gguf_file(service.model)}"
+        gguf = gguf_file(service)
+        if gguf is None:
+            return None  # GEN611
+        model = f"{MAC_ROOT}/{service.name}/models/{gguf}"
     else:
         model = service.model
     extra: list[str] = []
@@ -390,6 +411,7 @@ def _mac_server(svc: ServicePlan, context: int) -> MacServer:
         port=service.exposure.port,
         served_model_name=_served_name(service),
         max_model_len=serving.max_model_len if engine == "vllm-mlx" else context,
+        parallel=llama_slots(service),
         api_key_file=mac_api_key_file(service.name),
         extra_args=tuple(extra),
     )
@@ -446,3 +468,41 @@ def decisions(plan: ClusterPlan) -> AppleDecisions:
     if isinstance(recorded, AppleDecisions):
         return recorded
     return decide(plan)
+
+
+def service_fits(
+    plan: Plan, service: str, clusters: Sequence[str] = ()
+) -> list[tuple[str, AppleFitReport]]:
+    """``(where, report)`` for each device an Apple service can get: the fit lint decided.
+
+    ``where`` names the cluster and pool (in-cluster llama-server) or the Mac host. A service
+    on Macs is listed once, whatever its clusters; ``clusters`` narrows the in-cluster ones.
+
+    Raises:
+        CatalogLookupError: no Apple service of that name (in those clusters).
+    """
+    from gen.errors import CatalogLookupError
+
+    out: list[tuple[str, AppleFitReport]] = []
+    seen_macs = False
+    for cluster in plan.clusters:
+        if clusters and cluster.name not in clusters:
+            continue
+        decided = decisions(cluster)
+        if service in decided.llama:
+            llama = decided.llama[service]
+            out += [(f"cluster {cluster.name}, pool {pool.name}", report)
+                    for pool, report in zip(llama.pools, llama.fits, strict=True)
+                    if report is not None]
+        elif service in decided.macs and not seen_macs:
+            seen_macs = True
+            mac = decided.macs[service]
+            out += [(f"host {h.host.name}", report)
+                    for h, report in zip(mac.hosts, mac.fits, strict=True) if report is not None]
+    if not out:
+        raise CatalogLookupError(
+            f"no Apple service {service!r} with a known model and device"
+            + (f" in cluster(s) {', '.join(clusters)}" if clusters else "")
+            + " (llama-server on an Apple VM pool, or a service on mac_hosts)"
+        )
+    return out

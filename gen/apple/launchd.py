@@ -12,17 +12,20 @@ and the health URL for one such server; it never reads or writes files.
 job's user), read when the job starts, per engine:
 
 * ``llama-server`` reads it natively: ``--api-key-file <path>`` (one key per line; llama.cpp
-  ``tools/server/README.md``). No shell is involved.
+  ``tools/server/README.md``). A ``/bin/sh -c`` guard first checks that the file holds a key
+  (llama.cpp would otherwise serve with no authentication at all, see :data:`KEY_GUARD`)
+  and then ``exec``\\ s llama-server unchanged.
 * ``vllm-metal`` (``vllm serve``) reads the key from the ``VLLM_API_KEY`` environment variable
   (vllm-project/vllm ``vllm/envs.py``, ``vllm/entrypoints/openai/api_server.py``). A fixed
   ``/bin/sh -c`` wrapper reads the file into that variable and ``exec``\\ s vLLM, so the key
   is in neither the plist nor any process's argv.
-* ``vllm-mlx`` has only ``--api-key <key>`` (waybarrios/vllm-mlx ``cli.py``: no file flag, no
-  environment variable). The same wrapper reads the file and appends ``--api-key "$key"`` at
-  ``exec`` time: the key stays out of the plist but is visible to local users in ``ps``.
-  Prefer a single-tenant Mac for this engine.
+* ``vllm-mlx`` has only ``--api-key <key>`` (waybarrios/vllm-mlx ``vllm_mlx/cli.py`` at
+  v0.4.1: no file flag, no environment variable). The same wrapper reads the file and
+  appends ``--api-key "$key"`` at ``exec`` time: the key stays out of the plist but is
+  visible to local users in ``ps``. Prefer a single-tenant Mac for this engine.
 
-The wrappers exit 78 (``EX_CONFIG``) when the key file is missing or empty, so a server never
+The wrappers exit 78 (``EX_CONFIG``) when the key file is missing, empty or holds only blank
+lines, so a server never
 comes up unauthenticated by accident; ``exec`` makes the engine launchd's own process, so
 launchd's SIGTERM reaches it directly.
 """
@@ -43,11 +46,15 @@ __all__ = [
     "DEFAULT_LOG_DIRECTORY",
     "DEFAULT_PATH",
     "ENGINES",
+    "KEY_GUARD",
     "LABEL_PREFIX",
+    "VLLM_MLX_MIN_VERSION",
+    "VLLM_MLX_VERSION",
     "Engine",
     "MacServer",
     "health_path",
     "health_url",
+    "key_guard_argv",
     "launchd_label",
     "launchd_plist",
     "plist_filename",
@@ -84,13 +91,53 @@ _HEALTH_PATH: dict[str, str] = {
 }
 
 # $0 is a name for error messages, $1 the key file, the rest the engine's argv.
+#
+# KEY_GUARD refuses to start (exit 78, EX_CONFIG) unless the key file is readable and holds a
+# line with a non-blank character. llama.cpp keeps every non-empty line of --api-key-file as a
+# key and, with no key loaded, checks nothing: ggml-org/llama.cpp common/arg.cpp (the
+# --api-key-file handler reads the file with std::getline and keeps a line only
+# `if (!key.empty())`) and tools/server/server-http.cpp @00dd0816 (middleware_validate_api_key:
+# "If API key is not set, skip validation", `if (api_keys.empty()) return true`; the same test
+# sat in tools/server/server.cpp before the HTTP layer moved out). An empty file, or one of
+# blank lines, would therefore serve without authentication. A line of spaces would be
+# loaded as a key; the guard refuses it too (no real key is blank). Pure POSIX sh (no grep, no
+# cat): the same guard runs under launchd on macOS (/bin/sh) and in the llama.cpp images.
+KEY_GUARD = (
+    '[ -f "$1" ] && [ -r "$1" ] || { echo "$0: API key file $1 is missing or unreadable; '
+    'refusing to start without authentication" >&2; exit 78; }; '
+    'ok=; while IFS= read -r line || [ -n "$line" ]; do '
+    'case $line in *[![:space:]]*) ok=1; break;; esac; done < "$1"; '
+    '[ -n "$ok" ] || { echo "$0: API key file $1 holds no key (empty or blank lines only); '
+    'refusing to start without authentication" >&2; exit 78; }; '
+)
+"""The shell prologue every Apple key wrapper runs first (see :func:`key_guard_argv`)."""
+
+_FILE_KEY_SCRIPT = KEY_GUARD + 'shift; exec "$@"'
 _VLLM_ENV_KEY_SCRIPT = (
-    'VLLM_API_KEY="$(cat -- "$1")" || exit 78; [ -n "$VLLM_API_KEY" ] || exit 78; '
-    'export VLLM_API_KEY; shift; exec "$@"'
+    KEY_GUARD + 'VLLM_API_KEY="$(cat -- "$1")" || exit 78; export VLLM_API_KEY; shift; exec "$@"'
 )
 _ARGV_KEY_SCRIPT = (
-    'key="$(cat -- "$1")" || exit 78; [ -n "$key" ] || exit 78; shift; exec "$@" --api-key "$key"'
+    KEY_GUARD + 'key="$(cat -- "$1")" || exit 78; shift; exec "$@" --api-key "$key"'
 )
+
+
+def key_guard_argv(name: str, key_file: str, argv: list[str]) -> list[str]:
+    """``argv`` behind :data:`KEY_GUARD`: ``/bin/sh -c <guard> <name> <key_file> <argv...>``.
+
+    For an engine that reads the key file itself (llama-server ``--api-key-file``): the shell
+    only checks that the file holds a key, then ``exec``\\ s the engine unchanged.
+    """
+    return ["/bin/sh", "-c", _FILE_KEY_SCRIPT, name, key_file, *argv]
+
+
+VLLM_MLX_VERSION = "0.4.1"
+"""The vllm-mlx release gen's install steps pin (PyPI ``vllm-mlx``). The flags gen passes —
+``serve <model> --host --port --served-model-name --continuous-batching --enable-metrics
+--api-key`` — and ``GET /health`` are in waybarrios/vllm-mlx ``vllm_mlx/cli.py`` and
+``vllm_mlx/server.py`` at tags v0.2.9 and v0.4.1; ``--enable-metrics`` first appears in
+v0.2.9 (absent at v0.2.8), so older releases refuse gen's command line."""
+VLLM_MLX_MIN_VERSION = "0.2.9"
+"""The oldest vllm-mlx that accepts every flag gen passes."""
 
 _SERVICE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -118,6 +165,9 @@ class MacServer:
             equivalent flag, so it must be ``None`` there.
         api_key_file: absolute path on the Mac of the file holding the API key.
         extra_args: more engine flags, appended last; never ``--api-key``.
+        parallel: llama-server's slots (``--parallel``); ``-c`` is ``parallel ×
+            max_model_len``, because llama-server splits it over the slots. Only llama-server
+            takes more than 1.
         host: listen address; the cluster must reach it.
         executable: absolute path of the engine binary (e.g. inside a virtualenv); default:
             the engine's command found on ``DEFAULT_PATH``.
@@ -138,6 +188,7 @@ class MacServer:
     max_model_len: int | None
     api_key_file: str
     extra_args: tuple[str, ...] = ()
+    parallel: int = 1
     host: str = "0.0.0.0"
     executable: str | None = None
     working_directory: str | None = None
@@ -167,6 +218,12 @@ class MacServer:
             isinstance(self.max_model_len, bool) or self.max_model_len <= 0
         ):
             raise ProfileValidationError(f"max_model_len must be positive: {self.max_model_len}")
+        if isinstance(self.parallel, bool) or self.parallel < 1 or (
+            self.parallel > 1 and self.engine != "llama-server"
+        ):
+            raise ProfileValidationError(
+                f"parallel must be 1, or more for llama-server only: {self.parallel!r}"
+            )
         if self.engine == "vllm-mlx" and self.max_model_len is not None:
             raise ProfileValidationError(
                 "vllm-mlx has no max-model-len flag (--max-kv-size truncates context); "
@@ -237,7 +294,8 @@ def server_arguments(server: MacServer) -> list[str]:
     """The engine's exec argv, program first; it holds no secret.
 
     * llama-server: ``-m``, ``--host``, ``--port``, ``--alias``, ``-ngl 999`` (all layers on
-      the Metal GPU), ``--metrics``, ``-c``, ``--api-key-file``.
+      the Metal GPU), ``--metrics``, ``-c`` (``parallel × max_model_len``), ``--parallel``,
+      ``--api-key-file``.
     * vllm-metal: ``vllm serve <model> --host --port --served-model-name [--max-model-len]``;
       the key arrives as ``VLLM_API_KEY`` (see the module docstring).
     * vllm-mlx: ``vllm-mlx serve <model> --host --port --served-model-name
@@ -249,7 +307,8 @@ def server_arguments(server: MacServer) -> list[str]:
         argv = [program, "-m", server.model, *net, "--alias", server.served_model_name]
         argv += ["-ngl", LLAMA_SERVER_ALL_LAYERS, "--metrics"]
         if server.max_model_len is not None:
-            argv += ["-c", str(server.max_model_len)]
+            argv += ["-c", str(server.max_model_len * server.parallel)]
+        argv += ["--parallel", str(server.parallel)]
         argv += ["--api-key-file", server.api_key_file]
     elif server.engine == "vllm-metal":
         argv = [program, "serve", server.model, *net]
@@ -266,12 +325,12 @@ def server_arguments(server: MacServer) -> list[str]:
 def program_arguments(server: MacServer) -> list[str]:
     """launchd ``ProgramArguments``: the engine argv, wrapped where the key needs reading.
 
-    A bare command name goes through ``/usr/bin/env`` (or the wrapper shell) so the job's
-    ``PATH`` finds it; launchd itself is given absolute paths only.
+    Every engine runs behind the key guard shell (``/bin/sh``), which finds a bare command
+    name on the job's ``PATH``; launchd itself is given absolute paths only.
     """
     argv = server_arguments(server)
     if server.engine == "llama-server":
-        return argv if argv[0].startswith("/") else ["/usr/bin/env", *argv]
+        return key_guard_argv(f"gen-{server.service}", server.api_key_file, argv)
     script = _VLLM_ENV_KEY_SCRIPT if server.engine == "vllm-metal" else _ARGV_KEY_SCRIPT
     return ["/bin/sh", "-c", script, f"gen-{server.service}", server.api_key_file, *argv]
 

@@ -49,11 +49,45 @@ def gpu_rows() -> list[dict[str, Any]]:
     return rows
 
 
-def model_rows() -> list[dict[str, Any]]:
-    """Every catalog model as a JSON-ready row."""
+def model_rows(family: str | None = None, min_parameters: int | None = None,
+               max_parameters: int | None = None) -> list[dict[str, Any]]:
+    """The catalog models that pass the filters, as JSON-ready rows."""
     from gen.serving.model_catalog import model_catalog
 
-    return [m.to_json() for m in model_catalog().all()]
+    specs = model_catalog().select(family=family, min_parameters=min_parameters,
+                                   max_parameters=max_parameters)
+    return [m.to_json() for m in specs]
+
+
+_SIZE_SUFFIXES = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}
+
+
+class _ParameterCount(click.ParamType[int]):
+    """A parameter count: ``7B``, ``500M``, ``1.5T`` or a plain integer."""
+
+    name = "COUNT"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        text = str(value).strip().lower()
+        suffix = text[-1:] if text[-1:] in _SIZE_SUFFIXES else ""
+        number = text[: len(text) - len(suffix)]
+        try:
+            count = float(number) * _SIZE_SUFFIXES[suffix]
+        except ValueError:
+            self.fail(f"{value!r} is not a parameter count (e.g. 7B, 500M, 1T)", param, ctx)
+        if not 0 <= count < 10**16:
+            self.fail(f"{value!r} is out of range", param, ctx)
+        return int(count)
+
+
+def _experts(row: dict[str, Any]) -> str:
+    if not row["experts"]:
+        return "-"
+    shared = f"+{row['shared_experts']}" if row["shared_experts"] else ""
+    return f"{row['experts_per_token']}/{row['experts']}{shared}"
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> str:
@@ -91,20 +125,32 @@ def gpus_command(as_json: bool) -> None:
 
 
 @catalog_command.command("models")
+@click.option("--family", default=None, metavar="TEXT",
+              help="Only models whose organisation, name or architecture contains TEXT "
+              "(case-insensitive): qwen, llama, deepseek, ...")
+@click.option("--min-params", "min_parameters", type=_ParameterCount(), default=None,
+              help="Only models with at least this many parameters (7B, 500M, 1T).")
+@click.option("--max-params", "max_parameters", type=_ParameterCount(), default=None,
+              help="Only models with at most this many parameters.")
 @click.option("--json", "as_json", is_flag=True, help="JSON array on stdout.")
 @handle_errors
-def models_command(as_json: bool) -> None:
-    """Models gen knows: size, layers, heads, context."""
-    rows = model_rows()
+def models_command(family: str | None, min_parameters: int | None,
+                   max_parameters: int | None, as_json: bool) -> None:
+    """Models gen knows: size, layers, heads, experts, context."""
+    rows = model_rows(family, min_parameters, max_parameters)
     if as_json:
         click.echo(json.dumps(rows, indent=2, sort_keys=True))
         return
+    if not rows:
+        click.echo("no catalog model matches these filters", err=True)
+        return
     table = [
         [r["id"], f"{r['parameters'] / 1e9:.1f}B", r["weight_dtype"] + (
-            f"/{r['quantization']}" if r["quantization"] else ""),
-         str(r["layers"]), f"{r['attention_heads']}/{r['kv_heads']}", str(r["max_context"]),
+            f"/{r['quantization']}" if r["quantization"] not in (None, r["weight_dtype"]) else ""),
+         str(r["layers"]), f"{r['attention_heads']}/{r['kv_heads']}",
+         "mla" if r["kv_lora_rank"] else "gqa", _experts(r), str(r["max_context"]),
          f"{r['weight_bytes'] / 2**30:.1f}"]
         for r in rows
     ]
-    click.echo(_table(["MODEL", "PARAMS", "DTYPE", "LAYERS", "HEADS/KV", "CONTEXT", "GiB"],
-                      table))
+    click.echo(_table(["MODEL", "PARAMS", "DTYPE", "LAYERS", "HEADS/KV", "ATTN", "EXPERTS",
+                       "CONTEXT", "GiB"], table))

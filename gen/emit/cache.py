@@ -517,16 +517,17 @@ def _builtin_digest() -> tuple[list[tuple[str, str]], list[tuple[str, str]]] | N
 
 def _profile_digest(profiles_dir: Path, base: Path | None) -> list[tuple[str, str]]:
     """(shown path, SHA-256) of every file the loader reads, in its order: the loader's own
-    discovery (:func:`gen.fleet.loader.profile_files`) and its own displayed paths (they
-    reach messages and the rendered headers)."""
-    from gen.fleet.loader import MAX_FILE_BYTES, display_path, profile_files
+    discovery (:func:`gen.fleet.loader.profile_files`, then the JSON files a Model profile's
+    ``config`` may name, :func:`gen.fleet.loader.json_files`) and its own displayed paths
+    (they reach messages and the rendered headers)."""
+    from gen.fleet.loader import MAX_FILE_BYTES, display_path, json_files, profile_files
 
     if not profiles_dir.is_dir() or profiles_dir.is_symlink():
         raise _NoDigest(os.fspath(profiles_dir))
     shown_base = base if base is not None else profiles_dir.resolve().parent
     checked: set[Path] = set()
     entries = []
-    for file in profile_files(profiles_dir):
+    for file in [*profile_files(profiles_dir), *json_files(profiles_dir)]:
         if file.is_symlink():
             raise _NoDigest(os.fspath(file))
         for parent in file.relative_to(profiles_dir).parents:

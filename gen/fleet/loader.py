@@ -298,6 +298,16 @@ def profile_files(root: Path) -> list[Path]:
     return sorted(files, key=lambda p: p.relative_to(root).as_posix())
 
 
+def json_files(root: Path) -> list[Path]:
+    """Every JSON file under ``root`` (a ``kind: Model`` profile's ``config`` and the
+    safetensors index beside it), in a stable order; hidden folders are skipped."""
+    files = [
+        p for p in root.rglob("*.json")
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
+    ]
+    return sorted(files, key=lambda p: p.relative_to(root).as_posix())
+
+
 def display_path(path: Path, base: Path | None) -> str:
     """A path as users see it in messages: relative to ``base`` when inside it."""
     if base is not None:

@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from pydantic import ValidationError
 
-from gen.errors import Finding, ProfileValidationError, SourceLocation
-from gen.fleet.loader import Document, KeyPath, format_key_path, load_documents
+from gen.errors import Finding, ModelConfigError, ProfileValidationError, SourceLocation
+from gen.fleet.loader import (
+    Document,
+    KeyPath,
+    display_path,
+    format_key_path,
+    load_documents,
+    profile_files,
+)
 from gen.models import (
     Cluster,
     GPUClass,
@@ -46,6 +53,8 @@ class ProfileSet:
     gpu_classes: Mapping[str, Located[GPUClass]] = field(default_factory=dict)
     services: Mapping[str, Located[InferenceService]] = field(default_factory=dict)
     models: Mapping[str, Located[ModelProfile]] = field(default_factory=dict)
+    model_configs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Per Model profile with a ``config``: the LLMSpec values read from that config.json."""
 
 
 def _pydantic_findings(err: ValidationError, doc: Document) -> list[Finding]:
@@ -159,9 +168,53 @@ def validate_documents(documents: Iterable[Document]) -> ProfileSet:
         raise ProfileValidationError(
             f"{len(findings)} problem(s) in profiles", findings=findings
         )
-    return ProfileSet(**{k: dict(sorted(v.items())) for k, v in slots.items()})
+    return ProfileSet(
+        clusters=dict(sorted(slots["clusters"].items())),
+        mig_layouts=dict(sorted(slots["mig_layouts"].items())),
+        gpu_classes=dict(sorted(slots["gpu_classes"].items())),
+        services=dict(sorted(slots["services"].items())),
+        models=dict(sorted(slots["models"].items())),
+    )
 
 
 def load_profiles(root: Path, *, base: Path | None = None) -> ProfileSet:
-    """Read and validate every profile under ``root``."""
-    return validate_documents(load_documents(root, base=base))
+    """Read and validate every profile under ``root``, and the config.json files that Model
+    profiles name."""
+    profiles = validate_documents(load_documents(root, base=base))
+    if any(m.value.config is not None for m in profiles.models.values()):
+        profiles = replace(profiles, model_configs=_model_configs(root, base, profiles.models))
+    return profiles
+
+
+def _model_configs(root: Path, base: Path | None,
+                   models: Mapping[str, Located[ModelProfile]]) -> dict[str, Mapping[str, Any]]:
+    """The LLMSpec values of each Model profile's ``config``; one error for all that fail."""
+    from gen.serving.hf_config import find_model_files, model_values
+
+    shown_base = base if base is not None else root.resolve().parent
+    files = {display_path(f, shown_base): f for f in profile_files(root)}
+    inside = root.resolve()
+    out: dict[str, Mapping[str, Any]] = {}
+    findings: list[Finding] = []
+    for name, located in models.items():
+        config = located.value.config
+        source = files.get(located.document.path)
+        if config is None or source is None:
+            continue
+        target = (source.parent / config).resolve()
+        if Path(config).is_absolute() or not target.is_relative_to(inside):
+            findings.append(Finding(
+                "GEN002", f"{config!r} is outside the profiles folder",
+                located.at("config"), "config",
+                hint="keep the config.json in the fleet repository, under profiles/, and "
+                "give its path relative to this file",
+            ))
+            continue
+        try:
+            out[name] = model_values(find_model_files(target, display_path(target, shown_base)),
+                                     read_safetensors=False)
+        except ModelConfigError as err:
+            findings.extend(err.findings)
+    if findings:
+        raise ProfileValidationError(f"{len(findings)} problem(s) in profiles", findings=findings)
+    return out

@@ -123,9 +123,9 @@ def _model_catalog(profiles: ProfileSet, findings: list[Finding]) -> ModelCatalo
     from gen.serving.model_catalog import LLMSpec, model_catalog
 
     extra = []
-    for m in profiles.models.values():
+    for name, m in profiles.models.items():
         try:
-            extra.append(LLMSpec.from_profile(m.value))
+            extra.append(LLMSpec.from_profile(m.value, profiles.model_configs.get(name)))
         except ValueError as err:  # the catalog's own consistency rules
             findings.append(Finding("GEN002", str(err), m.document.location))
     return model_catalog().with_extra(extra)

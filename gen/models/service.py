@@ -190,6 +190,31 @@ class InferenceService(Spec):
         (), description="Native macOS hosts serving the model (engines vllm-metal, vllm-mlx, "
         "llama-server); in-cluster clients reach them through a selectorless Service."
     )
+    gguf_file: str | None = Field(
+        None, min_length=6, max_length=255,
+        description="llama-server: the GGUF file to load, relative to the model volume "
+        "('/models' in a pod, the service's models folder on a Mac), e.g. "
+        "'Meta-Llama-3.1-8B-Instruct-Q8_0.gguf' or 'Q4_K_M/model-00001-of-00002.gguf'. "
+        "Needed unless 'model' ends in the file's name ('<org>/<repo>/<file>.gguf').",
+    )
+
+    @field_validator("gguf_file")
+    @classmethod
+    def _gguf_file(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parts = value.split("/")
+        if (
+            not value.endswith(".gguf")
+            or value.startswith("/")
+            or any(p in ("", ".", "..") for p in parts)
+            or any(c in value for c in "\0\n\r\\")
+        ):
+            raise ValueError(
+                "gguf_file must be a relative path to a .gguf file inside the model volume "
+                "(no leading '/', no '..'), e.g. 'Llama-3.1-8B-Instruct-Q8_0.gguf'"
+            )
+        return value
 
     @model_validator(mode="after")
     def _shape(self) -> InferenceService:
@@ -210,10 +235,13 @@ class InferenceService(Spec):
             names = [h.name for h in self.mac_hosts]
             if len(set(names)) != len(names):
                 raise ValueError("mac_hosts names must be unique")
-        elif self.gpu is None:
-            raise ValueError("'gpu' is required (or 'mac_hosts' for native macOS serving)")
         elif self.engine in ("vllm-metal", "vllm-mlx"):
             raise ValueError(f"engine {self.engine!r} runs only on mac_hosts")
+        elif self.gpu is None and self.engine != "llama-server":
+            raise ValueError("'gpu' is required (or 'mac_hosts' for native macOS serving; "
+                             "llama-server on an Apple VM pool needs none)")
+        if self.gguf_file is not None and self.engine != "llama-server":
+            raise ValueError("'gguf_file' is for engine llama-server (GGUF models)")
         return self
 
     @property

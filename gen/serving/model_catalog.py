@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from fractions import Fraction
 from importlib import resources
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from gen.models.model import ModelProfile
 
 __all__ = [
+    "QUANTIZATIONS",
     "WEIGHT_DTYPES",
     "LLMSpec",
     "ModelCatalog",
@@ -36,7 +37,8 @@ _PLAIN_DTYPE_BYTES: dict[str, int] = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1,
 # Weight dtypes the catalog understands. int4 (AWQ/GPTQ) and mxfp4 cost more than 4 bits:
 # see :meth:`LLMSpec.bits_per_quantized_weight`.
 WEIGHT_DTYPES: frozenset[str] = frozenset({*_PLAIN_DTYPE_BYTES, "int4", "mxfp4"})
-_QUANTIZATIONS: frozenset[str] = frozenset({"awq", "gptq", "fp8", "mxfp4"})
+QUANTIZATIONS: frozenset[str] = frozenset({"awq", "gptq", "fp8", "mxfp4", "compressed-tensors"})
+"""Checkpoint quantization methods, as ``quantization_config.quant_method`` names them."""
 _COMPUTE_DTYPES: frozenset[str] = frozenset({"fp32", "bf16", "fp16"})
 
 # MXFP4 (OCP microscaling): 4-bit E2M1 elements sharing one 8-bit E8M0 scale per block of 32.
@@ -60,7 +62,8 @@ class LLMSpec:
     Attributes:
         id: Hugging Face repository id, e.g. ``meta-llama/Llama-3.1-8B-Instruct``.
         parameters: total parameter count (all experts of a MoE).
-        active_parameters: parameters used per token (MoE only), as the model card states it.
+        active_parameters: parameters one token uses (MoE only; see
+            :func:`gen.serving.param_count.count_active_parameters`).
         layers: ``num_hidden_layers``.
         hidden_size: ``hidden_size``.
         attention_heads: ``num_attention_heads``.
@@ -73,7 +76,8 @@ class LLMSpec:
         experts: routed experts per MoE layer, or None for a dense model.
         experts_per_token: experts routed per token (MoE only).
         license_gated: the repository asks for a licence acceptance: pods need ``HF_TOKEN``.
-        intermediate_size: MLP width (per expert for a MoE); TP must divide it.
+        intermediate_size: ``intermediate_size``: the dense MLP width (also each expert's width
+            when a MoE's config has no ``moe_intermediate_size``, as Mixtral's); TP must divide it.
         vocab_size: vocabulary size (embeddings and lm_head).
         tie_word_embeddings: lm_head shares the embedding matrix.
         compute_dtype: activation dtype (bf16/fp16/fp32): the KV cache element for ``auto``.
@@ -83,6 +87,27 @@ class LLMSpec:
         sliding_window_layers: how many of ``layers`` use the sliding window.
         architecture: the ``architectures[0]`` class name (informational).
         checkpoint_bytes: size of the safetensors on disk when known; else None.
+        moe_intermediate_size: ``moe_intermediate_size``: each routed (and shared) expert's MLP
+            width when it differs from ``intermediate_size``.
+        shared_experts: ``n_shared_experts``: experts every token goes through (DeepSeek, Kimi,
+            GLM, Llama 4), on top of the routed ones.
+        dense_layers: ``first_k_dense_replace``: leading layers with a dense MLP of
+            ``intermediate_size`` instead of experts.
+        kv_lora_rank: ``kv_lora_rank``: width of the compressed KV latent of multi-head latent
+            attention (MLA); None for every other attention.
+        qk_rope_head_dim: ``qk_rope_head_dim``: the rotary part of each MLA query/key head (the
+            part cached beside the latent).
+        qk_nope_head_dim: ``qk_nope_head_dim``: the non-rotary part of each MLA query/key head.
+        v_head_dim: ``v_head_dim``: each MLA value head's width.
+        q_lora_rank: ``q_lora_rank``: width of MLA's compressed query (None: queries are
+            projected directly, as in DeepSeek-V2-Lite).
+        moe_layer_step: every how many layers (after ``dense_layers``) a layer has experts; the
+            others have a dense MLP of ``dense_intermediate_size``. None or 1: every layer.
+            (``interleave_moe_layer_step`` of Llama 4, ``moe_layer_freq`` of DeepSeek.)
+        dense_intermediate_size: MLP width of the dense layers between MoE layers when it differs
+            from ``intermediate_size`` (Llama 4's ``intermediate_size_mlp``).
+        vision_parameters: parameters of a vision-language model's vision encoder and projector;
+            they are part of ``parameters`` (vLLM loads them) but not of the decoder's own count.
     """
 
     id: str
@@ -109,26 +134,43 @@ class LLMSpec:
     sliding_window_layers: int = 0
     architecture: str = ""
     checkpoint_bytes: int | None = None
+    moe_intermediate_size: int | None = None
+    shared_experts: int | None = None
+    dense_layers: int | None = None
+    kv_lora_rank: int | None = None
+    qk_rope_head_dim: int | None = None
+    qk_nope_head_dim: int | None = None
+    v_head_dim: int | None = None
+    q_lora_rank: int | None = None
+    moe_layer_step: int | None = None
+    dense_intermediate_size: int | None = None
+    vision_parameters: int = 0
 
     PROFILE_NAMES: ClassVar[Mapping[str, str]] = {"id": "name"}
     """Fields that a ``kind: Model`` profile spells differently (field -> profile key)."""
-    NOT_IN_PROFILES: ClassVar[frozenset[str]] = frozenset({
-        "intermediate_size", "vocab_size", "tie_word_embeddings", "compute_dtype",
-        "unquantized_parameters", "quant_group_size", "sliding_window",
-        "sliding_window_layers", "architecture", "checkpoint_bytes",
-    })
-    """Fields a ``kind: Model`` profile cannot give: they keep their defaults."""
 
     @classmethod
-    def from_profile(cls, profile: ModelProfile) -> LLMSpec:
-        """The spec of a ``kind: Model`` profile: every other field is carried by its name.
+    def from_profile(cls, profile: ModelProfile,
+                     config: Mapping[str, Any] | None = None) -> LLMSpec:
+        """The spec of a ``kind: Model`` profile: every field is carried by its name.
+
+        ``config`` holds the field values read from the profile's ``config`` (see
+        :func:`gen.serving.hf_config.model_values`); the fields the profile gives override
+        them, the others keep the config's values.
 
         Raises ValueError when the numbers break the catalog's consistency rules.
         """
-        values = {
-            f.name: getattr(profile, cls.PROFILE_NAMES.get(f.name, f.name))
-            for f in fields(cls) if f.name not in cls.NOT_IN_PROFILES
-        }
+        values: dict[str, Any] = dict(config or {})
+        given = profile.model_fields_set
+        for f in fields(cls):
+            key = cls.PROFILE_NAMES.get(f.name, f.name)
+            if config is None or key in given:
+                values[f.name] = getattr(profile, key)
+        missing = [f.name for f in fields(cls) if values.get(f.name) is None
+                   and f.default is MISSING]
+        if missing:
+            raise ValueError(f"model {profile.name!r}: give {', '.join(missing)} (its config "
+                             "does not say)")
         return cls(**values)
 
     def __post_init__(self) -> None:
@@ -147,8 +189,8 @@ class LLMSpec:
         if self.compute_dtype not in _COMPUTE_DTYPES:
             out.append(f"compute_dtype {self.compute_dtype!r} is not one of "
                        f"{sorted(_COMPUTE_DTYPES)}")
-        if self.quantization is not None and self.quantization not in _QUANTIZATIONS:
-            out.append(f"quantization {self.quantization!r} is not one of {sorted(_QUANTIZATIONS)}")
+        if self.quantization is not None and self.quantization not in QUANTIZATIONS:
+            out.append(f"quantization {self.quantization!r} is not one of {sorted(QUANTIZATIONS)}")
         if self.kv_heads > self.attention_heads or (
             self.kv_heads >= 1 and self.attention_heads % self.kv_heads
         ):
@@ -161,6 +203,36 @@ class LLMSpec:
             out.append("sliding_window_layers must be between 0 and layers")
         if self.sliding_window_layers and not self.sliding_window:
             out.append("sliding_window_layers needs a sliding_window")
+        out.extend(self._moe_mla_problems())
+        return out
+
+    def _moe_mla_problems(self) -> list[str]:
+        out: list[str] = []
+        optional = ("moe_intermediate_size", "shared_experts", "dense_layers", "kv_lora_rank",
+                    "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "q_lora_rank",
+                    "moe_layer_step", "dense_intermediate_size")
+        out.extend(f"{name} must be a positive integer (or absent)" for name in optional
+                   if getattr(self, name) is not None and getattr(self, name) < 1
+                   and name not in ("shared_experts", "dense_layers"))
+        out.extend(f"{name} must be 0 or more (or absent)" for name in
+                   ("shared_experts", "dense_layers") if (getattr(self, name) or 0) < 0)
+        if not self.is_moe:
+            out.extend(f"{name} is for a MoE model (give experts and experts_per_token)"
+                       for name in ("moe_intermediate_size", "shared_experts", "dense_layers",
+                                    "moe_layer_step")
+                       if getattr(self, name))
+        if (self.dense_layers or 0) > self.layers:
+            out.append("dense_layers must be at most layers")
+        mla = ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
+        given = [name for name in mla if getattr(self, name) is not None]
+        if given and len(given) != len(mla):
+            missing = [name for name in mla if name not in given]
+            out.append(f"MLA attention needs {', '.join(mla)} together (missing "
+                       f"{', '.join(missing)})")
+        if self.q_lora_rank is not None and self.kv_lora_rank is None:
+            out.append("q_lora_rank is for MLA attention (give kv_lora_rank)")
+        if not 0 <= self.vision_parameters < self.parameters:
+            out.append("vision_parameters must be between 0 and parameters")
         return out
 
     @property
@@ -221,6 +293,27 @@ class LLMSpec:
     def disk_bytes(self) -> int:
         """Checkpoint size on disk: the recorded size, else the weights' size."""
         return self.checkpoint_bytes if self.checkpoint_bytes is not None else self.weight_bytes
+
+    @property
+    def is_mla(self) -> bool:
+        """True for multi-head latent attention (DeepSeek-V2/V3, Kimi K2): the KV cache holds
+        one ``kv_lora_rank + qk_rope_head_dim`` latent per token and layer."""
+        return self.kv_lora_rank is not None
+
+    @property
+    def expert_intermediate_size(self) -> int | None:
+        """Each expert's MLP width (None for a dense model or an unknown width)."""
+        if not self.is_moe:
+            return None
+        return self.moe_intermediate_size or self.intermediate_size
+
+    def counted_parameters(self) -> int | None:
+        """The exact parameter count the architecture numbers give, or None when the
+        architecture's layout is not one gen knows
+        (:func:`gen.serving.param_count.count_parameters`)."""
+        from gen.serving.param_count import count_parameters
+
+        return count_parameters(self)
 
     @property
     def full_attention_layers(self) -> int:
@@ -289,6 +382,19 @@ class ModelCatalog:
         raise CatalogLookupError(
             f"unknown model {name!r}{hint} (see `gen catalog models`, "
             "or describe it in a Model profile)"
+        )
+
+    def select(self, *, family: str | None = None, min_parameters: int | None = None,
+               max_parameters: int | None = None) -> tuple[LLMSpec, ...]:
+        """The models whose organisation, repository name or architecture contains ``family``
+        (case-insensitive) and whose total parameters lie within the bounds, in :meth:`all`'s
+        order."""
+        needle = family.strip().lower() if family else ""
+        return tuple(
+            s for s in self._specs
+            if (not needle or needle in s.id.lower() or needle in s.architecture.lower())
+            and (min_parameters is None or s.parameters >= min_parameters)
+            and (max_parameters is None or s.parameters <= max_parameters)
         )
 
     def with_extra(self, specs: Iterable[LLMSpec]) -> ModelCatalog:

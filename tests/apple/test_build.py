@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import plistlib
+import shutil
+import subprocess
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -12,6 +15,7 @@ import yaml
 from gen.apple.build import DRI_NAMESPACE, build
 from gen.apple.decide import gguf_file
 from gen.fleet.plan import ClusterPlan
+from gen.models import InferenceService
 from gen.pipeline import load_plan, render_outputs
 from tests.helpers import APPLE_GGUF_MODEL, APPLE_VULKAN_SERVICE, write_tree
 
@@ -130,6 +134,7 @@ def test_llama_server_deployment(tmp_path: Path) -> None:
     assert args[args.index("-m") + 1] == "/models/llama-8b-q8_0.gguf"
     assert args[args.index("-ngl") + 1] == "999"
     assert args[args.index("-c") + 1] == "16384"
+    assert args[args.index("--parallel") + 1] == "1"
     assert "--metrics" in args
     assert args[args.index("--api-key-file") + 1] == "/var/run/secrets/gen/api-key"
     assert container["resources"]["requests"]["squat.ai/dri"] == "1"
@@ -139,6 +144,52 @@ def test_llama_server_deployment(tmp_path: Path) -> None:
     secret = next(v for v in pod["volumes"] if v["name"] == "api-key")["secret"]
     assert secret["secretName"] == "vk-key"
     assert secret["items"] == [{"key": "key", "path": "api-key"}]
+
+
+def _run_container(container: dict[str, Any], key: str | None,
+                   tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """Run the container's command + args as the kubelet would, with a fake llama-server on
+    PATH and the Secret's key (None: no file) where the volume mounts it."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "llama-server"
+    fake.write_text('#!/bin/sh\necho started; printf "arg=%s\\n" "$@"\n')
+    fake.chmod(0o755)
+    key_path = "/var/run/secrets/gen/api-key"
+    local_key = tmp_path / "api-key"
+    if key is not None:
+        local_key.write_text(key)
+    argv = [*container["command"], *container["args"]]
+    argv = [str(local_key) if a == key_path else a for a in argv]
+    env = {"PATH": f"{bin_dir}:{os.defpath}"}
+    return subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+
+
+@pytest.mark.skipif(shutil.which("sh") is None, reason="needs a POSIX shell")
+@pytest.mark.parametrize(("key", "starts"), [
+    (None, False), ("", False), ("\n\n", False), (" \t\n", False),
+    ("sk-real-key\n", True), ("\nsk-real-key", True),
+])
+def test_llama_server_pod_refuses_to_start_with_an_empty_secret(
+    key: str | None, starts: bool, tmp_path: Path
+) -> None:
+    """An empty Secret value (or blank lines) would make llama-server serve without
+    authentication: the pod's command exits 78 before llama-server starts; a real key starts
+    it with the rendered args."""
+    out = rendered(tmp_path)
+    container = out["lab/workloads/inference/deployment-llama-vk.yaml"][
+        "spec"]["template"]["spec"]["containers"][0]
+    assert container["command"][:2] == ["/bin/sh", "-c"]
+    assert container["command"][-1] == "llama-server"
+    result = _run_container(container, key, tmp_path)
+    if starts:
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.splitlines()[0] == "started"
+        assert "arg=--api-key-file" in result.stdout.splitlines()
+    else:
+        assert result.returncode == 78
+        assert "started" not in result.stdout
+        assert "refusing to start without authentication" in result.stderr
 
 
 def test_llama_server_pod_is_restricted(tmp_path: Path) -> None:
@@ -229,8 +280,10 @@ def test_mac_llama_server_reads_gguf_from_service_folder(tmp_path: Path) -> None
         "ProgramArguments"]
     assert argv[argv.index("-m") + 1] == (
         "/Library/Application Support/gen/llama-mac/models/llama-8b-q8_0.gguf")
-    assert argv[argv.index("-c") + 1] == "131072"
-    assert "--api-key-file" in argv
+    engine = argv[argv.index("llama-server"):]
+    assert engine[engine.index("-c") + 1] == "131072"
+    assert engine[engine.index("--parallel") + 1] == "1"
+    assert "--api-key-file" in engine
 
 
 def test_no_apple_pool_renders_no_plugin(tmp_path: Path) -> None:
@@ -256,11 +309,42 @@ def test_builder_skips_what_lint_reports(tmp_path: Path) -> None:
     assert not any(s.template == "apple/deployment.yaml.j2" for s in specs)
 
 
-@pytest.mark.parametrize(("model", "expected"), [
-    ("org/Repo-GGUF/file-Q8_0.gguf", "file-Q8_0.gguf"),
-    ("meta-llama/Llama-3.1-8B-Instruct", "Llama-3.1-8B-Instruct.gguf"),
-    ("local-model", "local-model.gguf"),
+@pytest.mark.parametrize(("model", "file", "expected"), [
+    ("org/Repo-GGUF/file-Q8_0.gguf", None, "file-Q8_0.gguf"),
+    ("org/Repo-GGUF/file-Q8_0.gguf", "Q4_K_M/file-Q4_K_M.gguf", "Q4_K_M/file-Q4_K_M.gguf"),
+    ("meta-llama/Llama-3.1-8B-Instruct", "llama-8b-q8_0.gguf", "llama-8b-q8_0.gguf"),
+    ("meta-llama/Llama-3.1-8B-Instruct", None, None),
+    ("local-model", None, None),
 ])
-def test_gguf_file_convention(model: str, expected: str) -> None:
-    """A model id ending in .gguf names its file; any other id serves <name>.gguf."""
-    assert gguf_file(model) == expected
+def test_gguf_file(model: str, file: str | None, expected: str | None) -> None:
+    """gguf_file wins; else a model id ending in .gguf names its file; else none (GEN611)."""
+    service = InferenceService.model_validate({
+        "kind": "InferenceService", "name": "x", "model": model, "engine": "llama-server",
+        "clusters": ["lab"], "gguf_file": file,
+    })
+    assert gguf_file(service) == expected
+
+
+def test_gguf_file_reaches_the_pod_and_gpu_may_be_omitted(tmp_path: Path) -> None:
+    """A service with gguf_file and no gpu request: -m names the file, one device per pod."""
+    vulkan = VULKAN.replace("model: org/Llama-8B-GGUF/llama-8b-q8_0.gguf",
+                            "model: org/Llama-8B-GGUF/llama-8b-q8_0.gguf\n    gguf_file: "
+                            "sub/llama-8b-q8_0.gguf").replace(
+                                "    gpu: {gpu_class: apple-venus}\n", "")
+    out = rendered(tmp_path, vulkan=vulkan, model=APPLE_GGUF_MODEL)
+    container = out["lab/workloads/inference/deployment-llama-vk.yaml"][
+        "spec"]["template"]["spec"]["containers"][0]
+    assert container["args"][container["args"].index("-m") + 1] == (
+        "/models/sub/llama-8b-q8_0.gguf")
+    assert container["resources"]["limits"]["squat.ai/dri"] == "1"
+
+
+def test_max_num_seqs_reaches_llama_server_as_parallel(tmp_path: Path) -> None:
+    """serving.max_num_seqs 3 with 16384 tokens: --parallel 3 and -c 49152 (3 full slots)."""
+    vulkan = VULKAN.replace("serving: {max_model_len: 16384}",
+                            "serving: {max_model_len: 16384, max_num_seqs: 3}")
+    out = rendered(tmp_path, vulkan=vulkan)
+    args = out["lab/workloads/inference/deployment-llama-vk.yaml"][
+        "spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--parallel") + 1] == "3"
+    assert args[args.index("-c") + 1] == str(3 * 16384)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gen.apple.decide import fit_report, host_device, vm_device
-from gen.errors import Finding, Severity
+from gen.errors import Finding, ProfileValidationError, Severity
 from gen.fleet.plan import ServicePlan
 from gen.models import NodePool
 from gen.models.service import MacHost
@@ -111,7 +111,7 @@ def test_70b_at_8_bits_fits_ultra_host_not_krunkit_vm(tmp_path: Path) -> None:
     findings = run(tmp_path)
     plan_service = _service_plan(tmp_path)
     host = host_device(MacHost(name="a", address="10.0.0.1", chip="m2-ultra", memory_gb=192))
-    assert host.unified_memory and host.memory_bytes == 144 * 2**30
+    assert host.kind == "metal" and host.memory_bytes == 144 * 2**30
     assert fit_report(plan_service, host, None).fits
     pool = NodePool.model_validate({
         "name": "vm", "platform": "apple-vm", "nodes": 1,
@@ -257,7 +257,7 @@ def test_no_finding_says_bare_mps(tmp_path: Path) -> None:
 
 def test_rule_ids_are_documented() -> None:
     """Every GEN6xx rule has a description in RULES."""
-    assert {f"GEN6{n:02d}" for n in range(1, 11)} <= set(RULES)
+    assert {f"GEN6{n:02d}" for n in range(1, 12)} <= set(RULES)
 
 
 def test_example_fleet_lints_without_errors(tmp_path: Path) -> None:
@@ -267,3 +267,79 @@ def test_example_fleet_lints_without_errors(tmp_path: Path) -> None:
     findings = lint(root / "profiles", base=root)
     assert [f for f in findings if f.severity is Severity.ERROR] == []
     assert rules(findings) <= {"GEN610"}
+
+
+# --------------------------------------------------------------------------- GEN611
+
+
+def test_llama_server_without_gguf_file(tmp_path: Path) -> None:
+    """A model id that names no .gguf file and no gguf_file: GEN611 at the model line; no
+    Deployment is rendered from a guessed file name."""
+    models = MODELS.replace("name: org/Llama-8B-GGUF/llama-8b-q8_0.gguf",
+                            "name: org/Llama-8B-GGUF")
+    vulkan = VULKAN.replace("model: org/Llama-8B-GGUF/llama-8b-q8_0.gguf",
+                            "model: org/Llama-8B-GGUF")
+    finding = only(run(tmp_path, models=models, vulkan=vulkan), "GEN611")
+    assert finding.severity is Severity.ERROR
+    assert finding.key_path == "model"
+    assert finding.location is not None and finding.location.path.endswith("vulkan.yaml")
+    assert finding.location.line == 3  # model
+    assert "gguf_file" in finding.hint
+
+
+def test_llama_server_with_gguf_file_is_clean(tmp_path: Path) -> None:
+    """Near miss: the same model id with gguf_file set (and no gpu request) lints clean."""
+    models = MODELS.replace("name: org/Llama-8B-GGUF/llama-8b-q8_0.gguf",
+                            "name: org/Llama-8B-GGUF")
+    vulkan = VULKAN.replace(
+        "model: org/Llama-8B-GGUF/llama-8b-q8_0.gguf",
+        "model: org/Llama-8B-GGUF\n    gguf_file: llama-8b-q8_0.gguf",
+    ).replace("    gpu: {gpu_class: apple-venus}\n", "")
+    assert run(tmp_path, models=models, vulkan=vulkan) == []
+
+
+def test_mac_llama_server_without_gguf_file(tmp_path: Path) -> None:
+    """GEN611 on a native Mac llama-server too, once per service."""
+    macs = MACS.replace("engine: vllm-mlx", "engine: llama-server")
+    finding = only(run(tmp_path, macs=macs), "GEN611")
+    assert finding.location is not None and finding.location.path.endswith("macs.yaml")
+
+
+@pytest.mark.parametrize("value", ["/abs/x.gguf", "../x.gguf", "model.bin", "a//b.gguf"])
+def test_gguf_file_must_be_a_relative_gguf_path(tmp_path: Path, value: str) -> None:
+    """gguf_file outside the model volume or not a .gguf file is a schema error."""
+    vulkan = VULKAN.rstrip() + f"\n    gguf_file: {value!r}\n"
+    with pytest.raises(ProfileValidationError) as err:
+        run(tmp_path, vulkan=vulkan)
+    (finding,) = err.value.findings
+    assert finding.rule == "GEN002" and finding.key_path == "gguf_file"
+
+
+def test_gguf_file_only_for_llama_server(tmp_path: Path) -> None:
+    """gguf_file on a vLLM engine is a schema error."""
+    macs = MACS.rstrip() + "\n    gguf_file: x.gguf\n"
+    with pytest.raises(ProfileValidationError) as err:
+        run(tmp_path, macs=macs)
+    assert "llama-server" in err.value.findings[0].message
+
+
+# --------------------------------------------------------------------------- slots
+
+
+def test_too_many_llama_server_slots(tmp_path: Path) -> None:
+    """8 slots of 16384 tokens on a 24 GB VM's window: GEN602 at serving.max_num_seqs, and
+    the hint says how many slots fit."""
+    vulkan = VULKAN.replace("serving: {max_model_len: 16384}",
+                            "serving: {max_model_len: 65536, max_num_seqs: 8}")
+    finding = only(run(tmp_path, vulkan=vulkan), "GEN602")
+    assert finding.key_path == "serving.max_num_seqs"
+    assert finding.location is not None and finding.location.line == 8  # serving
+    assert "8 slot(s) × 65536 tokens" in finding.message
+    assert "serving.max_num_seqs: 3" in finding.hint
+
+
+def test_slots_that_fit_are_clean(tmp_path: Path) -> None:
+    """Near miss: 3 slots of 65536 tokens fit the same window."""
+    vulkan = VULKAN.replace("serving: {max_model_len: 16384}",
+                            "serving: {max_model_len: 65536, max_num_seqs: 3}")
+    assert run(tmp_path, vulkan=vulkan) == []

@@ -115,15 +115,17 @@ def test_unknown_gpu_variant() -> None:
 
 
 def test_macos_fraction_two_thirds_then_three_quarters() -> None:
-    """Metal may wire 2/3 of RAM up to 36 GB and 3/4 above."""
-    assert macos_gpu_fraction(16) == macos_gpu_fraction(36) == pytest.approx(2 / 3)
-    assert macos_gpu_fraction(48) == macos_gpu_fraction(192) == pytest.approx(3 / 4)
+    """Metal may wire 2/3 of RAM up to 32 GB and 3/4 above (36 GB: 27 GiB)."""
+    assert macos_gpu_fraction(16) == macos_gpu_fraction(32) == pytest.approx(2 / 3)
+    assert macos_gpu_fraction(36) == macos_gpu_fraction(192) == pytest.approx(3 / 4)
+    assert usable_unified_memory_bytes(36) == 27 * GIB
 
 
 def test_usable_memory_matches_observed_working_set() -> None:
-    """16 GB → 10922.67 MiB and 32 GB → 21845.33 MiB, as Metal reports; 64 GB → 48 GiB."""
-    assert usable_unified_memory_bytes(16) / MIB == pytest.approx(10922.67, abs=0.01)
-    assert usable_unified_memory_bytes(32) / MIB == pytest.approx(21845.33, abs=0.01)
+    """16 GB → 10922.67 MiB and 32 GB → 21845.34 MiB (whole 16 KiB pages); 64 GB → 48 GiB."""
+    assert f"{usable_unified_memory_bytes(16) / MIB:.2f}" == "10922.67"
+    assert f"{usable_unified_memory_bytes(32) / MIB:.2f}" == "21845.34"
+    assert usable_unified_memory_bytes(32) % (16 * 1024) == 0
     assert usable_unified_memory_bytes(64) == 48 * GIB
 
 
@@ -199,16 +201,26 @@ def test_llama_server_vulkan_args() -> None:
         "--alias", "qwen",
         "-ngl", "999",
         "-c", "8192",
+        "--parallel", "1",
         "--metrics",
     ]  # fmt: skip
+
+
+def test_llama_server_vulkan_args_split_context_over_slots() -> None:
+    """Four slots of 8192 tokens: -c 32768 --parallel 4 (llama-server gives each n_ctx / 4)."""
+    args = llama_server_vulkan_args("/models/qwen.gguf", 8080, 8192, "qwen", parallel=4)
+    assert args[args.index("-c") + 1] == "32768"
+    assert args[args.index("--parallel") + 1] == "4"
+    with pytest.raises(ProfileValidationError, match="slots"):
+        llama_server_vulkan_args("/models/qwen.gguf", 8080, 8192, "qwen", parallel=0)
 
 
 def test_llama_server_vulkan_args_key_file_and_extra() -> None:
     """A key file becomes --api-key-file; extra flags come last."""
     args = llama_server_vulkan_args(
-        "/m/a.gguf", 8080, 4096, "a", ["--parallel", "4"], api_key_file="/var/run/key"
+        "/m/a.gguf", 8080, 4096, "a", ["--jinja"], api_key_file="/var/run/key"
     )
-    assert args[-4:] == ["--api-key-file", "/var/run/key", "--parallel", "4"]
+    assert args[-3:] == ["--api-key-file", "/var/run/key", "--jinja"]
 
 
 def test_llama_server_vulkan_args_reject_literal_key() -> None:

@@ -64,8 +64,23 @@ def test_llama_server_argv() -> None:
         "-ngl", "999",
         "--metrics",
         "-c", "8192",
+        "--parallel", "1",
         "--api-key-file", "/etc/gen/qwen.key",
     ]  # fmt: skip
+
+
+def test_llama_server_context_is_split_over_slots() -> None:
+    """-c is parallel × max_model_len: llama-server gives each slot n_ctx / --parallel."""
+    argv = server_arguments(make("llama-server", parallel=4))
+    assert argv[argv.index("-c") + 1] == str(4 * 8192)
+    assert argv[argv.index("--parallel") + 1] == "4"
+
+
+@pytest.mark.parametrize(("engine", "parallel"), [("vllm-metal", 2), ("llama-server", 0)])
+def test_parallel_only_for_llama_server(engine: str, parallel: int) -> None:
+    """Only llama-server takes slots; a zero count is refused."""
+    with pytest.raises(ProfileValidationError, match="parallel must be 1"):
+        make(engine, parallel=parallel)
 
 
 def test_llama_server_without_context_uses_model_default() -> None:
@@ -177,11 +192,14 @@ def test_plist_options() -> None:
     assert env["VLLM_NO_USAGE_STATS"] == "1"
 
 
-def test_llama_server_runs_without_a_shell() -> None:
-    """llama-server reads its key file natively: env finds the binary, no shell wrapper."""
-    assert program_arguments(make())[:2] == ["/usr/bin/env", "llama-server"]
-    absolute = make(executable="/opt/homebrew/bin/llama-server")
-    assert program_arguments(absolute) == server_arguments(absolute)
+def test_llama_server_runs_behind_the_key_guard() -> None:
+    """llama-server reads its key file itself; a guard shell checks the file, then execs it."""
+    server = make(executable="/opt/homebrew/bin/llama-server")
+    argv = program_arguments(server)
+    assert argv[:2] == ["/bin/sh", "-c"]
+    assert argv[2].endswith('shift; exec "$@"')
+    assert argv[3:5] == ["gen-qwen", "/etc/gen/qwen.key"]
+    assert argv[5:] == server_arguments(server)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -240,12 +258,17 @@ def test_server_is_frozen() -> None:
 # --------------------------------------------------------------------------- the key wrapper
 
 
-def run_wrapper(server: MacServer, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    """Run the plist's ProgramArguments with the engine replaced by a probe script."""
+def run_wrapper(
+    server: MacServer, tmp_path: Path, shell: str = "sh"
+) -> subprocess.CompletedProcess[str]:
+    """Run the plist's ProgramArguments with the engine replaced by a probe script (a fake
+    llama-server or vllm that prints its environment key and argv), under ``shell``."""
     probe = tmp_path / "probe"
     probe.write_text('#!/bin/sh\nprintf "env=%s\\n" "$VLLM_API_KEY"; printf "arg=%s\\n" "$@"\n')
     probe.chmod(0o755)
     argv = program_arguments(dataclasses.replace(server, executable=str(probe)))
+    assert argv[0] == "/bin/sh"
+    argv[0] = shutil.which(shell) or shell
     env = {"PATH": os.defpath}
     return subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
 
@@ -276,9 +299,48 @@ def test_vllm_mlx_wrapper_appends_key(tmp_path: Path) -> None:
     assert result.stdout.splitlines()[-2:] == ["arg=--api-key", f"arg={SECRET}"]
 
 
+# Key files llama.cpp would load no key from (it keeps only non-empty lines), or only blanks.
+NO_KEY = [None, "", "\n", "\n\n\n", "   \n\t\n", "\r\n"]
+
+
+@needs_sh
+@pytest.mark.parametrize("shell", ["sh", "dash", "bash"])
+@pytest.mark.parametrize("content", NO_KEY)
+def test_llama_server_guard_refuses_to_start_without_key(
+    shell: str, content: str | None, tmp_path: Path
+) -> None:
+    """An empty, blank-only or missing key file: exit 78 and llama-server never runs."""
+    if shutil.which(shell) is None:
+        pytest.skip(f"no {shell}")
+    key_file = tmp_path / "api.key"
+    if content is not None:
+        key_file.write_text(content)
+    result = run_wrapper(make("llama-server", api_key_file=str(key_file)), tmp_path,
+                         shell=shell)
+    assert result.returncode == 78
+    assert "arg=" not in result.stdout
+    assert "refusing to start without authentication" in result.stderr
+
+
+@needs_sh
+@pytest.mark.parametrize("content", [SECRET, SECRET + "\n", "\n\n" + SECRET + "\n\n",
+                                     "other-key\n" + SECRET])
+def test_llama_server_guard_starts_with_a_key(content: str, tmp_path: Path) -> None:
+    """A file with a key (blank lines around it, no final newline) starts llama-server with
+    its argv unchanged: the key stays in the file, never on the command line."""
+    key_file = tmp_path / "api.key"
+    key_file.write_text(content)
+    server = make("llama-server", api_key_file=str(key_file))
+    result = run_wrapper(server, tmp_path)
+    assert result.returncode == 0, result.stderr
+    args = [line.removeprefix("arg=") for line in result.stdout.splitlines()[1:]]
+    assert args == server_arguments(server)[1:]
+    assert SECRET not in result.stdout
+
+
 @needs_sh
 @pytest.mark.parametrize("engine", ["vllm-metal", "vllm-mlx"])
-@pytest.mark.parametrize("content", [None, ""])
+@pytest.mark.parametrize("content", NO_KEY)
 def test_wrapper_refuses_to_start_without_key(
     engine: str, content: str | None, tmp_path: Path
 ) -> None:

@@ -322,3 +322,16 @@ def test_a_stale_temporary_tree_beside_out_leaves_the_fast_path(
     assert not result.fast_path and result.changes.empty
     assert not stale.exists()
     assert _render(root).fast_path
+
+
+def test_a_json_file_under_profiles_is_an_input(rendered: Path, tmp_path: Path) -> None:
+    """A Model profile's config.json is read by the loader: adding or changing any JSON file
+    under profiles/ leaves the fast path, as a YAML change does."""
+    root = _copy(rendered, tmp_path / "fleet")
+    config = root / "profiles/models/qwen3/config.json"
+    config.parent.mkdir(parents=True)
+    config.write_text('{"num_hidden_layers": 48}\n', encoding="utf-8")
+    assert not _render(root).fast_path
+    assert _render(root).fast_path
+    config.write_text('{"num_hidden_layers": 47}\n', encoding="utf-8")
+    assert not _render(root).fast_path

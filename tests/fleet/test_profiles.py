@@ -177,3 +177,85 @@ def test_a_name_that_is_not_a_dns_label_is_refused_in_words(tmp_path: Path, valu
     assert finding.key_path == "name" and finding.location is not None
     assert finding.location.line == 2
     assert "DNS-1123 label" in finding.message and "(?!" not in finding.message
+
+
+# --------------------------------------------------------------------------- Model config:
+
+QWEN3_MOE_CONFIG = (Path(__file__).resolve().parents[1] / "serving" / "data" / "qwen3-30b-a3b"
+                    / "config.json").read_text(encoding="utf-8")
+
+
+def _model_fleet(tmp_path: Path, model_doc: str, config: str = QWEN3_MOE_CONFIG) -> Path:
+    """LINT_BASE with a Model profile under profiles/models/ and its config.json beside it."""
+    from tests.helpers import LINT_BASE
+
+    files = {f"profiles/{name}": text for name, text in LINT_BASE.items()}
+    files["profiles/models/moe.yaml"] = model_doc
+    files["profiles/models/qwen3/config.json"] = config
+    return write_tree(tmp_path, files)
+
+
+def test_model_profile_reads_its_config_json(tmp_path: Path) -> None:
+    """config: names a config.json relative to the profile; given fields override it."""
+    from dataclasses import replace
+
+    from gen.fleet.resolve import build_plan
+    from gen.serving.model_catalog import model_catalog
+
+    _model_fleet(tmp_path, """
+        kind: Model
+        name: acme/Qwen3-MoE-Finetune
+        config: qwen3/config.json
+        max_context: 16384
+        license_gated: true
+        """)
+    service = tmp_path / "profiles" / "service.yaml"
+    service.write_text(service.read_text().replace("meta-llama/Llama-3.1-70B-Instruct",
+                                                   "acme/Qwen3-MoE-Finetune"))
+    profiles = load_profiles(tmp_path / "profiles", base=tmp_path)
+    assert profiles.model_configs["acme/Qwen3-MoE-Finetune"]["experts"] == 128
+    plan = build_plan(profiles)
+    (service_plan,) = plan.clusters[0].services
+    spec = service_plan.model
+    expected = replace(model_catalog().lookup("Qwen/Qwen3-30B-A3B"),
+                       id="acme/Qwen3-MoE-Finetune", max_context=16384, license_gated=True)
+    assert spec == expected
+
+
+def test_a_bad_config_json_is_located_in_that_file(tmp_path: Path) -> None:
+    """A broken field of the referenced config.json is reported at its own file and line."""
+    broken = QWEN3_MOE_CONFIG.replace('"num_hidden_layers": 48', '"num_hidden_layers": "x"')
+    _model_fleet(tmp_path, "kind: Model\nname: acme/m\nconfig: qwen3/config.json\n", broken)
+    with pytest.raises(ProfileValidationError) as info:
+        load_profiles(tmp_path / "profiles", base=tmp_path)
+    (finding,) = info.value.findings
+    line = next(i for i, t in enumerate(broken.splitlines(), 1) if "num_hidden_layers" in t)
+    assert str(finding.location) == f"profiles/models/qwen3/config.json:{line}:3"
+    assert finding.key_path == "num_hidden_layers"
+
+
+@pytest.mark.parametrize("config", ["../../../etc/config.json", "/etc/config.json"])
+def test_a_config_outside_the_profiles_folder_is_refused(tmp_path: Path, config: str) -> None:
+    """config: cannot leave the profiles folder (the fleet record digests what is inside)."""
+    _model_fleet(tmp_path, f"kind: Model\nname: acme/m\nconfig: {config}\n")
+    with pytest.raises(ProfileValidationError) as info:
+        load_profiles(tmp_path / "profiles", base=tmp_path)
+    (finding,) = info.value.findings
+    assert str(finding.location) == "profiles/models/moe.yaml:3:1"
+    assert "outside the profiles folder" in finding.message
+
+
+def test_a_missing_config_file_is_located(tmp_path: Path) -> None:
+    """A config that names no file is an error at that file's path."""
+    _model_fleet(tmp_path, "kind: Model\nname: acme/m\nconfig: qwen3/missing.json\n")
+    with pytest.raises(ProfileValidationError) as info:
+        load_profiles(tmp_path / "profiles", base=tmp_path)
+    assert info.value.format_message().startswith(
+        "profiles/models/qwen3/missing.json: error GEN002: no such file or folder")
+
+
+def test_without_config_the_numbers_are_required(tmp_path: Path) -> None:
+    """A Model profile with neither numbers nor config says which numbers it lacks."""
+    (finding,) = _errors(tmp_path, {"profiles/m.yaml": "kind: Model\nname: acme/m\n"})
+    assert "give parameters, layers, hidden_size" in finding.message
+    assert "or a config" in finding.message

@@ -40,7 +40,8 @@ MIG_GPUS = [
     "rtx-pro-6000-workstation",
     "rtx-pro-6000-max-q",
 ]
-PLAIN_GPUS = ["t4", "a10", "a10g", "l4", "l40s", "rtx-4090", "rtx-6000-ada"]
+PLAIN_GPUS = ["t4", "a10", "a10g", "l4", "l40s", "rtx-4090", "rtx-6000-ada", "rtx-3090",
+              "rtx-a5000", "rtx-a6000"]
 ALL_GPUS = gpu_catalog().all()
 
 

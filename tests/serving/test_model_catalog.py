@@ -20,7 +20,7 @@ def _dense_parameters(spec: LLMSpec, *, qkv_bias: bool = False, norms: int = 2) 
     if spec.architecture == "Qwen3ForCausalLM":
         attn += 2 * hd  # q_norm, k_norm
     layer = attn + 3 * h * spec.intermediate_size + norms * h
-    return spec.layers * layer + spec.embedding_parameters + h
+    return spec.layers * layer + spec.embedding_parameters + h + spec.vision_parameters
 
 
 def test_catalog_has_the_popular_models() -> None:
@@ -69,7 +69,7 @@ def test_dense_counts_follow_from_the_architecture(spec: LLMSpec) -> None:
     """Every dense bf16 model's parameter count follows from its config numbers."""
     if spec.is_moe or spec.weight_dtype != "bf16":
         pytest.skip("MoE and quantized counts are recorded from their own breakdowns")
-    qkv_bias = spec.architecture == "Qwen2ForCausalLM"
+    qkv_bias = spec.architecture in ("Qwen2ForCausalLM", "Qwen2_5_VLForConditionalGeneration")
     norms = 4 if spec.architecture == "Gemma2ForCausalLM" else 2
     assert spec.parameters == _dense_parameters(spec, qkv_bias=qkv_bias, norms=norms)
 
@@ -175,3 +175,52 @@ def test_empty_catalog_lookup_has_no_hint() -> None:
     with pytest.raises(CatalogLookupError) as info:
         ModelCatalog([]).lookup("anything")
     assert "nearest" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("model", "published"),
+    [
+        # DeepSeek-V3 README.md: 671B main model (the 685B checkpoint adds the 14B MTP module).
+        ("deepseek-ai/DeepSeek-V3", 671e9),
+        # Qwen3-30B-A3B model card: 30.5B total, 29.9B non-embedding.
+        ("Qwen/Qwen3-30B-A3B", 30.5e9),
+        ("Qwen/Qwen3-235B-A22B-Instruct-2507", 235e9),
+        ("Qwen/Qwen3-14B", 14.8e9),
+        # Kimi K2 README.md: 1T total.
+        ("moonshotai/Kimi-K2-Instruct", 1.0e12),
+        # Hugging Face page of Qwen2.5-VL-7B-Instruct: 8.29B.
+        ("Qwen/Qwen2.5-VL-7B-Instruct", 8.29e9),
+    ],
+)
+def test_moe_and_mla_counts_match_the_published_totals(model: str, published: float) -> None:
+    """Counts round to the published totals at the precision they are published."""
+    digits = len(f"{published:.3g}".replace(".", "").rstrip("0").split("e")[0])
+    spec = model_catalog().lookup(model)
+    assert float(f"{spec.parameters:.{digits}g}") == published
+
+
+def test_qwen3_moe_non_embedding_count_matches_the_model_card() -> None:
+    """Qwen3-30B-A3B: 29.9B parameters besides the embeddings, 3.3B activated per token."""
+    spec = model_catalog().lookup("Qwen/Qwen3-30B-A3B")
+    assert round((spec.parameters - spec.embedding_parameters) / 1e9, 1) == 29.9
+    assert (spec.active_parameters or 0) // 10**8 == 33  # 3.35B, which the card truncates
+
+
+def test_vision_parameters_are_part_of_the_total() -> None:
+    """A vision-language model's encoder is in parameters and in its weights."""
+    vl = model_catalog().lookup("Qwen/Qwen2.5-VL-7B-Instruct")
+    text = model_catalog().lookup("Qwen/Qwen2.5-7B-Instruct")
+    assert vl.vision_parameters == 676_550_144
+    assert vl.parameters - vl.vision_parameters == text.parameters
+    assert vl.weight_bytes == 2 * vl.parameters
+
+
+def test_spec_rejects_half_an_mla_description() -> None:
+    """MLA fields come together; MoE-only fields need experts."""
+    base = model_catalog().lookup("Qwen/Qwen3-8B")
+    with pytest.raises(ValueError, match=r"MLA attention needs .*\(missing qk_nope_head_dim\)"):
+        replace(base, kv_lora_rank=512, qk_rope_head_dim=64, v_head_dim=128)
+    with pytest.raises(ValueError, match="shared_experts is for a MoE model"):
+        replace(base, shared_experts=1)
+    with pytest.raises(ValueError, match="dense_layers must be at most layers"):
+        replace(model_catalog().lookup("Qwen/Qwen3-30B-A3B"), dense_layers=49)
