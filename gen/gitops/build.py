@@ -365,6 +365,9 @@ def _argo_shared(group: ArgoGroup) -> list[ManifestSpec]:
     """The objects every member of the group renders alike: the root Application (applied
     by hand, in ``_root/_fleet``) and, in fleet mode, the ApplicationSet it syncs."""
     prefix = group.path_prefix
+    # Argo CD matches directory.include against each file's path relative to source.path
+    # (argo-cd reposerver/repository/repository.go, findManifests): only the Argo CD
+    # folders of the group's members, never a Flux cluster's objects in the same tree.
     include = [f"{m}/{group.namespace}/*" for m in group.members]
     if group.applicationset:
         include.append(f"{FLEET_OWNER}/{group.namespace}/*")
