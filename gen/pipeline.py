@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from gen.emit.cache import (
     CACHE_GITIGNORE,
@@ -38,6 +38,9 @@ from gen.errors import (
     sort_findings,
 )
 from gen.fleet.plan import ClusterPlan, Plan
+
+if TYPE_CHECKING:
+    from gen.emit.crd_schemas import CRDSet
 
 __all__ = [
     "Progress",
@@ -139,10 +142,14 @@ def load_plan(profiles_dir: Path, *, base: Path | None = None) -> Plan:
         with_provenance(c, root) for c in plan.clusters))
 
 
-def lint(profiles_dir: Path, *, base: Path | None = None) -> list[Finding]:
-    """Every check on the profiles, nothing written. Raises on unreadable or invalid input."""
+def lint(profiles_dir: Path, *, base: Path | None = None,
+         crds_dir: Path | None = None) -> list[Finding]:
+    """Every check on the profiles (and on the CRDs of ``crds_dir``, when given), nothing
+    written. Raises on unreadable or invalid input."""
+    from gen.emit.crd_schemas import load_crd_dir
+
     plan = load_plan(profiles_dir, base=base)
-    return sort_findings(run_checks(plan))
+    return sort_findings([*run_checks(plan), *load_crd_dir(crds_dir, base)[1]])
 
 
 @dataclass(frozen=True)
@@ -191,8 +198,9 @@ class _RenderCluster:
     """
 
     def __init__(self, plan: Plan, templates_dir: Path | None, out_label: str,
-                 validate: bool) -> None:
+                 validate: bool, crds: CRDSet | None = None) -> None:
         self.plan = plan
+        self.crds = crds
         self.templates_dir = templates_dir
         self.out_label = out_label
         self.validate = validate
@@ -208,7 +216,7 @@ class _RenderCluster:
 
         if self._env is None:
             self._env = make_environment(self.templates_dir)
-            self._schema = SchemaValidator() if self.validate else None
+            self._schema = SchemaValidator(self.crds) if self.validate else None
 
     def prepare(self) -> None:
         """Build the environment and compile the validators the plan needs, here.
@@ -238,7 +246,7 @@ class _RenderCluster:
                 except TemplateError:
                     continue
                 keys.add((cluster.minor, obj.api_version, obj.kind))
-        warm(sorted(keys))
+        warm(sorted(keys), self.crds)
 
     def __call__(self, index: int) -> _ClusterOutput:
         from gen.emit.render import kustomizations, render_cluster
@@ -282,15 +290,17 @@ def render_outputs(
     validator: Validator = "embedded",
     jobs: int | None = None,
     progress: Progress | None = None,
+    crds: CRDSet | None = None,
 ) -> tuple[dict[PurePosixPath, bytes], list[Finding], int]:
     """Render and validate every cluster of the plan; return the files and findings.
 
     Clusters are independent: with ``jobs`` > 1 (default: :func:`default_jobs`) they are
     rendered in that many worker processes. The result does not depend on ``jobs``.
     Template errors of every cluster are raised together as one :class:`TemplateError`.
+    Custom resources are validated against ``crds`` (default: the bundled CRDs).
     """
     results = _render_clusters(plan, templates_dir=templates_dir, out_label=out_label,
-                               validator=validator, jobs=jobs, progress=progress)
+                               validator=validator, jobs=jobs, progress=progress, crds=crds)
     outputs: dict[PurePosixPath, bytes] = {}
     findings: list[Finding] = []
     for result in results:
@@ -308,12 +318,13 @@ def _render_clusters(
     validator: Validator,
     jobs: int | None,
     progress: Progress | None,
+    crds: CRDSet | None = None,
 ) -> list[_ClusterOutput]:
     """Each cluster's files and findings, in plan order (see :func:`render_outputs`)."""
     from gen.emit.parallel import forks, run_tasks
 
     task = _RenderCluster(plan, templates_dir, out_label,
-                          validate=validator in ("auto", "embedded", "kubeconform"))
+                          validate=validator in ("auto", "embedded", "kubeconform"), crds=crds)
     results: dict[int, _ClusterOutput] = {}
     total = len(plan.clusters)
     jobs = default_jobs(plan) if jobs is None else jobs
@@ -346,7 +357,7 @@ def _render_clusters(
 
 
 def _kubeconform(
-    plan: Plan, outputs: dict[PurePosixPath, bytes], required: bool
+    plan: Plan, outputs: dict[PurePosixPath, bytes], required: bool, crds: CRDSet | None = None,
 ) -> list[Finding]:
     """Run kubeconform on a scratch copy of the synced folders (never on out/ itself)."""
     import tempfile
@@ -372,7 +383,7 @@ def _kubeconform(
                 origin[str(target)] = SourceLocation(str(path))
             if files:
                 findings.extend(run_kubeconform(
-                    files, cluster.kubernetes_version, binary=binary, origin=origin,
+                    files, cluster.kubernetes_version, binary=binary, origin=origin, crds=crds,
                 ))
     return findings
 
@@ -390,6 +401,7 @@ def render(
     jobs: int | None = None,
     progress: Progress | None = None,
     no_cache: bool = False,
+    crds_dir: Path | None = None,
 ) -> RenderResult:
     """Render the fleet into ``out_dir`` (or, with ``check``, compare and write nothing).
 
@@ -407,27 +419,34 @@ def render(
     this render and every file of out/ match it, nothing is loaded, linted or rendered;
     the result holds out/'s files, the recorded warnings, every covered cluster in
     ``skipped`` and ``fast_path`` set. ``no_cache`` bypasses it.
+
+    Custom resources are validated against the bundled upstream CRDs and those of
+    ``crds_dir`` (:func:`gen.emit.crd_schemas.load_crd_dir`); a CRD file gen cannot use is
+    a lint error (``GEN023``).
     """
     import dataclasses
+
+    from gen.emit.crd_schemas import load_crd_dir
 
     out_label = _label(out_dir, base)
     # A --cluster render neither takes nor writes the fleet record; it keeps the one out/
     # has, which stays valid exactly while out/ still holds every file it lists.
     digest = None if (check and no_cache) or clusters else _input_digest(
-        profiles_dir, templates_dir, base, clusters, validator)
+        profiles_dir, templates_dir, base, clusters, validator, crds_dir)
     if digest is not None and not no_cache:
         fast = _fast_path(out_dir, digest)
         if fast is not None:
             return fast
     plan = load_plan(profiles_dir, base=base)
-    lint_findings = run_checks(plan)
+    crds, crd_findings = load_crd_dir(crds_dir, base)
+    lint_findings = [*run_checks(plan), *crd_findings]
     errors = [f for f in lint_findings if f.severity is Severity.ERROR]
     if errors:
         raise LintError(f"{len(errors)} lint error(s); nothing was written", findings=errors)
     plan = plan.select(clusters)
     validate = validator != "none"
     fingerprints = (
-        {} if check and no_cache else _fingerprints(plan, templates_dir)
+        {} if check and no_cache else _fingerprints(plan, templates_dir, crds)
     )
     reused = {} if no_cache else _reusable(plan, out_dir, fingerprints, validate)
     # A skipped cluster's files are the bytes just read from out/: by its record, the bytes
@@ -436,7 +455,7 @@ def render(
         dataclasses.replace(plan, clusters=tuple(
             c for c in plan.clusters if c.name not in reused)),
         templates_dir=templates_dir, out_label=out_label, validator=validator,
-        jobs=jobs, progress=progress,
+        jobs=jobs, progress=progress, crds=crds,
     )
     outputs: dict[PurePosixPath, bytes] = {}
     findings: list[Finding] = []
@@ -460,7 +479,8 @@ def render(
                 new_record(cluster.name, fingerprint, validate, result.objects, result.files))
     outputs = dict(sorted(outputs.items(), key=lambda kv: str(kv[0])))
     if validator in ("auto", "kubeconform"):
-        findings.extend(_kubeconform(plan, outputs, required=validator == "kubeconform"))
+        findings.extend(_kubeconform(plan, outputs, required=validator == "kubeconform",
+                                     crds=crds))
     bad = [f for f in findings if f.severity is Severity.ERROR]
     if bad:
         raise ManifestValidationError(
@@ -492,7 +512,7 @@ def render(
 
 def _input_digest(
     profiles_dir: Path, templates_dir: Path | None, base: Path | None,
-    clusters: Sequence[str], validator: Validator,
+    clusters: Sequence[str], validator: Validator, crds_dir: Path | None = None,
 ) -> str | None:
     """The fleet input digest (:func:`gen.emit.cache.input_digest`) of this render; None
     when kubeconform would run (it is never skipped) or an input cannot be vouched for."""
@@ -506,7 +526,7 @@ def _input_digest(
     # the same record. The out/ label reaches only the messages of a failed render (a
     # template or schema error), which a recorded render, being a success, cannot have.
     options = {"validator": validator, "clusters": list(clusters)}
-    return input_digest(profiles_dir, templates_dir, base, options)
+    return input_digest(profiles_dir, templates_dir, base, options, crds_dir=crds_dir)
 
 
 def _fast_path(out_dir: Path, digest: str) -> RenderResult | None:
@@ -549,11 +569,16 @@ def _fleet_record(
 
 def cluster_fingerprints(
     profiles_dir: Path, *, templates_dir: Path | None = None, base: Path | None = None,
+    crds_dir: Path | None = None,
 ) -> list[dict[str, Any]]:
     """Every cluster of the fleet, in name order: its name, the render cache's fingerprint
-    of its inputs (None when they cannot be fingerprinted), its GitOps engine and wave."""
+    of its inputs (None when they cannot be fingerprinted), its GitOps engine and wave.
+    ``templates_dir`` and ``crds_dir`` as for :func:`render`: both count in a fingerprint."""
+    from gen.emit.crd_schemas import load_crd_dir
+
     plan = load_plan(profiles_dir, base=base)
-    fingerprints = _fingerprints(plan, templates_dir)
+    crds, _ = load_crd_dir(crds_dir, base)
+    fingerprints = _fingerprints(plan, templates_dir, crds)
     rows = []
     for cluster in sorted(plan.clusters, key=lambda c: c.name):
         gitops = cluster.cluster.gitops
@@ -566,13 +591,15 @@ def cluster_fingerprints(
     return rows
 
 
-def _fingerprints(plan: Plan, templates_dir: Path | None) -> dict[str, str | None]:
+def _fingerprints(plan: Plan, templates_dir: Path | None,
+                  crds: CRDSet | None = None) -> dict[str, str | None]:
     """Every cluster's fingerprint (None: it cannot be cached), through the loader the
-    render uses."""
+    render uses; the user CRDs (``crds``) decide verdicts, so they count."""
     from gen.emit.cache import Fingerprinter
     from gen.emit.render import make_environment
 
-    fingerprinter = Fingerprinter(make_environment(templates_dir))
+    fingerprinter = Fingerprinter(make_environment(templates_dir),
+                                  crds.digest() if crds is not None else "")
     return {c.name: fingerprinter.fingerprint(c) for c in plan.clusters}
 
 

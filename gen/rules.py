@@ -100,6 +100,36 @@ _ALL = (
         "kubeconform reports a rendered manifest invalid",
     ),
     Rule(
+        "GEN022", "rendered object's name, labels or annotations break Kubernetes' syntax", _IO,
+        "a rendered object's `metadata` the API server refuses: a name that is not a DNS-1123 "
+        "subdomain (a DNS-1123 label for a Namespace, a DNS-1035 label for a Service), a "
+        "namespace that is not a DNS-1123 label, a label key or annotation key that is not a "
+        "qualified name (`prefix/name`), a label value longer than 63 characters or with other "
+        "characters, annotations larger than 256 KiB together, a finalizer that is not a "
+        "qualified name; checked on every object, built-in kinds included",
+    ),
+    Rule(
+        "GEN023", "a CRD in the CRD folder cannot be used", _IO,
+        "a file in `crds/` (or `--crds DIR`) that is not CRD YAML as `kubectl get crd -o yaml` "
+        "prints it: not YAML, not an `apiextensions.k8s.io/v1` CustomResourceDefinition (or a "
+        "`List` of them), a served version without `schema.openAPIV3Schema`, or a second CRD "
+        "for a kind another file already defines; located at the document",
+    ),
+    Rule(
+        "GEN024", "custom resource breaks an x-kubernetes-validations rule of its CRD", _IO,
+        "a rendered custom resource for which a CEL rule of its CRD "
+        "(`x-kubernetes-validations`) is false or errors, after defaults are applied as the API "
+        "server applies them; the message is the rule's own",
+    ),
+    Rule(
+        "GEN025", "CRD rule gen cannot evaluate", _IO,
+        "a CEL rule (`x-kubernetes-validations`) of a CRD in `crds/` that gen's CEL "
+        "environment cannot compile (it uses a Kubernetes CEL library gen does not have, such "
+        "as `url()` or `ip()`): objects of that kind are not checked against it, the API "
+        "server checks them when they are applied; located at the CRD",
+        Severity.WARNING,
+    ),
+    Rule(
         "GEN030", "CEL expression does not compile", _IO,
         "a CEL expression Kubernetes would refuse (syntax, types, length or cost) given to "
         "`gen cel eval` or the library; in a profile it is reported as `GEN203`",
@@ -129,6 +159,54 @@ _ALL = (
         "a MIG layout on a GPU without MIG",
     ),
     Rule(
+        "GEN110", "dynamic MIG pool on a cluster without DRA", _MIG,
+        "a `mig: dynamic` pool on a device-plugin cluster: dynamic MIG is a DRA driver feature",
+    ),
+    Rule(
+        "GEN111", "dynamic MIG pool on a GPU without MIG", _MIG,
+        "a `mig: dynamic` pool whose GPU cannot do MIG",
+    ),
+    Rule(
+        "GEN112", "dynamic MIG needs partitionable devices the cluster lacks", _MIG,
+        "dynamic MIG needs Kubernetes' partitionable devices: none before 1.33, "
+        "`DRAPartitionableDevices: true` declared on 1.33–1.35, not declared off from 1.36",
+    ),
+    Rule(
+        "GEN113", "DRA driver chart without the DynamicMIG gate", _MIG,
+        "the DRA driver chart is older than 25.12.0, which has no `DynamicMIG` feature gate",
+    ),
+    Rule(
+        "GEN114", "DynamicMIG driver gate declared against the pools", _MIG,
+        "`DynamicMIG` declared on without a `mig: dynamic` pool, or declared off with one; "
+        "gen sets the gate itself for clusters with dynamic pools",
+    ),
+    Rule(
+        "GEN115", "non-MIG GPU pool beside dynamic MIG on chart 25.12", _MIG,
+        "a pool of GPUs without MIG in a cluster whose 25.12 driver runs `DynamicMIG`: its "
+        "nodes publish no ResourceSlice (driver issue 1092, fixed in v0.4.0)",
+    ),
+    Rule(
+        "GEN116", "static MIG layout beside dynamic MIG", _MIG,
+        "a static `mig_layout` in a cluster whose DRA driver runs `DynamicMIG`: the gate is "
+        "chart-wide and the driver destroys MIG devices it did not create",
+    ),
+    Rule(
+        "GEN117", "MIG-capable pool published as partitionable without saying so", _MIG,
+        "a MIG-capable pool without `mig: dynamic` in a cluster with dynamic MIG: the driver "
+        "publishes its GPUs as partitionable (the full GPU reports the largest profile's "
+        "memory)",
+    ),
+    Rule(
+        "GEN118", "GPU Operator mig-manager not kept off a dynamic MIG pool", _MIG,
+        "a `mig: dynamic` pool without the label `nvidia.com/gpu.deploy.mig-manager: \"false\"`:"
+        " mig-manager would apply its default `all-disabled` config",
+    ),
+    Rule(
+        "GEN119", "DRA driver gate that cannot run with DynamicMIG", _MIG,
+        "`MPSSupport`, `PassthroughSupport` or `NVMLDeviceHealthCheck` on beside `DynamicMIG`: "
+        "the driver does not start",
+    ),
+    Rule(
         "GEN201", "DRA API version not served by the cluster as configured", _DRA,
         "the cluster does not serve the resource.k8s.io version gen renders for it (needs "
         "`--runtime-config` and the `DynamicResourceAllocation` gate before 1.34; no DRA before "
@@ -142,7 +220,9 @@ _ALL = (
     ),
     Rule(
         "GEN203", "CEL selector does not compile", _DRA,
-        "a CEL selector does not compile (or is too long / too costly)",
+        "a CEL selector does not compile as the cluster's API server compiles a new object "
+        "(syntax, types, a function newer than its Kubernetes version, mixed literals, "
+        "invalid literals, too long / too costly)",
     ),
     Rule(
         "GEN204", "claim cannot be satisfied by any device of the cluster", _DRA,
@@ -166,9 +246,22 @@ _ALL = (
         _WARNING,
     ),
     Rule(
+        "GEN240", "dynamic MIG pools cannot hold all replicas at once", _DRA,
+        "the counters of a cluster with dynamic MIG pools cannot hold every replica at once "
+        "(minimum replicas: error; autoscaling maximum: warning), found by the scheduler's "
+        "allocation rules",
+    ),
+    Rule(
+        "GEN241", "dynamic MIG demand fits only in some arrival orders", _DRA,
+        "the demand on dynamic MIG pools fits in one arrival order but not in another "
+        "(fragmentation); the finding names both orders and the headroom",
+        _WARNING,
+    ),
+    Rule(
         "GEN301", "model does not fit the device memory", _SERVING,
-        "the model (weights + KV cache for one full sequence + overhead) does not fit the "
-        "device's memory",
+        "vLLM 0.21's budget (CUDA total × utilization − weights − activation peak − non-torch − "
+        "CUDA-graph estimate) holds no full max_model_len sequence; with max_model_len "
+        "omitted, not even 4,096 tokens (see docs/fit.md)",
     ),
     Rule(
         "GEN302", "parallelism does not match the model or the claim", _SERVING,
@@ -183,6 +276,16 @@ _ALL = (
         "no node pool of the cluster offers the devices the service needs (on a device-plugin "
         "cluster: no pool has GPUs the class's product, architecture, memory and compute "
         "capability admit)",
+    ),
+    Rule(
+        "GEN305", "quantization does not match the checkpoint", _SERVING,
+        "`serving.quantization` names a method vLLM refuses for the model's checkpoint (only "
+        "`fp8` quantizes a 16-bit checkpoint online)",
+    ),
+    Rule(
+        "GEN306", "max_num_batched_tokens below max_num_seqs", _SERVING,
+        "`serving.max_num_batched_tokens` is smaller than `serving.max_num_seqs`, which vLLM's "
+        "scheduler config refuses at start-up",
     ),
     Rule(
         "GEN501", "literal secret in a profile", _SECURITY,

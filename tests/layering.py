@@ -74,10 +74,12 @@ class Layer:
 FACTS = (
     "gen.nvidia.gpus",  # the GPU catalog: PCI ids, product names, memory, MIG profiles
     "gen.nvidia.mig",  # MIG placement rules: which layouts a GPU can physically hold
+    "gen.nvidia.dynamic",  # dynamic MIG: Kubernetes and DRA driver versions and gates
     "gen.serving.model_catalog",  # the model catalog (architecture numbers)
     "gen.serving.param_count",  # a model's exact parameter count from its architecture
     "gen.serving.hf_files",  # a model's Hugging Face files on disk: config, index, headers
     "gen.serving.hf_config",  # a model's numbers from its Hugging Face files (offline)
+    "gen.serving.memory",  # vLLM's memory arithmetic, term by term, with sources
     "gen.serving.fit",  # the memory budget of a model on a device (pure arithmetic)
     "gen.serving.engines",  # engine images and their CUDA driver minimums
     "gen.apple.chips",  # the Apple chip catalog and llama.cpp / krunkit facts

@@ -58,6 +58,62 @@ def test_readme_links_exist() -> None:
         assert (ROOT / link).is_file(), link
 
 
+def test_validation_doc_example_fails_as_shown(tmp_path: Path) -> None:
+    """docs/validation.md: its CRD, in crds/, makes the render fail with the error it shows."""
+    from gen.errors import ManifestValidationError
+    from tests.helpers import copy_fleet, write_tree
+
+    doc = (ROOT / "docs" / "validation.md").read_text(encoding="utf-8")
+    crd = re.search(r"<!-- validation-crd -->\n```yaml\n(.*?)```", doc, re.DOTALL)
+    shown = re.search(r"<!-- validation-error -->\n```\n(.*?)\n```", doc, re.DOTALL)
+    assert crd is not None and shown is not None
+    root = copy_fleet(tmp_path)
+    write_tree(root, {"templates/core/namespace.yaml.j2": """
+        apiVersion: example.com/v1
+        kind: Widget
+        metadata: {name: {{ name|tojson }}}
+        spec: {replicas: 8}
+    """})
+    (root / "crds").mkdir()
+    (root / "crds" / "widgets.yaml").write_text(crd.group(1))
+    with pytest.raises(ManifestValidationError) as info:
+        render(root / "profiles", root / "out", templates_dir=root / "templates",
+               crds_dir=root / "crds", validator="embedded", base=root)
+    assert shown.group(1) in [f.format() for f in info.value.findings]
+    (root / "templates/core/namespace.yaml.j2").write_text(
+        (root / "templates/core/namespace.yaml.j2").read_text().replace("8", "4"))
+    render(root / "profiles", root / "out", templates_dir=root / "templates",
+           crds_dir=root / "crds", validator="embedded", base=root)
+
+
+def _doc_block(text: str, marker: str, lang: str) -> str:
+    match = re.compile(rf"```{lang}\n(.*?)```", re.DOTALL).search(text, text.index(marker))
+    assert match is not None
+    return match.group(1)
+
+
+def test_dynamic_mig_worked_example_is_true(tmp_path: Path) -> None:
+    """docs/dynamic-mig.md shows the fixture fleet, its driver values, its packing picture
+    and its plan exactly as gen produces them."""
+    doc = (ROOT / "docs" / "dynamic-mig.md").read_text(encoding="utf-8")
+    fleet = ROOT / "tests" / "fixtures" / "dynamic-mig"
+    cluster = (fleet / "clusters" / "dyn.yaml").read_text(encoding="utf-8")
+    assert _doc_block(doc, "<!-- dynamic-mig-cluster -->", "yaml") == cluster
+    result = render(fleet, tmp_path / "out", base=tmp_path, validator="embedded")
+    values = next(b.decode() for p, b in result.outputs.items()
+                  if "nvidia-dra-driver-gpu" in str(p))
+    assert "featureGates:\n          DynamicMIG: true" in values
+    assert _doc_block(doc, "<!-- dynamic-mig-values -->", "yaml") == (
+        "featureGates:\n  DynamicMIG: true\n")
+    runner = CliRunner()
+    explained = runner.invoke(cli, ["explain", "--slices", "--profiles", str(fleet)])
+    assert explained.exit_code == 0, explained.output
+    assert _doc_block(doc, "<!-- dynamic-mig-packing -->", "text") in explained.output
+    planned = runner.invoke(cli, ["plan", "--profiles", str(fleet)])
+    assert planned.exit_code == 0, planned.output
+    assert _doc_block(doc, "<!-- dynamic-mig-plan -->", "text") in planned.output
+
+
 def test_models_doc_import_example_is_what_gen_prints(tmp_path: Path) -> None:
     """docs/models.md shows exactly what `gen model import` prints for the published Qwen3 MoE
     config, and exactly the located error of its broken example."""

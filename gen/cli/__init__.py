@@ -33,6 +33,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "explain": ("gen.cli._explain:explain_command", "Which devices a service's claims match."),
     "clusters": ("gen.cli._clusters:clusters_command",
                  "List the clusters and a fingerprint of each one's inputs (CI fan-out)."),
+    "plan": ("gen.cli._plan:plan_command", "MIG layouts from the services' demand; dynamic MIG."),
     "init": ("gen.cli._init:init_command", "Create a new fleet repository."),
 }
 

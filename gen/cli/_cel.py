@@ -9,7 +9,7 @@ import click
 import yaml
 
 from gen.cli._boundary import handle_errors
-from gen.dra.cel import compile_selector, evaluate, explain_miss
+from gen.dra.cel import compile_selector, evaluate, explain_miss, kubernetes_minor
 from gen.dra.devices import Device, device_from_resourceslice_entry
 from gen.errors import CELCompileError, DeviceError
 
@@ -45,6 +45,13 @@ def _report(
     return 1 if error is not None else 0
 
 
+def _check_version(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:
+    try:
+        return kubernetes_minor(value)
+    except ValueError as err:
+        raise click.BadParameter(str(err)) from None
+
+
 @click.group("cel")
 def cel_command() -> None:
     """Compile and evaluate DRA CEL selectors."""
@@ -64,20 +71,34 @@ def cel_command() -> None:
     show_default=True,
     help="Driver of the device: the domain of its unqualified attribute names.",
 )
+@click.option(
+    "--kubernetes-version",
+    "kubernetes_version",
+    callback=_check_version,
+    metavar="X.Y",
+    help="Compile as that version's API server does for a new object "
+    "(default: the newest environment gen knows).",
+)
 @click.option("--json", "as_json", is_flag=True, help='Print {"compiled", "result", "error"}.')
 @handle_errors
-def eval_command(expression: str, device_file: Path | None, driver: str, as_json: bool) -> int:
+def eval_command(
+    expression: str,
+    device_file: Path | None,
+    driver: str,
+    kubernetes_version: int | None,
+    as_json: bool,
+) -> int:
     """Compile EXPR as Kubernetes does; with --device, evaluate it on that device.
 
     Exit 0 when it compiles (and evaluates to true or false); 1 on a compile or run-time error.
     """
     device = _read_device(device_file, driver) if device_file is not None else None
     try:
-        compile_selector(expression)
+        compile_selector(expression, kubernetes_version)
     except CELCompileError as err:
         return _report(False, None, err.message, None, as_json)
     if device is None:
         return _report(True, None, None, None, as_json)
-    outcome = evaluate(expression, device)
+    outcome = evaluate(expression, device, kubernetes_version)
     hint = None if outcome.matched else explain_miss(expression, device)
     return _report(True, None if outcome.error else outcome.matched, outcome.error, hint, as_json)

@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from gen.cli._boundary import handle_errors
-from gen.cli._options import profiles_option, templates_for
+from gen.cli._options import crds_for, crds_option, profiles_option, templates_for
 
 JSON_FORMAT_VERSION = 1
 
@@ -21,9 +21,11 @@ JSON_FORMAT_VERSION = 1
 @profiles_option
 @click.option("--templates", "templates_dir", type=click.Path(path_type=Path, file_okay=False),
               default=None, help="Template overrides (default: templates/ beside profiles).")
+@crds_option
 @click.option("--json", "as_json", is_flag=True, help="A JSON object on stdout.")
 @handle_errors
-def clusters_command(profiles_dir: Path, templates_dir: Path | None, as_json: bool) -> None:
+def clusters_command(profiles_dir: Path, templates_dir: Path | None, crds_dir: Path | None,
+                     as_json: bool) -> None:
     """List the clusters with the fingerprint of each one's inputs.
 
     The fingerprint is the render cache's (out/.gen-cache/<cluster>.json): it changes
@@ -31,8 +33,9 @@ def clusters_command(profiles_dir: Path, templates_dir: Path | None, as_json: bo
     """
     from gen.pipeline import cluster_fingerprints
 
-    rows = cluster_fingerprints(profiles_dir, templates_dir=templates_for(profiles_dir,
-                                                                          templates_dir))
+    rows = cluster_fingerprints(
+        profiles_dir, templates_dir=templates_for(profiles_dir, templates_dir),
+        crds_dir=crds_for(profiles_dir, crds_dir))
     if as_json:
         click.echo(json.dumps({"version": JSON_FORMAT_VERSION, "clusters": rows},
                               indent=2, sort_keys=True))

@@ -13,6 +13,7 @@ from gen.cli._boundary import handle_errors
 from gen.cli._options import profiles_option
 
 if TYPE_CHECKING:
+    from gen.dra.allocator import Packing
     from gen.dra.explain import (
         ClaimExplanation,
         ClusterExplanation,
@@ -22,7 +23,9 @@ if TYPE_CHECKING:
     )
     from gen.fleet.plan import Plan
 
-__all__ = ["explain_command", "explain_text", "format_explanation"]
+__all__ = [
+    "explain_command", "explain_text", "format_explanation", "packing_svgs", "packing_text",
+]
 
 
 def _claim_lines(claim: ClaimExplanation) -> list[str]:
@@ -122,11 +125,15 @@ def _runbook(wanted: bool) -> Runbook | None:
 @click.option("--runbook", is_flag=True, help="Also print the MIG runbook of the cluster(s).")
 @click.option("--slices", is_flag=True,
               help="Also print the simulated ResourceSlice of one node of each pool.")
+@click.option("--svg", "svg_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=None, help="With --slices: draw each dynamic MIG GPU's packing as "
+              "<cluster>-<pool>-<node>-gpu-<i>.svg in this folder.")
 @click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON explanation.")
 @profiles_option
 @handle_errors
 def explain_command(service: str | None, clusters: tuple[str, ...], runbook: bool,
-                    slices: bool, as_json: bool, profiles_dir: Path) -> int:
+                    slices: bool, svg_dir: Path | None, as_json: bool,
+                    profiles_dir: Path) -> int:
     """Which devices SERVICE's claim matches on each pool, why others do not, and the fit.
 
     Without SERVICE, --runbook or --slices prints only those. Exit 0 when the claim can be
@@ -137,10 +144,64 @@ def explain_command(service: str | None, clusters: tuple[str, ...], runbook: boo
 
     if service is None and not (runbook or slices):
         raise click.UsageError("give a SERVICE, or --runbook / --slices")
-    explanation = explain(load_plan(profiles_dir), service, clusters,
-                          runbook=_runbook(runbook), slices=slices)
+    plan = load_plan(profiles_dir)
+    explanation = explain(plan, service, clusters, runbook=_runbook(runbook), slices=slices)
     if as_json:
         click.echo(json.dumps(to_json(explanation), indent=2, sort_keys=True))
     else:
         click.echo(format_explanation(explanation), nl=False)
+        if slices:
+            click.echo(packing_text(plan, [c.name for c in explanation.clusters]), nl=False)
+    if svg_dir is not None:
+        if not slices:
+            raise click.UsageError("--svg draws the packing of --slices; give both")
+        svg_dir.mkdir(parents=True, exist_ok=True)
+        for name, svg in packing_svgs(plan, [c.name for c in explanation.clusters]).items():
+            (svg_dir / name).write_text(svg, encoding="utf-8")
     return 0 if explanation.ok else 1
+
+
+def _packings(plan: Plan, clusters: Sequence[str]) -> list[tuple[str, Packing]]:
+    from functools import partial
+
+    from gen.dra.allocator import cluster_packing
+    from gen.dra.satisfiability import Matcher, analyze_service
+
+    out = []
+    for cluster in plan.clusters:
+        if cluster.name not in clusters or cluster.dra_api_version is None:
+            continue
+        matcher = Matcher()
+        packing = cluster_packing(cluster, matcher.inventory,
+                                  partial(analyze_service, matcher, cluster))
+        if packing is not None:
+            out.append((cluster.name, packing))
+    return out
+
+
+def packing_svgs(plan: Plan, clusters: Sequence[str]) -> dict[str, str]:
+    """File name → SVG of each used dynamic MIG GPU (the static layout diagrams' drawing)."""
+    from gen.dra.allocator import gpu_placements
+    from gen.nvidia.mig import LayoutCheck, Placement
+    from gen.nvidia.mig_svg import layout_svg
+
+    out = {}
+    for name, packing in _packings(plan, clusters):
+        for (pool, node, gpu_index), pieces in gpu_placements(packing).items():
+            gpu = packing.models[pool].pool.gpu
+            assert gpu is not None
+            check = LayoutCheck(gpu, True, tuple(Placement(p, s, n) for p, s, n in
+                                                 sorted(pieces, key=lambda x: x[1])), (), ())
+            title = f"{name} / {pool} node {node} gpu-{gpu_index}: dynamic MIG packing"
+            out[f"{name}-{pool}-{node}-gpu-{gpu_index}.svg"] = layout_svg(check, title)
+    return out
+
+
+def packing_text(plan: Plan, clusters: Sequence[str]) -> str:
+    """Per dynamic MIG GPU, the slices the minimum replicas take (``--slices``)."""
+    from gen.dra.allocator import packing_lines
+
+    lines: list[str] = []
+    for name, packing in _packings(plan, clusters):
+        lines += packing_lines(name, packing)
+    return "".join(f"{line}\n" for line in lines)

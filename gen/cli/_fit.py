@@ -1,16 +1,23 @@
-"""``gen fit``: does a model fit a GPU or a MIG slice; the memory budget per GPU."""
+"""``gen fit``: does a model fit a GPU or a MIG slice; the memory budget per GPU, term by term."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from gen.cli._boundary import handle_errors
-from gen.serving.fit import GIB, FitReport, FitRequest, check_fit, resolve_device
+from gen.cli._options import profiles_option
+from gen.serving.fit import FitReport, FitRequest, check_fit, resolve_device
+from gen.serving.memory import GIB, KV_CACHE_DTYPES, QUANTIZATIONS
 from gen.serving.model_catalog import model_catalog
 
-__all__ = ["fit_command", "format_report"]
+if TYPE_CHECKING:
+    from gen.fleet.plan import Plan
+
+__all__ = ["fit_command", "format_report", "service_reports"]
 
 
 def _gib(value: int) -> str:
@@ -18,28 +25,40 @@ def _gib(value: int) -> str:
 
 
 def format_report(report: FitReport) -> str:
-    """The human-readable budget table of ``gen fit``."""
+    """The human-readable budget table of ``gen fit``, one line per term with its source."""
     verdict = "fits" if report.fits else "does NOT fit"
-    lines = [
-        f"{report.model} on {report.gpus} × {report.device}: {verdict}",
-        (f"  TP={report.tensor_parallel} PP={report.pipeline_parallel}  "
-        f"max_model_len={report.max_model_len}  kv_cache_dtype={report.kv_cache_dtype}  "
-        f"max_num_seqs={report.max_num_seqs}  max_num_batched_tokens="
-        f"{report.max_num_batched_tokens}"),
-        "",
-        "  per GPU",
-        f"    device memory          {_gib(report.device_memory)}",
-        f"    budget ({report.gpu_memory_utilization:.2f})          {_gib(report.budget)}",
-        f"    − weights              {_gib(report.weights)}",
-        f"    − runtime (non-torch)  {_gib(report.non_torch)}",
-        f"    − activation peak      {_gib(report.activation)}",
-        f"    = KV cache available   {_gib(report.kv_cache_available)}",
-        f"    − one full sequence    {_gib(report.kv_cache_min)}",
-        f"    = headroom             {_gib(report.headroom)}",
+    settings = (f"  TP={report.tensor_parallel} PP={report.pipeline_parallel}  "
+                f"max_model_len={report.max_model_len}  kv_cache_dtype={report.kv_cache_dtype}  "
+                f"max_num_seqs={report.max_num_seqs}  max_num_batched_tokens="
+                f"{report.max_num_batched_tokens}")
+    if report.quantization:
+        settings += f"  quantization={report.quantization}"
+    if report.enforce_eager:
+        settings += "  enforce_eager"
+    sources = {t.name: t.source for t in report.terms}
+    rows = [
+        ("device memory (NVML)", report.device_memory, ""),
+        ("CUDA-visible total", report.cuda_total, sources.get("cuda_total", "")),
+        (f"budget ({report.gpu_memory_utilization:.2f})", report.budget,
+         sources.get("budget", "")),
+        ("− weights", report.weights, sources.get("weights", "")),
+        ("− activation peak", report.activation, sources.get("activation", "")),
+        ("− runtime (non-torch)", report.non_torch, sources.get("non_torch", "")),
+        ("− CUDA graphs", report.cuda_graphs, sources.get("cuda_graphs", "")),
+        ("= KV cache available", report.kv_cache_available,
+         sources.get("kv_cache_available", "")),
+        ("− one full sequence", report.kv_cache_min, sources.get("kv_cache_min", "")),
+        ("= headroom", report.headroom, ""),
+    ]
+    lines = [f"{report.model} on {report.gpus} × {report.device}: {verdict}", settings, "",
+             "  per GPU"]
+    lines += [f"    {label:<23}{_gib(value)}" + (f"   {source}" if source else "")
+              for label, value, source in rows]
+    lines += [
         "",
         (f"  KV cache: {report.kv_bytes_per_token:,} bytes/token/GPU, "
-        f"{report.kv_cache_tokens:,} tokens, "
-        f"{report.max_concurrent_sequences} concurrent full-length sequences"),
+         f"{report.kv_cache_tokens:,} tokens, "
+         f"{report.max_concurrent_sequences} concurrent full-length sequences"),
         f"  largest max_model_len that fits: {report.max_model_len_fit}",
     ]
     lines += [f"  error: {e}" for e in report.errors]
@@ -47,9 +66,68 @@ def format_report(report: FitReport) -> str:
     return "\n".join(lines)
 
 
+def service_reports(plan: Plan, service: str) -> list[dict[str, Any]]:
+    """What lint decided for ``service`` in each cluster of ``plan``: the resolved
+    max_model_len and the fit report of every device the service can get there.
+
+    Raises:
+        UnresolvedReferenceError: no in-cluster vLLM service of that name in the plan.
+    """
+    from gen.errors import UnresolvedReferenceError
+    from gen.fleet.sizing import service_fit
+
+    out: list[dict[str, Any]] = []
+    names: set[str] = set()
+    other: str | None = None
+    for cluster in plan.clusters:
+        for svc in cluster.services:
+            names.add(svc.service.name)
+            if svc.service.name != service:
+                continue
+            if svc.service.engine != "vllm" or svc.service.gpu is None or svc.model is None:
+                other = (f"service {service!r} is not an in-cluster vLLM service with a catalog "
+                         f"model (engine {svc.service.engine}); see `gen explain {service}`")
+                continue
+            length, reports = service_fit(svc)
+            out.append({"cluster": cluster.name, "max_model_len": length,
+                        "reports": [(cand.pool.name, report) for cand, report in reports]})
+    if not out:
+        raise UnresolvedReferenceError(other or (
+            f"unknown service {service!r} in the selected clusters; known: "
+            f"{', '.join(sorted(names)) or 'none defined'}"
+        ))
+    return out
+
+
+def _service_output(plan: Plan, service: str, as_json: bool) -> tuple[str, bool]:
+    found = service_reports(plan, service)
+    # A cluster with no device for the service is GEN304's, and no fit.
+    fits = all(entry["reports"] and all(r.fits for _, r in entry["reports"]) for entry in found)
+    if as_json:
+        data = {
+            "schema_version": 1,
+            "service": service,
+            "fits": fits,
+            "clusters": [
+                {"cluster": e["cluster"], "max_model_len": e["max_model_len"],
+                 "devices": [{"pool": pool, **r.to_json()} for pool, r in e["reports"]]}
+                for e in found
+            ],
+        }
+        return json.dumps(data, indent=2), fits
+    blocks = []
+    for entry in found:
+        if not entry["reports"]:
+            blocks.append(f"cluster {entry['cluster']}: no node pool offers the devices this "
+                          "service asks for (GEN304)")
+        for pool, report in entry["reports"]:
+            blocks.append(f"cluster {entry['cluster']}, pool {pool}:\n{format_report(report)}")
+    return "\n\n".join(blocks), fits
+
+
 @click.command("fit")
-@click.option("--model", "model_name", required=True, help="Hugging Face id of a catalog model.")
-@click.option("--gpu", required=True, help="GPU: catalog id, PCI device id or product name.")
+@click.option("--model", "model_name", default=None, help="Hugging Face id of a catalog model.")
+@click.option("--gpu", default=None, help="GPU: catalog id, PCI device id or product name.")
 @click.option("--mig", "mig_profile", default=None, help="MIG profile of that GPU, e.g. 3g.40gb.")
 @click.option("--gpus", type=click.IntRange(min=1), default=1, show_default=True,
               help="GPUs in the claim.")
@@ -59,21 +137,52 @@ def format_report(report: FitReport) -> str:
               help="Pipeline-parallel size.")
 @click.option("--max-model-len", type=click.IntRange(min=1), default=None,
               help="Context length [default: the model's maximum].")
+@click.option("--max-num-seqs", type=click.IntRange(min=1), default=None,
+              help="Concurrent sequences [default: vLLM's for the device, 1024 or 256].")
+@click.option("--max-num-batched-tokens", type=click.IntRange(min=1), default=None,
+              help="Tokens per scheduler step [default: vLLM's for the device, 8192 or 2048].")
 @click.option("--gpu-memory-utilization", type=click.FloatRange(0, 1, min_open=True),
               default=0.90, show_default=True, help="vLLM's share of device memory.")
-@click.option("--kv-cache-dtype", type=click.Choice(["auto", "fp8"]), default="auto",
-              show_default=True, help="KV cache element type.")
+@click.option("--kv-cache-dtype", type=click.Choice(KV_CACHE_DTYPES), default="auto",
+              show_default=True, help="KV cache element type (vLLM's choices).")
+@click.option("--quantization", type=click.Choice(QUANTIZATIONS), default=None,
+              help="vLLM --quantization [default: the checkpoint's own].")
+@click.option("--enforce-eager", is_flag=True, help="No CUDA graphs (vLLM --enforce-eager).")
+@click.option("--service", default=None,
+              help="Reproduce lint's decision for this InferenceService of the profiles.")
+@click.option("--cluster", "clusters", multiple=True,
+              help="With --service: only this cluster (repeatable).")
+@profiles_option
 @click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON report.")
 @handle_errors
-def fit_command(model_name: str, gpu: str, mig_profile: str | None,
+def fit_command(model_name: str | None, gpu: str | None, mig_profile: str | None,
                 gpus: int, tp: int | None, pp: int, max_model_len: int | None,
-                gpu_memory_utilization: float, kv_cache_dtype: str, as_json: bool) -> int:
-    """Does a model fit a GPU or MIG slice under vLLM? Exit 0 if it fits, 1 if not."""
+                max_num_seqs: int | None, max_num_batched_tokens: int | None,
+                gpu_memory_utilization: float, kv_cache_dtype: str, quantization: str | None,
+                enforce_eager: bool, service: str | None, clusters: tuple[str, ...],
+                profiles_dir: Path, as_json: bool) -> int:
+    """Does a model fit a GPU or MIG slice under vLLM? Exit 0 if it fits, 1 if not.
+
+    With --service, the budget lint computed for that service on every device it can get
+    (the same settings the rendered Deployment passes to vLLM).
+    """
+    if service is not None:
+        if model_name is not None or gpu is not None:
+            raise click.UsageError("--service takes the model and GPUs from the profiles: "
+                                   "drop --model/--gpu")
+        from gen.pipeline import load_plan
+
+        text, fits = _service_output(load_plan(profiles_dir).select(clusters), service, as_json)
+        click.echo(text)
+        return 0 if fits else 1
+    if model_name is None or gpu is None:
+        raise click.UsageError("give --model and --gpu, or --service")
     report = check_fit(FitRequest(
         model=model_catalog().lookup(model_name), device=resolve_device(gpu, mig_profile),
         gpus=gpus, tensor_parallel=tp, pipeline_parallel=pp, max_model_len=max_model_len,
-        gpu_memory_utilization=gpu_memory_utilization,
-        kv_cache_dtype="fp8" if kv_cache_dtype == "fp8" else "auto",
+        gpu_memory_utilization=gpu_memory_utilization, kv_cache_dtype=kv_cache_dtype,
+        max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
+        quantization=quantization, enforce_eager=enforce_eager,
     ))
     click.echo(json.dumps(report.to_json(), indent=2) if as_json else format_report(report))
     return 0 if report.fits else 1

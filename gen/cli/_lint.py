@@ -9,7 +9,7 @@ import click
 
 from gen.cli import VERSION
 from gen.cli._boundary import handle_errors
-from gen.cli._options import profiles_option
+from gen.cli._options import crds_for, crds_option, profiles_option
 from gen.errors import Finding, GenError, Severity
 
 JSON_FORMAT_VERSION = 1
@@ -39,11 +39,12 @@ def _emit(findings: list[Finding], fmt: str) -> None:
 
 @click.command("lint")
 @profiles_option
+@crds_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif"]), default="text",
               show_default=True, help="Output format (json and sarif go to stdout).")
 @click.option("--strict", is_flag=True, help="Warnings fail too (exit 1).")
 @handle_errors
-def lint_command(profiles_dir: Path, fmt: str, strict: bool) -> int:
+def lint_command(profiles_dir: Path, crds_dir: Path | None, fmt: str, strict: bool) -> int:
     """Run every check on the profiles; write nothing.
 
     Exit 0 when clean, 1 on errors (or warnings with --strict). Invalid profiles are
@@ -52,7 +53,7 @@ def lint_command(profiles_dir: Path, fmt: str, strict: bool) -> int:
     from gen.pipeline import lint
 
     try:
-        findings = lint(profiles_dir)
+        findings = lint(profiles_dir, crds_dir=crds_for(profiles_dir, crds_dir))
     except GenError as err:
         if not err.findings:
             raise

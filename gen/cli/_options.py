@@ -18,3 +18,19 @@ def templates_for(profiles_dir: Path, templates_dir: Path | None) -> Path | None
         return templates_dir
     beside = profiles_dir.parent / "templates"
     return beside if beside.is_dir() else None
+
+
+crds_option = click.option(
+    "--crds", "crds_dir", type=click.Path(path_type=Path, file_okay=False, exists=True),
+    default=None,
+    help="CRDs (YAML as `kubectl get crd -o yaml` prints them) to validate custom resources "
+         "against (default: crds/ beside --profiles, if any).",
+)
+
+
+def crds_for(profiles_dir: Path, crds_dir: Path | None) -> Path | None:
+    """``--crds``, else the ``crds/`` folder beside the profiles (if any)."""
+    if crds_dir is not None:
+        return crds_dir
+    beside = profiles_dir.parent / "crds"
+    return beside if beside.is_dir() else None

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from gen.cli._boundary import handle_errors
-from gen.cli._options import profiles_option, templates_for
+from gen.cli._options import crds_for, crds_option, profiles_option, templates_for
 
 
 @click.command("render")
@@ -16,6 +16,7 @@ from gen.cli._options import profiles_option, templates_for
               default=Path("out"), show_default=True, help="Output folder.")
 @click.option("--templates", "templates_dir", type=click.Path(path_type=Path, file_okay=False),
               default=None, help="Template overrides (default: templates/ beside --profiles).")
+@crds_option
 @click.option("--cluster", "clusters", multiple=True, help="Render only these clusters.")
 @click.option("--validator", type=click.Choice(["auto", "embedded", "kubeconform", "none"]),
               default="auto", show_default=True,
@@ -30,7 +31,8 @@ from gen.cli._options import profiles_option, templates_for
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
 @handle_errors
 def render_command(
-    profiles_dir: Path, out_dir: Path, templates_dir: Path | None, clusters: tuple[str, ...],
+    profiles_dir: Path, out_dir: Path, templates_dir: Path | None, crds_dir: Path | None,
+    clusters: tuple[str, ...],
     validator: str, check: bool, diff: bool, jobs: int | None, no_cache: bool, quiet: bool,
 ) -> None:
     """Render profiles into out/ (or --check that out/ is current)."""
@@ -44,6 +46,7 @@ def render_command(
             profiles_dir, out_dir, templates_dir=templates_for(profiles_dir, templates_dir),
             clusters=clusters, validator=validator,  # type: ignore[arg-type]
             check=check, diff=diff, jobs=jobs, progress=progress, no_cache=no_cache,
+            crds_dir=crds_for(profiles_dir, crds_dir),
         )
     for finding in result.findings:
         click.echo(finding.format(), err=True)

@@ -106,30 +106,62 @@ def _service_findings(cluster: ClusterPlan) -> list[Finding]:
     return findings
 
 
-def _selector_findings(plan: Plan) -> list[Finding]:
+def _first_compile_error(expression: str, minors: dict[int, list[str]]) -> str | None:
+    """The compile error of ``expression`` in the oldest of the clusters (by minor) that
+    carry it, or in the newest environment when none does; None when it compiles."""
     from gen.dra.cel import compile_selector
+
+    versions: list[int | None] = [*sorted(minors)] or [None]
+    for minor in versions:
+        try:
+            compile_selector(expression, minor)
+        except CELCompileError as err:
+            clusters = sorted(set(minors.get(minor, []))) if minor is not None else []
+            where = f" (cluster {', '.join(map(repr, clusters))})" if clusters else ""
+            return err.message + (where if "this cluster runs" in err.message else "")
+    return None
+
+
+def _selector_findings(plan: Plan) -> list[Finding]:
+    """GEN203 per selector, compiled for the Kubernetes version of each DRA cluster using it."""
     from gen.dra.selectors import class_cel
 
+    class_minors: dict[str, dict[int, list[str]]] = {}
+    service_minors: dict[tuple[str, str], dict[int, list[str]]] = {}
+    for cluster in plan.clusters:
+        if cluster.dra_api_version is None:
+            continue
+        for svc in cluster.services:
+            classes = [svc.gpu_class, *(c for c, _ in svc.alternatives)]
+            for gpu_class in classes:
+                if gpu_class is not None:
+                    by_minor = class_minors.setdefault(gpu_class.name, {})
+                    by_minor.setdefault(cluster.minor, []).append(cluster.name)
+            service = (svc.service.namespace, svc.service.name)
+            by_cluster = service_minors.setdefault(service, {})
+            by_cluster.setdefault(cluster.minor, []).append(cluster.name)
     findings = []
     for located in plan.profiles.gpu_classes.values():
+        minors = class_minors.get(located.value.name, {})
         for j, expression in enumerate(class_cel(located.value)):
-            try:
-                compile_selector(expression)
-            except CELCompileError as err:
+            message = _first_compile_error(expression, minors)
+            if message is not None:
                 raw = j - 1
                 where = located.at("cel", raw) if raw >= 0 else located.at("match")
                 key = f"cel[{raw}]" if raw >= 0 else "match"
-                findings.append(Finding("GEN203", err.message, where, key))
+                findings.append(Finding("GEN203", message, where, key))
     for svc_located in plan.profiles.services.values():
         gpu = svc_located.value.gpu
         if gpu is None:
             continue
+        svc_minors = service_minors.get(
+            (svc_located.value.namespace, svc_located.value.name), {}
+        )
         for j, expression in enumerate(gpu.selectors):
-            try:
-                compile_selector(expression)
-            except CELCompileError as err:
+            message = _first_compile_error(expression, svc_minors)
+            if message is not None:
                 findings.append(Finding(
-                    "GEN203", err.message, svc_located.at("gpu", "selectors", j),
+                    "GEN203", message, svc_located.at("gpu", "selectors", j),
                     f"gpu.selectors[{j}]",
                 ))
     return findings

@@ -40,8 +40,9 @@ __all__ = [
     "to_json",
 ]
 
-EXPLAINED_RULES = ("GEN204", "GEN205")
-"""The findings an explanation carries: a claim no node can allocate, and capacity."""
+EXPLAINED_RULES = ("GEN204", "GEN205", "GEN240", "GEN241")
+"""The findings an explanation carries: a claim no node can allocate, and capacity (with
+shared counters too: GEN240, and fragmentation: GEN241)."""
 
 
 @dataclass(frozen=True)
@@ -226,12 +227,13 @@ def _claim(analysis: ChoiceAnalysis, same: tuple[str, ...]) -> ClaimExplanation:
 
 
 def _fit(svc: ServicePlan) -> tuple[FitExplanation, ...]:
-    from gen.fleet.sizing import fit_reports
+    from gen.fleet.sizing import service_fit
 
+    # The verdict lint gives (GEN301), at the max_model_len the Deployment renders.
     return tuple(
         FitExplanation(svc.service.model, cand.name, cand.pool.name, report.fits,
                        report.max_model_len_fit)
-        for cand, report in fit_reports(svc, svc.service.serving.max_model_len)
+        for cand, report in service_fit(svc)[1]
     )
 
 
@@ -258,7 +260,7 @@ def _slices(cluster: ClusterPlan) -> tuple[PoolSlices, ...]:
     from gen.dra.simulate import resource_slices
 
     return tuple(
-        PoolSlices(pool.name, tuple(resource_slices(pool, 0)))
+        PoolSlices(pool.name, tuple(resource_slices(pool, 0, cluster.minor)))
         for pool in cluster.pools if pool.gpu is not None and pool.pool.nodes
     )
 

@@ -525,6 +525,7 @@ def _capacity(cluster: ClusterPlan, analyzed: list[tuple[ServicePlan, list[Choic
 
 def check_with_matcher(plan: Plan, matcher: Matcher) -> list[Finding]:
     """GEN204–GEN206 with a caller's matcher (whose ``evaluations`` then tell the cost)."""
+    from gen.dra.allocator import capacity_findings, has_dynamic_pools
     from gen.fleet.placement import candidates
 
     findings: list[Finding] = []
@@ -551,7 +552,10 @@ def check_with_matcher(plan: Plan, matcher: Matcher) -> list[Finding]:
                     findings.append(_unsatisfiable(cluster, svc, analysis, severity))
             if any_ok:
                 analyzed.append((svc, analyses))
-        findings += _capacity(cluster, analyzed)
+        if has_dynamic_pools(cluster):  # shared counters: the allocator's model decides
+            findings += capacity_findings(cluster, analyzed, matcher.inventory)
+        else:
+            findings += _capacity(cluster, analyzed)
     return findings
 
 

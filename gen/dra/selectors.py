@@ -31,8 +31,14 @@ def semver_literal(version: str) -> str:
     return ".".join(parts[:3])
 
 
-def class_selectors(gpu_class: GPUClass, product_name: str | None = None) -> tuple[str, ...]:
-    """The CEL selectors of a class: one structured expression, then the raw ones."""
+def class_selectors(
+    gpu_class: GPUClass, product_name: str | tuple[str, ...] | None = None
+) -> tuple[str, ...]:
+    """The CEL selectors of a class: one structured expression, then the raw ones.
+
+    ``product_name`` may list several names: one PCI id sold under several products (the
+    GH200 0x2342 reports "NVIDIA GH200 480GB" or "NVIDIA GH200 120GB") matches any of them.
+    """
     driver = gpu_class.driver
     attrs = f"device.attributes[{cel_string(driver)}]"
     caps = f"device.capacity[{cel_string(driver)}]"
@@ -41,8 +47,12 @@ def class_selectors(gpu_class: GPUClass, product_name: str | None = None) -> tup
         terms.append(f"{attrs}.type == {cel_string(gpu_class.device_type)}")
     match = gpu_class.match
     product = product_name or match.product
-    if product:
-        terms.append(f"{attrs}.productName == {cel_string(product)}")
+    if isinstance(product, tuple) and len(product) > 1:
+        names = ", ".join(cel_string(p) for p in product)
+        terms.append(f"{attrs}.productName in [{names}]")
+    elif product:
+        one = product[0] if isinstance(product, tuple) else product
+        terms.append(f"{attrs}.productName == {cel_string(one)}")
     if match.architecture:
         terms.append(f"{attrs}.architecture == {cel_string(match.architecture)}")
     if match.mig_profile:
@@ -63,15 +73,20 @@ def class_selectors(gpu_class: GPUClass, product_name: str | None = None) -> tup
     return (" && ".join(terms), *gpu_class.cel)
 
 
-def _product_name(gpu_class: GPUClass) -> str | None:
-    """The product name the driver reports for the class's product (a catalog id, a PCI id
-    or the name itself), or the profile's text when the catalog does not know it."""
+def _product_name(gpu_class: GPUClass) -> str | tuple[str, ...] | None:
+    """The product name(s) the driver reports for the class's product: the name itself when
+    the profile writes one the driver reports, every name of the catalog GPU for a catalog
+    id or PCI id, or the profile's text when the catalog does not know it."""
     from gen.nvidia.gpus import gpu_catalog
 
-    if gpu_class.match.product is None:
+    product = gpu_class.match.product
+    if product is None:
         return None
-    gpu = gpu_catalog().find(gpu_class.match.product)
-    return gpu.product_name if gpu is not None else gpu_class.match.product
+    gpu = gpu_catalog().find(product)
+    if gpu is None:
+        return product
+    exact = [n for n in gpu.product_names if n.casefold() == product.strip().casefold()]
+    return exact[0] if exact else gpu.product_names
 
 
 def class_cel(gpu_class: GPUClass) -> tuple[str, ...]:

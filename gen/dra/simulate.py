@@ -1,18 +1,35 @@
 """Simulated DRA devices: what the NVIDIA DRA driver would publish for each node of a pool.
 
 The devices follow the driver's ResourceSlice content (kubernetes-sigs/dra-driver-nvidia-gpu
-``cmd/gpu-kubelet-plugin/deviceinfo.go`` and ``mig.go``@2240711), driver ``gpu.nvidia.com``:
+``cmd/gpu-kubelet-plugin/deviceinfo.go``, ``mig.go``, ``partitions.go`` and ``nvlib.go``
+@v25.12.0), driver ``gpu.nvidia.com``:
 
-* full GPU (``type: gpu``, name ``gpu-<index>``): ``uuid``, ``productName``, ``brand``
-  (``Nvidia``), ``architecture``, ``cudaComputeCapability``, ``driverVersion`` and
-  ``cudaDriverVersion`` (versions), ``resource.kubernetes.io/pciBusID`` and
-  ``resource.kubernetes.io/pcieRoot``; capacity ``memory`` in bytes (``memory_mib``·2^20: an
-  H100 80GB reports 81559Mi, less than 80Gi). A unified-memory GPU publishes no ``memory``.
-* MIG device (``type: mig``, name ``gpu-<index>-mig-<profile>-<giProfileId>-<start>``):
-  ``uuid``, ``parentUUID``, ``profile``, the parent's product, brand, architecture, versions
-  and PCI attributes; capacities ``multiprocessors``, ``copyEngines``, ``decoders``,
-  ``encoders``, ``jpegEngines``, ``ofaEngines`` (each only when the catalog knows it),
-  ``memory`` and ``memorySlice<N>`` = 1 per occupied memory slice.
+* full GPU (``type: gpu``, name ``gpu-<index>``): ``uuid``, ``productName``, ``brand`` (NVML's
+  brand: ``Nvidia``, ``NvidiaRTX``, ``GeForce``...), ``architecture``,
+  ``cudaComputeCapability``, ``driverVersion`` and ``cudaDriverVersion`` (versions),
+  ``resource.kubernetes.io/pciBusID`` and ``resource.kubernetes.io/pcieRoot``,
+  ``addressingMode`` where NVML reports one (Grace systems); capacity ``memory`` in bytes
+  (``memory_mib``·2^20: an H100 80GB reports 81559Mi, less than 80Gi). A unified-memory GPU
+  publishes no ``memory``.
+* static MIG device (``type: mig``, name ``gpu-<index>-mig-<profile>-<giProfileId>-<start>``):
+  ``uuid``, ``parentUUID``, ``profile``, the parent's product, brand, architecture, versions,
+  PCI attributes and addressing mode; capacities ``multiprocessors``, ``copyEngines``,
+  ``decoders``, ``encoders``, ``jpegEngines``, ``ofaEngines`` (each where the catalog knows
+  it; the driver always publishes them), ``memory`` and ``memorySlice<N>`` = 1 per occupied
+  memory slice.
+* dynamic MIG (a pool with ``mig: dynamic``; the driver's ``DynamicMIG`` gate, KEP-4815
+  partitionable devices): per GPU one counter set ``gpu-<index>-counter-set`` holding one
+  counter per capacity dimension (the capacity name in DNS form: ``multiprocessors``,
+  ``copy-engines``, ``decoders``, ``encoders``, ``jpeg-engines``, ``ofa-engines``,
+  ``memory``; each the largest value any MIG profile of the GPU has) and one counter
+  ``memory-slice-<i>`` = 1 per memory slice. The full GPU (``uuid`` and ``pcieRoot`` but no
+  ``addressingMode``) has those largest values as capacity and consumes every counter; one
+  device per (MIG profile, placement) (``parentUUID``, ``profile``, product, brand,
+  architecture, versions, ``pciBusID``; no ``uuid``: the device does not exist until a claim
+  carves it) has its profile's capacities and consumes them plus its memory slices. Devices
+  are sorted by name, per GPU in minor order, as the driver publishes them; from Kubernetes
+  1.35 the counter sets sit in a ResourceSlice of their own, before the device slices (one
+  per GPU), and before 1.35 each GPU's slice carries its counter set and its devices.
 
 A pool with a MIG layout publishes its MIG devices; a GPU index whose layout is empty (MIG
 disabled), or that a ``per_gpu`` layout does not mention, publishes the full GPU.
@@ -41,7 +58,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -50,7 +67,7 @@ from gen.caches import memoize
 from gen.dra.devices import AttrValue, Device
 from gen.fleet.plan import PoolPlan
 from gen.k8s.semver import Version, parse_version
-from gen.nvidia.gpus import GPU
+from gen.nvidia.gpus import GPU, MIGProfile
 from gen.nvidia.mig import LayoutCheck, MIGDevice, mig_devices
 
 __all__ = [
@@ -59,11 +76,17 @@ __all__ = [
     "UNIQUE_ATTRIBUTES",
     "DeviceShape",
     "NodeInventory",
+    "Partition",
+    "PartitionedGPU",
     "SlotKey",
     "cuda_driver_version",
     "group_key",
+    "is_dynamic",
+    "node_device_names",
     "node_inventory",
     "node_name",
+    "node_partitions",
+    "partitioned_gpu",
     "pool_device_shapes",
     "resource_slices",
     "shape_summary",
@@ -81,7 +104,6 @@ UNIQUE_ATTRIBUTES = frozenset({f"{DRIVER}/uuid", PARENT_UUID, f"{STD}/pciBusID",
 
 _MIB = 2**20
 _NAMESPACE = uuid.UUID("6f1c5a52-3c1e-4d7a-9a4e-67656e2d6465")
-_NAME_JUNK = re.compile(r"[^a-z0-9-]+")
 _REPRESENTATIVE = "representative"
 
 SlotKey = tuple[int, int]
@@ -149,7 +171,7 @@ def _gpu_attributes(
     return {
         f"{DRIVER}/uuid": _uuid("GPU", f"{gpu.id}/{node_key}/{index}"),
         f"{DRIVER}/productName": gpu.product_name,
-        f"{DRIVER}/brand": "Nvidia",
+        f"{DRIVER}/brand": gpu.brand,
         f"{DRIVER}/architecture": gpu.architecture,
         f"{DRIVER}/cudaComputeCapability": parse_version(gpu.compute_capability, normalize=True),
         f"{DRIVER}/driverVersion": parse_version(driver_version, normalize=True),
@@ -161,20 +183,121 @@ def _gpu_attributes(
 
 def _full_gpu(gpu: GPU, driver_version: str, node_key: str, index: int) -> Device:
     attributes = {f"{DRIVER}/type": "gpu", **_gpu_attributes(gpu, driver_version, node_key, index)}
+    if gpu.addressing_mode is not None:
+        attributes[f"{DRIVER}/addressingMode"] = gpu.addressing_mode
     capacity = {} if gpu.unified_memory else {f"{DRIVER}/memory": Decimal(gpu.memory_mib * _MIB)}
     return Device(DRIVER, f"gpu-{index}", attributes, capacity)
 
 
+def rfc1123(name: str) -> str:
+    """The driver's ``toRFC1123Compliant``: lower case, other characters to ``-``, trimmed."""
+    name = re.sub(r"[^a-z0-9-.]", "-", name.lower()).strip("-").removesuffix(".")
+    return name[:253]
+
+
+def counter_name(capacity: str) -> str:
+    """The driver's ``camelToDNSName``: ``copyEngines`` → ``copy-engines``."""
+    out = re.sub(r"([a-z0-9])([A-Z])", r"\1-\2", capacity)
+    out = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1-\2", out)
+    return rfc1123(out)
+
+
+def memory_slice_counter(index: int) -> str:
+    """``memory-slice-<i>``, the counter of one memory slice."""
+    return f"memory-slice-{index}"
+
+
+def _profile_capacities(profile: MIGProfile) -> dict[str, int]:
+    """The capacities of a MIG profile by the driver's names, where the catalog knows them."""
+    counts = {
+        "multiprocessors": profile.sms, "copyEngines": profile.copy_engines,
+        "decoders": profile.decoders, "encoders": profile.encoders,
+        "jpegEngines": profile.jpegs, "ofaEngines": profile.ofas,
+    }
+    out = {k: v for k, v in counts.items() if v is not None}
+    out["memory"] = profile.memory_mib * _MIB
+    return out
+
+
+@dataclass(frozen=True)
+class Partition:
+    """One device of a dynamic-MIG GPU with what it consumes of the GPU's counter set."""
+
+    device: Device
+    consumes: Mapping[str, int]
+    """Counter name → amount, in the counter set of its GPU."""
+    profile: str | None
+    """The MIG profile, or None for the full GPU."""
+    start: int
+    size: int
+
+
+@dataclass(frozen=True)
+class PartitionedGPU:
+    """What one dynamic-MIG GPU publishes: its counter set and its devices in slice order."""
+
+    index: int
+    counter_set: str
+    counters: Mapping[str, int]
+    partitions: tuple[Partition, ...]
+
+
+def partitioned_gpu(gpu: GPU, driver_version: str, node_key: str, index: int) -> PartitionedGPU:
+    """The counter set and the devices of GPU ``index`` with the driver's DynamicMIG on."""
+    parent = _gpu_attributes(gpu, driver_version, node_key, index)
+    parent_uuid = parent[f"{DRIVER}/uuid"]
+    mig_attrs = {k: v for k, v in parent.items()
+                 if k not in (f"{DRIVER}/uuid", PCIE_ROOT)}
+    specs: list[tuple[MIGProfile, int, dict[str, int]]] = []
+    largest: dict[str, int] = {}
+    slices = 0
+    for profile in gpu.mig_profiles:
+        caps = _profile_capacities(profile)
+        for start in profile.starts:
+            specs.append((profile, start, caps))
+            slices = max(slices, profile.size)
+            for name, value in caps.items():
+                largest[name] = max(largest.get(name, 0), value)
+    set_name = rfc1123(f"gpu-{index}-counter-set")
+    everything = {counter_name(k): v for k, v in largest.items()}
+    everything.update({memory_slice_counter(i): 1 for i in range(slices)})
+    full = Device(
+        DRIVER, f"gpu-{index}", {f"{DRIVER}/type": "gpu", **parent},
+        {f"{DRIVER}/{k}": Decimal(v) for k, v in largest.items()},
+    )
+    parts = [Partition(full, everything, None, 0, slices)]
+    for profile, start, caps in specs:
+        name = _mig_device_name(index, profile.name, profile.gi_profile_id, start)
+        attributes: dict[str, AttrValue] = {
+            f"{DRIVER}/type": "mig", PARENT_UUID: parent_uuid,
+            f"{DRIVER}/profile": profile.name, **mig_attrs,
+        }
+        consumes = {counter_name(k): v for k, v in caps.items()}
+        consumes.update({memory_slice_counter(i): 1 for i in range(start, start + profile.size)})
+        device = Device(DRIVER, name, attributes, {f"{DRIVER}/{k}": Decimal(v)
+                                                   for k, v in caps.items()})
+        parts.append(Partition(device, consumes, profile.name, start, profile.size))
+    parts.sort(key=lambda p: p.device.name)
+    return PartitionedGPU(index, set_name, everything, tuple(parts))
+
+
+def _mig_device_name(parent: int, profile: str, gi_profile_id: int | None, start: int) -> str:
+    """``gpu-<minor>-mig-<profile without dots>-<GI profile id>-<placement start>``."""
+    name = rfc1123(profile.replace(".", ""))
+    gi = "" if gi_profile_id is None else f"-{gi_profile_id}"
+    return f"gpu-{parent}-mig-{name}{gi}-{start}"
+
+
 def _mig_name(mig: MIGDevice) -> str:
-    profile = _NAME_JUNK.sub("-", mig.profile.lower().replace(".", "")).strip("-")
-    gi = "" if mig.gi_profile_id is None else f"-{mig.gi_profile_id}"
-    return f"gpu-{mig.parent_index}-mig-{profile}{gi}-{mig.start}"
+    return _mig_device_name(mig.parent_index, mig.profile, mig.gi_profile_id, mig.start)
 
 
 def _mig_device(
     gpu: GPU, driver_version: str, node_key: str, mig: MIGDevice, parent: int
 ) -> Device:
     parent_attrs = _gpu_attributes(gpu, driver_version, node_key, parent)
+    if gpu.addressing_mode is not None:
+        parent_attrs[f"{DRIVER}/addressingMode"] = gpu.addressing_mode
     parent_uuid = parent_attrs.pop(f"{DRIVER}/uuid")
     attributes: dict[str, AttrValue] = {
         f"{DRIVER}/type": "mig",
@@ -212,6 +335,9 @@ def _node_devices(pool: PoolPlan, node_key: str) -> list[tuple[Device, int]]:
     if gpu is None or pool.pool.platform != "nvidia":
         return []
     driver = pool.pool.driver_version or "0.0.0"
+    if is_dynamic(pool):
+        return [(part.device, index) for index in range(pool.pool.gpus_per_node)
+                for part in partitioned_gpu(gpu, driver, node_key, index).partitions]
     layouts = _layout_by_index(pool)
     out: list[tuple[Device, int]] = []
     for index in range(pool.pool.gpus_per_node):
@@ -223,6 +349,26 @@ def _node_devices(pool: PoolPlan, node_key: str) -> list[tuple[Device, int]]:
         for mig in mig_devices(gpu, check, index):
             out.append((_mig_device(gpu, driver, node_key, mig, index), index))
     return out
+
+
+def node_device_names(pool: PoolPlan) -> tuple[str, ...]:
+    """The device names one node of the pool publishes, in slot order."""
+    return tuple(d.name for d, _ in _node_devices(pool, _REPRESENTATIVE))
+
+
+def is_dynamic(pool: PoolPlan) -> bool:
+    """Whether the pool's GPUs are carved at allocation time (``mig: dynamic``)."""
+    return pool.pool.mig == "dynamic" and pool.gpu is not None and pool.gpu.mig_capable
+
+
+def node_partitions(pool: PoolPlan, node_key: str) -> tuple[PartitionedGPU, ...]:
+    """The partitioned GPUs of one node of a dynamic pool, in minor order (else empty)."""
+    if not is_dynamic(pool):
+        return ()
+    assert pool.gpu is not None
+    driver = pool.pool.driver_version or "0.0.0"
+    return tuple(partitioned_gpu(pool.gpu, driver, node_key, i)
+                 for i in range(pool.pool.gpus_per_node))
 
 
 def _representative(device: Device) -> Device:
@@ -310,42 +456,85 @@ def _short(name: str) -> str:
 
 
 def _device_json(device: Device) -> dict[str, Any]:
-    from gen.k8s.quantity import QuantityFormat, format_quantity
-
     body: dict[str, Any] = {"name": device.name}
     body["attributes"] = {
         _short(k): _attribute_json(v) for k, v in sorted(device.attributes.items())
     }
     if device.capacity:
-        body["capacity"] = {
-            _short(k): {"value": format_quantity(v, QuantityFormat.BINARY_SI)}
-            for k, v in sorted(device.capacity.items())
-        }
+        body["capacity"] = {_short(k): _quantity(v) for k, v in sorted(device.capacity.items())}
     return body
 
 
-def resource_slices(pool: PoolPlan, node_index: int) -> list[dict[str, Any]]:
-    """The ``resource.k8s.io/v1`` ResourceSlice(s) node ``node_index`` of the pool publishes.
+def _quantity(value: int | Decimal) -> dict[str, str]:
+    from gen.k8s.quantity import QuantityFormat, format_quantity
 
-    One slice per node (pool name = node name, as the NVIDIA driver does), up to 128 devices
-    per slice. Identities (uuid, PCI ids) are stable per pool, node and GPU index.
+    return {"value": format_quantity(Decimal(value), QuantityFormat.BINARY_SI)}
+
+
+def _partition_json(part: Partition, counter_set: str) -> dict[str, Any]:
+    body = _device_json(part.device)
+    body["consumesCounters"] = [{
+        "counterSet": counter_set,
+        "counters": {k: _quantity(v) for k, v in sorted(part.consumes.items())},
+    }]
+    return body
+
+
+def _counter_set_json(gpu: PartitionedGPU) -> dict[str, Any]:
+    return {"name": gpu.counter_set,
+            "counters": {k: _quantity(v) for k, v in sorted(gpu.counters.items())}}
+
+
+SPLIT_SLICES_MINOR = 35
+"""From this Kubernetes minor the driver puts counter sets in a ResourceSlice of their own
+(``shouldUseSplitResourceSlices`` in ``cmd/gpu-kubelet-plugin/driver.go``@v25.12.0)."""
+
+
+def _slice_bodies(pool: PoolPlan, node_key: str, minor: int | None) -> list[dict[str, Any]]:
+    """The ``spec`` bodies (without driver, node and pool) of one node's slices, in order."""
+    gpus = node_partitions(pool, node_key)
+    if gpus:
+        if minor is None or minor >= SPLIT_SLICES_MINOR:
+            bodies = [{"sharedCounters": [_counter_set_json(g) for g in gpus]}]
+            bodies += [{"devices": [_partition_json(p, g.counter_set) for p in g.partitions]}
+                       for g in gpus]
+            return bodies
+        return [{"sharedCounters": [_counter_set_json(g)],
+                 "devices": [_partition_json(p, g.counter_set) for p in g.partitions]}
+                for g in gpus]
+    devices = [d for d, _ in _node_devices(pool, node_key)]
+    chunks = [devices[i:i + 128] for i in range(0, len(devices), 128)] or [[]]
+    return [{"devices": [_device_json(d) for d in chunk]} for chunk in chunks]
+
+
+def resource_slices(
+    pool: PoolPlan, node_index: int, kubernetes_minor: int | None = None
+) -> list[dict[str, Any]]:
+    """The ``resource.k8s.io/v1`` ResourceSlice(s) node ``node_index`` of the pool publishes
+    (``v1beta2`` on Kubernetes 1.33, which does not serve v1).
+
+    Pool name = node name, as the NVIDIA driver does. A static pool: up to 128 devices per
+    slice. A dynamic-MIG pool: the counter sets and one slice per GPU, split or combined by
+    the cluster's Kubernetes minor (see :data:`SPLIT_SLICES_MINOR`; None: split).
+    Identities (uuid, PCI ids) are stable per pool, node and GPU index.
     """
     if not 0 <= node_index < max(pool.pool.nodes, 1):
         raise IndexError(f"pool {pool.name!r} has {pool.pool.nodes} node(s)")
     node = node_name(pool, node_index)
-    devices = [d for d, _ in _node_devices(pool, f"{pool.name}/{node_index}")]
-    chunks: Sequence[Sequence[Device]] = [devices[i:i + 128] for i in range(0, len(devices), 128)]
+    bodies = _slice_bodies(pool, f"{pool.name}/{node_index}", kubernetes_minor)
     slices = []
-    for i, chunk in enumerate(chunks or [[]]):
+    # 1.33 serves ResourceSlices as v1beta2, whose devices have v1's shape; v1 from 1.34.
+    api = "resource.k8s.io/v1beta2" if kubernetes_minor == 33 else "resource.k8s.io/v1"
+    for i, body in enumerate(bodies):
         slices.append({
-            "apiVersion": "resource.k8s.io/v1",
+            "apiVersion": api,
             "kind": "ResourceSlice",
             "metadata": {"name": f"{node}-{DRIVER}-{i}"},
             "spec": {
                 "driver": DRIVER,
                 "nodeName": node,
-                "pool": {"name": node, "generation": 1, "resourceSliceCount": len(chunks) or 1},
-                "devices": [_device_json(d) for d in chunk],
+                "pool": {"name": node, "generation": 1, "resourceSliceCount": len(bodies)},
+                **body,
             },
         })
     return slices

@@ -32,6 +32,7 @@ The fingerprint is a SHA-256 over a canonical JSON text (sorted keys, no whitesp
   input the specs do not show. The fleet-wide map of GPU classes is not: a class a cluster
   uses reaches it through its services (hashed here) and its specs, and hashing the whole
   map would re-render every cluster whenever any class changed.
+- ``crds``, when the fleet brings CRDs (``crds/``): their digests; they decide verdicts.
 
 Source locations enter as their file only, never their line: lines reach messages (a
 template or schema error, which a skipped cluster cannot have, since its record was
@@ -48,9 +49,9 @@ In front of the per-cluster records, the **fleet record** (``out/.gen-cache/_fle
 lets a no-op render skip everything, the load, resolve, build and lint included. It holds an
 :func:`input_digest` of everything the whole render reads, computed from raw bytes without
 parsing anything: every profile file the loader reads (its own discovery, its displayed
-paths), every template file (override folder and built-ins), gen's data files, gen's
-version, code digest and library versions, and the options that change the output or the
-verdict (validator, --cluster selection). With it, the files of the whole render
+paths), every template file (override folder and built-ins), the user's CRD folder, gen's
+data files, gen's version, code digest and library versions, and the options that change
+the output or the verdict (validator, --cluster selection). With it, the files of the whole render
 with their SHA-256 (the index and the per-cluster records too) and the lint warnings the
 render returned. When the digest matches, every listed file hashes as recorded and out/
 holds nothing a render would remove or replace, a render would write exactly what out/
@@ -215,8 +216,9 @@ class Fingerprinter:
     """Computes cluster fingerprints for one run: one Jinja environment (the render's own
     loader), template digests computed once per template."""
 
-    def __init__(self, env: jinja2.Environment) -> None:
+    def __init__(self, env: jinja2.Environment, crds: str = "") -> None:
         self._env = env
+        self._crds = crds
         self._closure: dict[str, tuple[str, ...]] = {}
         self._source: dict[str, str] = {}
         self._gen = {"version": __version__, "code": code_digest(), "format": FORMAT,
@@ -303,6 +305,7 @@ class Fingerprinter:
                 "mig_strategy": cluster.mig_strategy,
                 "apple": cluster.apple,
             },
+            **({"crds": self._crds} if self._crds else {}),
         }
 
     def fingerprint(self, cluster: ClusterPlan) -> str | None:
@@ -543,7 +546,7 @@ def _profile_digest(profiles_dir: Path, base: Path | None) -> list[tuple[str, st
 
 def input_digest(
     profiles_dir: Path, templates_dir: Path | None, base: Path | None,
-    options: Mapping[str, Any],
+    options: Mapping[str, Any], *, crds_dir: Path | None = None,
 ) -> str | None:
     """A SHA-256 of everything a whole render depends on, read without parsing anything:
     the profile files (paths as shown, bytes), the template overrides and built-ins, gen's
@@ -561,6 +564,11 @@ def input_digest(
         return None
     if templates_dir is not None and templates_dir.is_symlink():
         return None
+    try:
+        crds = (None if crds_dir is None or not crds_dir.is_dir() or crds_dir.is_symlink()
+                else _tree_digest(crds_dir))
+    except _NoDigest:
+        return None
     parts = {
         "format": FLEET_FORMAT,
         "gen": {"version": __version__, "code": code_digest(), "format": FORMAT,
@@ -569,6 +577,7 @@ def input_digest(
         "templates": {"override": overrides, "builtin": builtin[0]},
         "data": builtin[1],
         "options": dict(options),
+        **({"crds": crds} if crds is not None else {}),
     }
     return _sha256(canonical_json(parts))
 

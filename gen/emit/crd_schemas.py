@@ -1,46 +1,121 @@
-"""JSON Schemas, written for gen, of the custom resources gen emits.
+"""The CRDs gen validates custom resources against: upstream's, bundled, and the user's own.
 
-gen renders a few objects whose kinds are not built into Kubernetes: Argo CD ``Application``
-and ``ApplicationSet``, Flux ``GitRepository``, ``Kustomization``, ``HelmRepository`` and
-``HelmRelease``, Prometheus Operator ``ServiceMonitor`` and KEDA ``ScaledObject``. Their schemas
-live in ``gen/data/crd-schemas/``, one self-contained JSON Schema (draft-07) per kind. They
-cover the fields gen uses and are strict: every object we describe has
-``additionalProperties: false``, and required fields are required. Free-form values (Helm
-``values``, ApplicationSet list elements, HPA ``behavior``) are the only open objects.
+gen renders objects whose kinds are not built into Kubernetes: Argo CD ``Application``,
+``AppProject`` and ``ApplicationSet``, Flux ``GitRepository``, ``OCIRepository``,
+``HelmRepository``, ``HelmChart``, ``Kustomization`` and ``HelmRelease``, KEDA
+``ScaledObject`` and ``TriggerAuthentication``, Prometheus Operator ``ServiceMonitor`` and
+``PodMonitor``. Their CRDs are bundled in ``gen/data/crd-schemas/``, one
+``<crd name>.json.gz`` each, taken from the upstream manifests at pinned releases: the
+repository, path, tag and the SHA-256 of the upstream file are in each file's ``source``
+(:func:`bundled_sources`; ``tools/refresh_crds.py`` refreshes them and lists the pins). Only
+the CRD's names, scope and each version's ``openAPIV3Schema`` without descriptions are kept.
 
-File names follow kubeconform's default layout, ``{{ .ResourceKind }}{{ .KindSuffix }}.json``:
-the lower-cased kind, the first label of the API group, and the version, e.g.
-``application-argoproj-v1alpha1.json`` for ``argoproj.io/v1alpha1`` ``Application``. So the
-folder is usable as a kubeconform ``-schema-location`` (see :func:`kubeconform_schema_location`).
+A fleet may bring its own CRDs (:func:`load_crd_dir`): a ``crds/`` folder beside
+``profiles/`` (or ``--crds DIR``) holding CRD YAML as ``kubectl get crd -o yaml`` prints it,
+one CRD or a ``List`` of them per file. A user CRD for a kind gen also bundles wins: it is
+what the user's cluster runs. :class:`CRDSet` is the lookup both make, picklable for render
+workers.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gen.caches import once
+from gen.caches import memoize, once
+from gen.emit.crd_convert import OBJECT_META_REF, CRDSchema, crd_schemas, read_crds, to_json_schema
+from gen.emit.crd_rules import unevaluable_rules
+from gen.errors import Finding, Severity, SourceLocation
+from gen.fleet.loader import display_path, format_key_path
 
 __all__ = [
+    "CRDSet",
+    "bundled",
+    "bundled_sources",
     "custom_schema",
     "custom_schema_dir",
     "known_custom_kinds",
-    "kubeconform_schema_location",
+    "load_crd_dir",
     "schema_file_name",
+    "write_kubeconform_schemas",
 ]
 
 _SCHEMA_DIR = Path(__file__).resolve().parents[1] / "data" / "crd-schemas"
+_CRD_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 def custom_schema_dir() -> Path:
-    """The folder holding gen's custom-resource schemas (a real directory, for kubeconform)."""
+    """The folder holding the bundled upstream CRDs."""
     return _SCHEMA_DIR
 
 
-def kubeconform_schema_location() -> str:
-    """The ``-schema-location`` template that makes kubeconform read :func:`custom_schema_dir`."""
-    return f"{custom_schema_dir().as_posix()}/{{{{ .ResourceKind }}}}{{{{ .KindSuffix }}}}.json"
+@once
+def _bundled() -> tuple[tuple[CRDSchema, ...], tuple[Mapping[str, str], ...]]:
+    schemas: list[CRDSchema] = []
+    sources: list[Mapping[str, str]] = []
+    for path in sorted(_SCHEMA_DIR.glob("*.json.gz")):
+        content: dict[str, Any] = json.loads(gzip.decompress(path.read_bytes()))
+        source = content["source"]
+        shown = f"{source['repository']} {source['path']}@{source['tag']}"
+        found, problems = crd_schemas(content["crd"], shown)
+        if problems:  # pragma: no cover - the bundled data is tested
+            raise ValueError(f"{path.name}: {problems}")
+        schemas += found
+        sources.append({"crd": content["crd"]["metadata"]["name"], **source})
+    return tuple(schemas), tuple(sources)
+
+
+def bundled() -> tuple[CRDSchema, ...]:
+    """Every served version of every bundled CRD."""
+    return _bundled()[0]
+
+
+def bundled_sources() -> tuple[Mapping[str, str], ...]:
+    """Each bundled CRD's name and source: repository, path, tag, sha256 of the upstream file."""
+    return _bundled()[1]
+
+
+@dataclass(frozen=True)
+class CRDSet:
+    """The CRDs one render validates against: the user's (first) and the bundled ones."""
+
+    user: tuple[CRDSchema, ...] = ()
+
+    def lookup(self, api_version: str, kind: str) -> CRDSchema | None:
+        """The CRD version that defines (apiVersion, kind), or ``None``."""
+        for schema in self.user:
+            if schema.api_version == api_version and schema.kind == kind:
+                return schema
+        return _bundled_index().get((api_version, kind))
+
+    def digest(self) -> str:
+        """What of this set changes a verdict: the user CRDs' digests (for caches)."""
+        return ",".join(sorted(f"{s.api_version}/{s.kind}={s.digest}" for s in self.user))
+
+
+@once
+def _bundled_index() -> dict[tuple[str, str], CRDSchema]:
+    return {(s.api_version, s.kind): s for s in bundled()}
+
+
+@memoize(maxsize=256)
+def _converted(api_version: str, kind: str) -> dict[str, Any] | None:
+    crd = _bundled_index().get((api_version, kind))
+    return None if crd is None else to_json_schema(crd.schema, api_version, kind)
+
+
+def custom_schema(api_version: str, kind: str) -> dict[str, Any] | None:
+    """The JSON Schema of a bundled custom resource kind, or ``None`` (shared: read-only)."""
+    return _converted(api_version, kind)
+
+
+def known_custom_kinds() -> tuple[tuple[str, str], ...]:
+    """Every (apiVersion, kind) gen bundles a CRD for, sorted."""
+    return tuple(sorted(_bundled_index()))
 
 
 def schema_file_name(api_version: str, kind: str) -> str:
@@ -54,25 +129,82 @@ def schema_file_name(api_version: str, kind: str) -> str:
     return f"{kind.lower()}{suffix}.json"
 
 
-@once
-def _index() -> dict[tuple[str, str], dict[str, Any]]:
-    """(apiVersion, kind) → schema, read once from the ``const`` values of each file."""
-    index: dict[tuple[str, str], dict[str, Any]] = {}
-    for path in sorted(_SCHEMA_DIR.glob("*.json")):
-        schema: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-        props = schema["properties"]
-        index[(props["apiVersion"]["const"], props["kind"]["const"])] = schema
-    return index
+def _without_meta_ref(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_without_meta_ref(v) for v in node]
+    if isinstance(node, dict):
+        if node.get("$ref") == OBJECT_META_REF:
+            return {"type": "object"}
+        return {k: _without_meta_ref(v) for k, v in node.items()}
+    return node
 
 
-def custom_schema(api_version: str, kind: str) -> dict[str, Any] | None:
-    """The schema of one custom resource kind, or ``None`` when gen ships none for it.
+def write_kubeconform_schemas(folder: Path, crds: CRDSet | None = None) -> str:
+    """Write every CRD's JSON Schema (user CRDs over bundled ones) into ``folder`` as
+    kubeconform names them; return the ``-schema-location`` template that reads them.
 
-    The result is cached and shared between callers: treat it as read-only.
-    """
-    return _index().get((api_version, kind))
+    kubeconform cannot follow gen's ObjectMeta reference: there ``metadata`` is an object."""
+    crds = crds or CRDSet()
+    chosen = {(s.api_version, s.kind): s for s in (*bundled(), *crds.user)}
+    for (api_version, kind), crd in sorted(chosen.items()):
+        schema = _without_meta_ref(to_json_schema(crd.schema, api_version, kind))
+        (folder / schema_file_name(api_version, kind)).write_text(
+            json.dumps(schema, sort_keys=True), encoding="utf-8")
+    return f"{folder.as_posix()}/{{{{ .ResourceKind }}}}{{{{ .KindSuffix }}}}.json"
 
 
-def known_custom_kinds() -> tuple[tuple[str, str], ...]:
-    """Every (apiVersion, kind) gen ships a schema for, sorted."""
-    return tuple(sorted(_index()))
+def _crd_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*")
+                  if p.suffix in _CRD_SUFFIXES and p.is_file() and not p.name.startswith("."))
+
+
+def load_crd_dir(folder: Path | None, base: Path | None = None) -> tuple[CRDSet, list[Finding]]:
+    """The user CRDs of ``folder`` (none when it is ``None`` or absent) and a finding for each
+    file or document gen cannot use (``GEN023``), located at it. Two CRDs defining one
+    (apiVersion, kind) are an error at the second. A rule gen cannot compile is a
+    ``GEN025`` warning at its CRD."""
+    if folder is None or not folder.is_dir():
+        return CRDSet(), []
+    schemas: list[CRDSchema] = []
+    findings: list[Finding] = []
+    for path in _crd_files(folder):
+        shown = display_path(path, base)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            findings.append(Finding("GEN023", f"cannot read the CRD file: {err}",
+                                    SourceLocation(shown)))
+            continue
+        found, problems = read_crds(text, shown)
+        schemas += found
+        findings += problems
+        findings += [_unevaluable(schema, *rule) for schema in found
+                     for rule in unevaluable_rules(schema.schema)]
+    return CRDSet(_unique(schemas, findings)), findings
+
+
+def _unevaluable(schema: CRDSchema, path: tuple[str | int, ...], rule: str,
+                 why: str) -> Finding:
+    version = schema.api_version.rpartition("/")[2]
+    return Finding(
+        "GEN025", f"gen cannot evaluate the rule {rule!r} of {schema.kind} {version}: {why}",
+        schema.location, format_key_path(["spec", "versions", version, "schema",
+                                          "openAPIV3Schema", *path]),
+        Severity.WARNING,
+        hint="objects of this kind are not checked against this rule; the API server checks "
+             "them when they are applied")
+
+
+def _unique(schemas: Iterable[CRDSchema], findings: list[Finding]) -> tuple[CRDSchema, ...]:
+    seen: dict[tuple[str, str], CRDSchema] = {}
+    for schema in schemas:
+        key = (schema.api_version, schema.kind)
+        if key in seen:
+            findings.append(Finding(
+                "GEN023", f"a second CRD for {schema.kind} {schema.api_version} (the first is "
+                f"{seen[key].location or seen[key].source})", schema.location,
+                hint="keep one CRD per kind in the CRD folder"))
+            continue
+        seen[key] = schema
+    return tuple(seen.values())
+

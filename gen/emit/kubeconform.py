@@ -3,7 +3,8 @@
 kubeconform runs with ``-strict -summary -output json -kubernetes-version X.Y.Z``. Its schema
 locations are searched in order, first match wins:
 
-1. gen's own schemas for the custom resources it emits (:mod:`gen.emit.crd_schemas`), local;
+1. the JSON Schemas of the CRDs gen knows (:mod:`gen.emit.crd_schemas`: the bundled upstream
+   CRDs and the user's ``crds/``), written into a scratch folder for the run;
 2. the caller's ``schema_locations`` (e.g. a local mirror of ``yannh/kubernetes-json-schema``
    or of the ``datreeio/CRDs-catalog``);
 3. ``default``: ``https://raw.githubusercontent.com/yannh/kubernetes-json-schema/...``.
@@ -23,11 +24,12 @@ import json
 import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gen.emit.crd_schemas import kubeconform_schema_location
+from gen.emit.crd_schemas import CRDSet, write_kubeconform_schemas
 from gen.errors import Finding, KubeconformError, Severity, SourceLocation, ToolNotFoundError
 
 __all__ = ["RULE", "find_kubeconform", "run_kubeconform"]
@@ -97,6 +99,7 @@ def run_kubeconform(
     binary: str | None = None,
     schema_locations: Sequence[str] = (),
     origin: Mapping[str, SourceLocation] | None = None,
+    crds: CRDSet | None = None,
 ) -> list[Finding]:
     """Validate ``files`` with kubeconform for one cluster's Kubernetes version.
 
@@ -108,6 +111,7 @@ def run_kubeconform(
             and before ``default``. Needed offline: ``default`` is a URL.
         origin: output file path (as given in ``files``) → the profile location that produced
             it; becomes ``Finding.related``.
+        crds: the CRDs whose schemas kubeconform reads first (default: the bundled ones).
 
     Returns:
         The findings, sorted; empty when every resource is valid.
@@ -134,13 +138,15 @@ def run_kubeconform(
         "-skip",
         ",".join(_SKIP),
     ]
-    for location in (kubeconform_schema_location(), *schema_locations, "default"):
-        command += ["-schema-location", location]
-    command.append("--")
     findings: list[Finding] = []
-    for batch in _batches([str(f) for f in files]):
-        process = _run([*command, *batch], exe)
-        findings += _findings(process, origin or {})
+    with tempfile.TemporaryDirectory(prefix="gen-crd-schemas-") as scratch:
+        crd_location = write_kubeconform_schemas(Path(scratch), crds)
+        for location in (crd_location, *schema_locations, "default"):
+            command += ["-schema-location", location]
+        command.append("--")
+        for batch in _batches([str(f) for f in files]):
+            process = _run([*command, *batch], exe)
+            findings += _findings(process, origin or {})
     return sorted(findings, key=Finding.sort_key)
 
 

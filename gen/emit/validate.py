@@ -3,11 +3,15 @@
 Kubernetes schemas come from the ``kubernetes-validate`` package's bundled data (strict
 variants: unknown fields are errors), for the cluster's own minor version. Their ``$ref`` values
 point into one shared ``_definitions.json`` per version, which is read and handed to a
-``jsonschema_rs.Registry`` once per minor. Custom resources gen emits are checked against
-gen's own schemas (:mod:`gen.emit.crd_schemas`), draft-07 or 2020-12 as each declares. A kind
-with no schema is an error.
+``jsonschema_rs.Registry`` once per minor. Custom resources are checked against their CRD
+(:mod:`gen.emit.crd_schemas`: upstream's, bundled, or the user's ``crds/``) the way the API
+server checks them: nulls pruned and defaults applied to a copy (:mod:`gen.emit.crd_rules`),
+the CRD's structural schema converted to JSON Schema (:mod:`gen.emit.crd_convert`, with
+``metadata`` as the version's strict ObjectMeta), then list-map keys and the CEL rules. Every
+object's metadata syntax (name per kind, namespace, labels, annotations, finalizers) is
+checked too (:func:`metadata_findings`). A kind with no schema and no CRD is an error.
 
-Validators are compiled once per (schema minor, apiVersion, kind) per process and kept in
+Validators are compiled once per (schema minor, apiVersion, kind, CRD) per process and kept in
 one cache, :data:`_VALIDATORS` (:func:`compiled`, :func:`warm`), registered with
 :mod:`gen.caches` like every other cache. A render fills it in the parent before it forks
 its workers, so they inherit the compiled validators;
@@ -25,16 +29,20 @@ from pathlib import Path
 from typing import Any
 
 from gen.caches import BoundedCache, memoize, once
+from gen.emit.crd_convert import CRDSchema, to_json_schema
+from gen.emit.crd_rules import schema_checks
+from gen.emit.crd_schemas import CRDSet
 from gen.errors import Finding, SourceLocation
 from gen.fleet.loader import format_key_path
+from gen.k8s import names
 
-__all__ = ["SchemaValidator", "compiled", "schema_version_for", "warm"]
+__all__ = ["SchemaValidator", "compiled", "metadata_findings", "schema_version_for", "warm"]
 
 _GROUP = re.compile(r"^([^./]*)(?:\.[^/]*)?/")
 _DEFINITIONS_URI = "https://kubernetes.io/api/_definitions.json"
 
-ValidatorKey = tuple[int, str, str]
-"""(schema minor, apiVersion, kind)."""
+ValidatorKey = tuple[int, str, str, str]
+"""(schema minor, apiVersion, kind, digest of the CRD's schema or "" for a built-in kind)."""
 
 _VALIDATORS: BoundedCache[ValidatorKey, Any] = BoundedCache("gen.emit.validate.validators", 4096)
 """The process-wide validator cache: key → compiled ``jsonschema_rs`` validator, or ``None``
@@ -80,42 +88,46 @@ def _schema_file(minor: int, api_version: str, kind: str) -> Path:
     return _schema_root() / f"v1.{minor}.0-local-strict" / f"{kind.lower()}-{group_version}.json"
 
 
-def _build(minor: int, api_version: str, kind: str) -> Any:
+def _build(minor: int, api_version: str, kind: str, crd: CRDSchema | None) -> Any:
     """Compile the validator of one kind in one schema version (``None``: no schema)."""
     import jsonschema_rs
 
-    from gen.emit.crd_schemas import custom_schema
-
-    file = _schema_file(minor, api_version, kind)
-    if file.is_file():
-        schema = json.loads(file.read_text(encoding="utf-8"))
+    if crd is not None:
         return jsonschema_rs.Draft202012Validator(
-            schema, registry=_registry(minor), validate_formats=False)
-    custom = custom_schema(api_version, kind)
-    if custom is None:
+            to_json_schema(crd.schema, api_version, kind), registry=_registry(minor),
+            validate_formats=False)
+    file = _schema_file(minor, api_version, kind)
+    if not file.is_file():
         return None
-    draft07 = "draft-07" in str(custom.get("$schema", ""))
-    cls: Any = jsonschema_rs.Draft7Validator if draft07 else jsonschema_rs.Draft202012Validator
-    return cls(custom, validate_formats=False)
+    schema = json.loads(file.read_text(encoding="utf-8"))
+    return jsonschema_rs.Draft202012Validator(
+        schema, registry=_registry(minor), validate_formats=False)
 
 
-def compiled(minor: int, api_version: str, kind: str) -> Any:
-    """The cached validator for a kind in schema version ``minor`` (``None``: no schema)."""
-    key = (minor, api_version, kind)
+def compiled(minor: int, api_version: str, kind: str, crd: CRDSchema | None = None) -> Any:
+    """The cached validator for a kind in schema version ``minor`` (``None``: no schema);
+    ``crd`` is the CRD version that defines a custom kind (:class:`CRDSet.lookup`)."""
+    key = (minor, api_version, kind, crd.digest if crd is not None else "")
     try:
         return _VALIDATORS.data[key]
     except KeyError:
-        return _VALIDATORS.put(key, _build(minor, api_version, kind))
+        return _VALIDATORS.put(key, _build(minor, api_version, kind, crd))
 
 
-def warm(keys: Iterable[tuple[int, str, str]]) -> None:
+def warm(keys: Iterable[tuple[int, str, str]], crds: CRDSet | None = None) -> None:
     """Compile the validators of (cluster minor, apiVersion, kind) ahead of use."""
+    crds = crds or CRDSet()
     for cluster_minor, api_version, kind in keys:
-        compiled(schema_version_for(cluster_minor), api_version, kind)
+        compiled(schema_version_for(cluster_minor), api_version, kind,
+                 crds.lookup(api_version, kind))
 
 
 class SchemaValidator:
-    """Validates manifests of any supported Kubernetes version (validators: :func:`compiled`)."""
+    """Validates manifests of any supported Kubernetes version (validators: :func:`compiled`)
+    against the built-in schemas and the CRDs of ``crds`` (default: the bundled ones)."""
+
+    def __init__(self, crds: CRDSet | None = None) -> None:
+        self.crds = crds or CRDSet()
 
     def validate(
         self,
@@ -124,27 +136,53 @@ class SchemaValidator:
         where: SourceLocation,
         origin: SourceLocation | None = None,
     ) -> list[Finding]:
-        """All schema errors of one object, located at its output file."""
+        """All schema, metadata and rule errors of one object, located at its output file."""
         minor = schema_version_for(cluster_minor)
-        validator = compiled(minor, str(data.get("apiVersion", "")), str(data.get("kind", "")))
+        api_version = str(data.get("apiVersion", ""))
+        kind = str(data.get("kind", ""))
+        related = (origin,) if origin is not None else ()
+        findings = metadata_findings(data, where, related)
+        crd = self.crds.lookup(api_version, kind)
+        validator = compiled(minor, api_version, kind, crd)
+        if crd is not None:
+            return findings + _custom_findings(validator, data, crd, where, related)
         if validator is not None and validator.is_valid(data):
-            return []  # the common case, and quicker than collecting errors
-        return _findings(validator, data, minor, where, origin)
+            return findings  # the common case, and quicker than collecting errors
+        return findings + _findings(validator, data, minor, where, related)
+
+
+def _custom_findings(validator: Any, data: Mapping[str, Any], crd: CRDSchema,
+                     where: SourceLocation, related: tuple[SourceLocation, ...]) -> list[Finding]:
+    """GEN020 (schema) and GEN024 (list-map keys, CEL rules) of a custom resource, judged as
+    the API server does: on a copy with nulls pruned and defaults set."""
+    checks = schema_checks(crd.schema, crd.digest)
+    prepared = checks.prepare(data)
+    related = (*related, crd.location) if crd.location is not None else related
+    what = f"{crd.kind} does not match its CRD ({crd.source})"
+    if not validator.is_valid(prepared):
+        return [Finding("GEN020", f"{what}: {error.message}", where,
+                        format_key_path(list(error.instance_path)), related=related)
+                for error in validator.iter_errors(prepared)]
+    # A rule gen cannot compile is reported once, at its CRD (GEN025, by load_crd_dir).
+    return [Finding("GEN024", f"{crd.kind} breaks a rule of its CRD ({crd.source}): "
+                    f"{error.message}", where, format_key_path(list(error.path)),
+                    related=related)
+            for error in checks.errors(prepared) if error.evaluated]
 
 
 def _findings(validator: Any, data: Mapping[str, Any], minor: int, where: SourceLocation,
-              origin: SourceLocation | None) -> list[Finding]:
-    """The GEN020 findings of an object that failed (or has no schema)."""
+              related: tuple[SourceLocation, ...]) -> list[Finding]:
+    """The GEN020 findings of a built-in object that failed (or has no schema)."""
     api_version = str(data.get("apiVersion", ""))
     kind = str(data.get("kind", ""))
-    related = (origin,) if origin is not None else ()
     if validator is None:
         return [Finding(
             "GEN020",
-            f"no schema for {kind} {api_version} in Kubernetes 1.{minor}: the cluster's "
-            "API server does not serve it",
+            f"no schema for {kind} {api_version} in Kubernetes 1.{minor} and no CRD for it: "
+            "the cluster's API server does not serve it",
             where, related=related,
-            hint="check the cluster's kubernetes_version and the API versions it enables",
+            hint="check the cluster's kubernetes_version and the API versions it enables; "
+                 "for a custom resource, put its CRD in crds/ beside profiles/ (or --crds)",
         )]
     return [
         Finding(
@@ -153,3 +191,55 @@ def _findings(validator: Any, data: Mapping[str, Any], minor: int, where: Source
         )
         for error in validator.iter_errors(data)
     ]
+
+
+def metadata_findings(data: Mapping[str, Any], where: SourceLocation,
+                      related: tuple[SourceLocation, ...] = ()) -> list[Finding]:
+    """GEN022: ``metadata`` name, namespace, label, annotation and finalizer syntax, as the API
+    server checks it on every object (:mod:`gen.k8s.names`); shapes are the schema's."""
+    meta = data.get("metadata")
+    if not isinstance(meta, Mapping):
+        return []
+    name, namespace, finalizers = meta.get("name"), meta.get("namespace"), meta.get("finalizers")
+    errors = _metadata_errors(
+        str(data.get("apiVersion", "")), str(data.get("kind", "")),
+        name if isinstance(name, str) else "", bool(meta.get("generateName")),
+        namespace if isinstance(namespace, str) else "",
+        _strings(meta.get("labels")), _strings(meta.get("annotations")),
+        tuple((i, v) for i, v in enumerate(finalizers if isinstance(finalizers, list) else ())
+              if isinstance(v, str)))
+    return [Finding("GEN022", message, where, key_path, related=related)
+            for key_path, message in errors]
+
+
+def _strings(value: object) -> tuple[tuple[str, str], ...]:
+    """A string map as a hashable key; empty when it is not one (the schema reports that)."""
+    if not isinstance(value, Mapping):
+        return ()
+    items = tuple(value.items())
+    return items if all(isinstance(k, str) and isinstance(v, str) for k, v in items) else ()
+
+
+@memoize(maxsize=4096)
+def _metadata_errors(api_version: str, kind: str, name: str, generate_name: bool,
+                     namespace: str, labels: tuple[tuple[str, str], ...],
+                     notes: tuple[tuple[str, str], ...],
+                     finalizers: tuple[tuple[int, str], ...]) -> tuple[tuple[str, str], ...]:
+    """(key path, message) of :func:`metadata_findings`, cached: the metadata of one kind of
+    object repeats across a fleet."""
+    found: list[tuple[str, str]] = []
+    if name:
+        found += [("metadata.name", f"{name!r}: {m}")
+                  for m in names.name_rule(api_version, kind)(name)]
+    elif not generate_name:
+        found.append(("metadata.name", "name or generateName is required"))
+    if namespace:
+        found += [("metadata.namespace", f"{namespace!r}: {m}")
+                  for m in names.dns1123_label_errors(namespace)]
+    found += [(f"metadata.labels.{k}", m) for k, m in names.label_errors(dict(labels))]
+    found += [(f"metadata.annotations.{k}" if k else "metadata.annotations", m)
+              for k, m in names.annotation_errors(dict(notes))]
+    for index, value in finalizers:
+        found += [(f"metadata.finalizers[{index}]", f"{value!r}: {m}")
+                  for m in names.qualified_name_errors(value)]
+    return tuple(found)

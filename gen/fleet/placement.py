@@ -18,6 +18,7 @@ from gen.fleet.plan import PoolPlan, ServicePlan
 
 if TYPE_CHECKING:
     from gen.models.gpu_class import GPUClass
+    from gen.nvidia.gpus import GPU, MIGProfile
 
 __all__ = ["Candidate", "candidates", "class_admits"]
 
@@ -31,6 +32,9 @@ class Candidate:
     memory_mib: int
     is_mig: bool
     unified_memory: bool = False
+    cuda_total_mib: int | None = None
+    compute_capability: str = ""
+    cuda_total_logged: bool = False
 
 
 def candidates(svc: ServicePlan, *, match_class: bool = True) -> list[Candidate]:
@@ -46,23 +50,43 @@ def candidates(svc: ServicePlan, *, match_class: bool = True) -> list[Candidate]
         if gpu is None:
             continue
         if gpu_class is not None and gpu_class.device_type == "mig":
-            profile_name = gpu_class.match.mig_profile
-            if profile_name is None or pool.mig_layout is None:
+            dynamic = pool.pool.mig == "dynamic"  # every profile of the GPU, carved on demand
+            if pool.mig_layout is None and not dynamic:
                 continue
-            present = any(
-                p.profile == profile_name for _, check in pool.mig_checks
-                for p in check.placements
-            )
-            profile = gpu.mig_profile(profile_name)
-            if present and profile is not None:
-                out.append(Candidate(pool, f"{gpu.name} MIG {profile.name}",
-                                     profile.memory_mib, True))
+            offered = {p.profile for _, check in pool.mig_checks for p in check.placements}
+            for profile in _mig_profiles_of(gpu_class, gpu):
+                if dynamic or profile.name in offered:
+                    out.append(Candidate(pool, f"{gpu.name} MIG {profile.name}",
+                                         profile.memory_mib, True,
+                                         compute_capability=gpu.compute_capability))
+                    break
         elif pool.mig_layout is None and (
             gpu_class is None or not match_class or class_admits(gpu_class, pool)
         ):
             out.append(Candidate(pool, gpu.product_name, gpu.memory_mib, False,
-                                 gpu.unified_memory))
+                                 gpu.unified_memory, gpu.cuda_visible_mib,
+                                 gpu.compute_capability, gpu.cuda_total_mib is not None))
     return out
+
+
+def _mig_profiles_of(gpu_class: GPUClass, gpu: GPU) -> list[MIGProfile]:
+    """The profiles of ``gpu`` a MIG class asks for: the one it names, or (a class by
+    ``min_memory``) every profile with that much memory, smallest slice first."""
+    from gen.errors import QuantityError
+    from gen.k8s.quantity import parse_quantity
+
+    match = gpu_class.match
+    if match.mig_profile is not None:
+        named = gpu.mig_profile(match.mig_profile)
+        return [named] if named is not None else []
+    if match.min_memory is None:
+        return []
+    try:
+        need = parse_quantity(str(match.min_memory))
+    except QuantityError:
+        return []
+    fitting = [p for p in gpu.mig_profiles if p.memory_mib * (1 << 20) >= need]
+    return sorted(fitting, key=lambda p: (p.compute_slices, p.size, p.memory_mib, p.name))
 
 
 def class_admits(gpu_class: GPUClass, pool: PoolPlan) -> bool:

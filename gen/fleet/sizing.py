@@ -1,9 +1,10 @@
 """The memory-fit verdict on every device a service can land on.
 
 Where a service can land is the fleet's placement decision (:mod:`gen.fleet.placement`);
-this module budgets the service's model on each of those devices. Shared by the vLLM
-builder (the default ``--max-model-len`` is the largest that fits every device the
-service can get) and the fit lint rule.
+this module budgets the service's model on each of those devices with the service's one
+resolved :class:`gen.serving.fit.ServingConfig`. Shared by the vLLM builder (the rendered
+``--max-model-len`` is :func:`resolved_max_model_len`), the fit lint rule (GEN301/302, which
+reads :func:`service_fit`) and ``gen fit --service`` (which prints the same reports).
 """
 
 from __future__ import annotations
@@ -17,16 +18,15 @@ from gen.fleet.plan import ServicePlan
 if TYPE_CHECKING:
     from gen.serving.fit import FitReport, FitRequest
 
-__all__ = ["default_max_model_len", "fit_reports"]
-
-_FALLBACK_LEN = 8192
+__all__ = ["default_max_model_len", "fit_reports", "resolved_max_model_len", "service_fit"]
 
 
 def _request(svc: ServicePlan, cand: Candidate, max_model_len: int | None) -> FitRequest:
     from gen.serving.fit import FitDevice, FitRequest
 
     assert svc.model is not None
-    device = FitDevice(cand.name, cand.memory_mib, cand.is_mig, cand.unified_memory)
+    device = FitDevice(cand.name, cand.memory_mib, cand.is_mig, cand.unified_memory,
+                       cand.cuda_total_mib, cand.compute_capability, cand.cuda_total_logged)
     return FitRequest.for_service(svc.service, svc.model, device, max_model_len=max_model_len)
 
 
@@ -62,18 +62,37 @@ def _check_fit(request: FitRequest) -> FitReport:
     return _FIT_CACHE.put(request, check_fit(request))
 
 
-def _default_len(svc: ServicePlan) -> int:
+def _min_useful(svc: ServicePlan) -> int:
+    from gen.serving.memory import MIN_USEFUL_MODEL_LEN
+
+    assert svc.model is not None
+    return min(svc.model.max_context, MIN_USEFUL_MODEL_LEN)
+
+
+def resolved_max_model_len(svc: ServicePlan) -> int:
+    """The ``--max-model-len`` the service runs with: the profile's, else the largest that
+    fits every device the service can get (capped at the model's context). When not even
+    :data:`gen.serving.fit.MIN_USEFUL_MODEL_LEN` fits, that minimum (lint fails the service).
+    """
+    length = svc.service.serving.max_model_len
+    if length is not None:
+        return length
     if svc.model is None:
-        return _FALLBACK_LEN
+        from gen.serving.memory import DEFAULT_MAX_NUM_BATCHED_TOKENS
+
+        return DEFAULT_MAX_NUM_BATCHED_TOKENS
     fits = [r.max_model_len_fit for _, r in fit_reports(svc)]
-    fits = [f for f in fits if f > 0]
-    if not fits:
-        return min(svc.model.max_context, _FALLBACK_LEN)
-    return min(min(fits), svc.model.max_context)
+    best = min(fits, default=svc.model.max_context)
+    return max(best, _min_useful(svc))
+
+
+def service_fit(svc: ServicePlan) -> tuple[int, list[tuple[Candidate, FitReport]]]:
+    """The decision lint makes for a service: its resolved max_model_len and the report of
+    every device it can get at that length."""
+    length = resolved_max_model_len(svc)
+    return length, fit_reports(svc, length)
 
 
 def default_max_model_len(svc: ServicePlan) -> int:
     """The profile's max_model_len, else the largest that fits every candidate device."""
-    if svc.service.serving.max_model_len is not None:
-        return svc.service.serving.max_model_len
-    return _default_len(svc)
+    return resolved_max_model_len(svc)

@@ -203,9 +203,11 @@ def dra_driver_values(plan: ClusterPlan) -> dict[str, Any]:
         "gpuResourcesEnabledOverride": True,
         "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}},
     }
-    gates = plan.cluster.dra_driver.feature_gates
+    from gen.nvidia.dynamic import driver_gates
+
+    gates = driver_gates(plan.cluster)  # DynamicMIG on exactly for clusters with dynamic pools
     if gates:
-        values["featureGates"] = dict(sorted(gates.items()))
+        values["featureGates"] = gates
     tolerations = _pool_tolerations(plan)
     if tolerations:
         values["kubeletPlugin"] = {"tolerations": tolerations}

@@ -67,6 +67,13 @@ class NodePool(Spec):
     mig_layout: DNSLabel | None = Field(
         None, description="Name of a MIGLayout applied to every GPU of the pool."
     )
+    mig: Literal["static", "dynamic"] | None = Field(
+        None,
+        description="'dynamic': MIG slices are carved when a claim is allocated (DRA "
+        "partitionable devices, the DRA driver's DynamicMIG gate); no mig_layout. "
+        "'static': the pool's mig_layout, applied by the GPU Operator (the default when "
+        "mig_layout is set).",
+    )
     previous_mig_layout: DNSLabel | None = Field(
         None,
         description="The layout the pool had before this change; set while a re-partition "
@@ -90,11 +97,16 @@ class NodePool(Spec):
                 raise ValueError("'driver_version' is required for platform 'nvidia'")
             if self.apple_vm is not None:
                 raise ValueError("'apple_vm' is only for platform 'apple-vm'")
+            if self.mig == "dynamic" and self.mig_layout is not None:
+                raise ValueError("'mig: dynamic' carves slices at allocation time; remove "
+                                 "'mig_layout' (or set 'mig: static')")
+            if self.mig == "static" and self.mig_layout is None:
+                raise ValueError("'mig: static' needs a 'mig_layout'")
         else:
             if self.apple_vm is None:
                 raise ValueError("'apple_vm' is required for platform 'apple-vm'")
-            if self.mig_layout is not None:
-                raise ValueError("MIG layouts are NVIDIA-only; remove 'mig_layout'")
+            if self.mig_layout is not None or self.mig is not None:
+                raise ValueError("MIG is NVIDIA-only; remove 'mig_layout' and 'mig'")
         return self
 
 

@@ -83,7 +83,20 @@ class Serving(Spec):
     max_num_batched_tokens: int | None = Field(
         None, ge=256, le=1_000_000, description="Tokens per scheduler step."
     )
-    kv_cache_dtype: Literal["auto", "fp8"] = Field("auto", description="KV-cache precision.")
+    kv_cache_dtype: Literal[
+        "auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla"
+    ] = Field("auto", description="KV-cache precision (vLLM's --kv-cache-dtype choices).")
+    quantization: Literal[
+        "awq", "awq_marlin", "gptq", "gptq_marlin", "fp8", "mxfp4", "compressed-tensors",
+        "modelopt", "bitsandbytes",
+    ] | None = Field(
+        None, description="vLLM --quantization; default: the checkpoint's own (fp8 also "
+        "quantizes a 16-bit checkpoint online)."
+    )
+    enforce_eager: bool = Field(
+        False, description="Capture no CUDA graphs (vLLM --enforce-eager): more KV cache, "
+        "slower decode."
+    )
     image: ImageRef | None = Field(None, description="Engine image; default: gen's pinned one.")
     served_model_name: str | None = Field(
         None, max_length=200, description="Name clients use; default: the service name."

@@ -1,15 +1,18 @@
-"""MIG rules: every layout must exist on its GPU, with the pool's driver."""
+"""MIG rules: every layout must exist on its GPU, with the pool's driver; dynamic MIG
+needs the Kubernetes gate, a driver chart with DynamicMIG and pools that can live with it."""
 
 from __future__ import annotations
 
 from gen.errors import Finding, Severity
-from gen.fleet.plan import Plan
+from gen.fleet.plan import ClusterPlan, Plan
+from gen.models.cluster import NodePool
 
 
 def check(plan: Plan) -> list[Finding]:
-    """GEN101–GEN104."""
+    """GEN101–GEN104 (static layouts) and GEN110–GEN119 (dynamic MIG)."""
     findings: list[Finding] = []
     for cluster in plan.clusters:
+        findings += _dynamic_findings(cluster)
         for i, pool_plan in enumerate(cluster.pools):
             pool = pool_plan.pool
             layout = pool_plan.mig_layout
@@ -57,4 +60,178 @@ def check(plan: Plan) -> list[Finding]:
                     f"(or 'gen explain --runbook --cluster {cluster.name}'); then remove "
                     "previous_mig_layout",
                 ))
+    return findings
+
+
+def _dynamic_findings(cluster: ClusterPlan) -> list[Finding]:
+    """GEN110–GEN119: dynamic MIG pools, the Kubernetes gate, the driver chart and gates."""
+    from gen.nvidia import dynamic as dm
+
+    spec = cluster.cluster
+    at = cluster.located.at
+    pools = dm.dynamic_pools(spec)
+    declared = spec.dra_driver.feature_gates.get(dm.DRIVER_GATE)
+    gate_at = at("dra_driver", "feature_gates", dm.DRIVER_GATE)
+    gate_key = f"dra_driver.feature_gates.{dm.DRIVER_GATE}"
+    findings: list[Finding] = []
+    if not pools:
+        if declared:
+            findings.append(Finding(
+                "GEN114",
+                f"cluster {cluster.name!r} declares the DRA driver's {dm.DRIVER_GATE} gate but "
+                "no pool says 'mig: dynamic': gen does not pass the gate on (the driver would "
+                "take over MIG on every MIG-capable node and tear down static MIG devices)",
+                gate_at, gate_key,
+                hint="remove the gate, or set 'mig: dynamic' on the pools it is for "
+                "(gen then sets the gate itself)",
+            ))
+        return findings
+    first = pools[0][0]
+    if spec.allocation != "dra":
+        for i, pool in pools:
+            findings.append(Finding(
+                "GEN110",
+                f"pool {pool.name!r} is 'mig: dynamic', which needs DRA; cluster "
+                f"{cluster.name!r} uses the device plugin",
+                at("node_pools", i, "mig"), f"node_pools[{i}].mig",
+                hint="use allocation: dra, or a static mig_layout",
+            ))
+        return findings
+    findings += _dynamic_pool_findings(cluster, pools)
+    findings += _version_findings(cluster, first)
+    findings += _pools_beside_dynamic(cluster, first)
+    return findings
+
+
+def _dynamic_pool_findings(cluster: ClusterPlan, pools: list[tuple[int, NodePool]]
+                           ) -> list[Finding]:
+    """GEN111 and GEN118: each dynamic pool's GPU and its mig-manager label."""
+    from gen.nvidia import dynamic as dm
+
+    at = cluster.located.at
+    findings = []
+    for i, pool in pools:
+        pool_plan = cluster.pools[i]
+        if pool_plan.gpu is not None and not pool_plan.gpu.mig_capable:
+            findings.append(Finding(
+                "GEN111", f"pool {pool.name!r} is 'mig: dynamic' but {pool_plan.gpu.name} "
+                "does not support MIG", at("node_pools", i, "mig"), f"node_pools[{i}].mig",
+                hint="remove 'mig: dynamic' (the GPU is published whole)",
+            ))
+        if pool.labels.get(dm.MIG_MANAGER_LABEL) != "false":
+            findings.append(Finding(
+                "GEN118",
+                f"pool {pool.name!r} is 'mig: dynamic', but the GPU Operator's mig-manager "
+                "runs on MIG-capable nodes and applies its default 'all-disabled' config, "
+                "fighting the DRA driver over MIG mode",
+                at("node_pools", i, "labels") if pool.labels else at("node_pools", i, "mig"),
+                f"node_pools[{i}].labels",
+                hint=f"label the nodes {dm.MIG_MANAGER_LABEL}=\"false\" and declare it in "
+                "labels (the operator then leaves mig-manager off them)",
+            ))
+    return findings
+
+
+def _version_findings(cluster: ClusterPlan, first: int) -> list[Finding]:
+    """GEN112, GEN113, GEN114 (declared off) and GEN119: versions and gates."""
+    from gen.nvidia import dynamic as dm
+
+    spec = cluster.cluster
+    at = cluster.located.at
+    findings = []
+    problem = dm.partitionable_devices_problem(spec)
+    if problem is not None:
+        minor = dm.kubernetes_minor(spec)
+        if dm.K8S_GATE in spec.feature_gates:
+            where, key = at("feature_gates", dm.K8S_GATE), f"feature_gates.{dm.K8S_GATE}"
+        elif minor >= dm.K8S_SINCE_MINOR and spec.feature_gates:
+            where, key = at("feature_gates"), "feature_gates"
+        else:
+            where, key = at("kubernetes_version"), "kubernetes_version"
+        findings.append(Finding(
+            "GEN112",
+            f"pool {spec.node_pools[first].name!r} is 'mig: dynamic', but {problem}",
+            where, key,
+            hint=(f"upgrade to 1.{dm.K8S_DEFAULT_ON_MINOR}, or enable {dm.K8S_GATE} on the "
+                  f"kube-apiserver and kube-scheduler (1.{dm.K8S_SINCE_MINOR}+) and declare "
+                  f"{dm.K8S_GATE}: true"),
+            related=(at("node_pools", first, "mig"),),
+        ))
+    if not dm.chart_supports_dynamic_mig(spec.dra_driver.version):
+        findings.append(Finding(
+            "GEN113",
+            f"DRA driver chart {spec.dra_driver.version} has no {dm.DRIVER_GATE} feature gate "
+            f"(it arrived in 25.12.0); pool {spec.node_pools[first].name!r} is 'mig: dynamic'",
+            at("dra_driver", "version"), "dra_driver.version",
+            hint="use chart 25.12.0 or later (v0.4.0+ of kubernetes-sigs/dra-driver-nvidia-gpu "
+            "also publishes nodes without MIG GPUs)",
+        ))
+    declared = spec.dra_driver.feature_gates.get(dm.DRIVER_GATE)
+    if declared is False:
+        findings.append(Finding(
+            "GEN114",
+            f"the DRA driver's {dm.DRIVER_GATE} gate is declared off, but pool "
+            f"{spec.node_pools[first].name!r} is 'mig: dynamic'",
+            at("dra_driver", "feature_gates", dm.DRIVER_GATE),
+            f"dra_driver.feature_gates.{dm.DRIVER_GATE}",
+            hint="remove the declaration: gen sets the gate for dynamic pools",
+        ))
+    for gate in dm.CONFLICTING_DRIVER_GATES:
+        if spec.dra_driver.feature_gates.get(gate):
+            findings.append(Finding(
+                "GEN119",
+                f"the DRA driver refuses to start with {dm.DRIVER_GATE} and {gate} both on "
+                "(ValidateFeatureGates: 'currently mutually exclusive')",
+                at("dra_driver", "feature_gates", gate), f"dra_driver.feature_gates.{gate}",
+                hint=f"turn {gate} off in a cluster with dynamic MIG pools",
+            ))
+    return findings
+
+
+def _pools_beside_dynamic(cluster: ClusterPlan, first: int) -> list[Finding]:
+    """Other pools of a cluster whose DRA driver runs with DynamicMIG."""
+    from gen.nvidia import dynamic as dm
+
+    spec = cluster.cluster
+    at = cluster.located.at
+    dynamic_name = spec.node_pools[first].name
+    findings = []
+    for i, pool_plan in enumerate(cluster.pools):
+        pool, gpu = pool_plan.pool, pool_plan.gpu
+        if pool.platform != "nvidia" or gpu is None or pool.mig == "dynamic":
+            continue
+        if pool_plan.mig_layout is not None:
+            findings.append(Finding(
+                "GEN116",
+                f"pool {pool.name!r} has the static MIG layout {pool_plan.mig_layout.name!r}, "
+                f"but the DRA driver of cluster {cluster.name!r} runs with {dm.DRIVER_GATE} "
+                f"(pool {dynamic_name!r}): the gate is chart-wide, and the driver destroys "
+                "MIG devices it did not create and announces the GPU as partitionable",
+                at("node_pools", i, "mig_layout"), f"node_pools[{i}].mig_layout",
+                hint="make this pool 'mig: dynamic' too, or move static and dynamic MIG "
+                "pools to separate clusters",
+                related=(at("node_pools", first, "mig"),),
+            ))
+        elif gpu.mig_capable:
+            findings.append(Finding(
+                "GEN117",
+                f"pool {pool.name!r} ({gpu.name}) is published as a partitionable GPU (the full "
+                f"GPU and every MIG slice) once the driver runs with {dm.DRIVER_GATE} for "
+                f"pool {dynamic_name!r}; its full GPU then reports the largest profile's "
+                "memory, not the board's",
+                at("node_pools", i, "gpu"), f"node_pools[{i}].gpu",
+                hint="declare 'mig: dynamic' on this pool so gen simulates what it publishes",
+                related=(at("node_pools", first, "mig"),),
+            ))
+        elif not dm.chart_fixes_issue_1092(spec.dra_driver.version):
+            findings.append(Finding(
+                "GEN115",
+                f"pool {pool.name!r} ({gpu.name}, no MIG) publishes no ResourceSlice at all on "
+                f"DRA driver chart {spec.dra_driver.version} with {dm.DRIVER_GATE} on "
+                "(dra-driver-nvidia-gpu issue 1092, fixed by PR 1113 in v0.4.0)",
+                at("node_pools", i, "gpu"), f"node_pools[{i}].gpu",
+                hint="upgrade dra_driver.version to 0.4.0 or later, or run this pool in a "
+                "cluster without dynamic MIG",
+                related=(at("dra_driver", "version"), at("node_pools", first, "mig")),
+            ))
     return findings

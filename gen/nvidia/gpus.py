@@ -15,7 +15,7 @@ import difflib
 import importlib.resources
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import yaml
@@ -32,6 +32,11 @@ MediaFlag = Literal["", "me", "me.all"]
 _PCI_RE = re.compile(r"^(?:0x)?([0-9a-f]{4})(?:(?:0x)?10de)?$")
 _PCI_VENDOR_FIRST_RE = re.compile(r"^(?:0x)?10de:(?:0x)?([0-9a-f]{4})$")
 _NAME_GB_RE = re.compile(r"\.(\d+)gb")
+# A GPU without a logged CUDA total: CUDA sees less than NVML's total by the driver's reserve;
+# the largest reserve logged on a GPU of ≤ 100 GB is A100 40GB's 640 MiB (NVML 40960 MiB, vLLM
+# "total_gpu_memory (39.38GiB)", vllm#16570), so gen takes NVML − 1 GiB: never more than CUDA
+# shows, at the price of up to ~0.6 GiB of KV pool.
+CUDA_RESERVE_MIB = 1024
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,12 @@ class GPU:
     mig_compute_slices: int = 0
     other_product_names: tuple[str, ...] = ()
     unverified: tuple[str, ...] = field(default=())
+    cuda_total_mib: int | None = None
+    """The total CUDA reports, from a vLLM log; None when no log gives it."""
+    brand: str = "Nvidia"
+    """NVML's brand as the DRA driver publishes it (``Nvidia``, ``NvidiaRTX``, ``GeForce``)."""
+    addressing_mode: str | None = None
+    """NVML's addressing mode on coherent systems (``ATS``, ``HMM``, ``None``), else None."""
 
     def __hash__(self) -> int:
         # Cheap and consistent with the generated __eq__ (equal GPUs share these fields).
@@ -94,6 +105,13 @@ class GPU:
         return _profile_index(self).get(name)
 
     @property
+    def cuda_visible_mib(self) -> int:
+        """The logged CUDA total, else NVML's total less :data:`CUDA_RESERVE_MIB`."""
+        if self.cuda_total_mib is not None:
+            return self.cuda_total_mib
+        return self.memory_mib - CUDA_RESERVE_MIB
+
+    @property
     def mig_capable(self) -> bool:
         """True when the GPU can be partitioned with MIG."""
         return self.mig_units > 0 and bool(self.mig_profiles)
@@ -102,6 +120,11 @@ class GPU:
     def mig_profile_names(self) -> tuple[str, ...]:
         """The profile names in table order."""
         return tuple(p.name for p in self.mig_profiles)
+
+    @property
+    def product_names(self) -> tuple[str, ...]:
+        """Every NVML name boards of this GPU report (one PCI id, several products)."""
+        return (self.product_name, *self.other_product_names)
 
 
 @memoize(maxsize=256)
@@ -184,12 +207,22 @@ def _build_profiles(
 ) -> tuple[MIGProfile, ...]:
     kinds: Mapping[str, Mapping[str, Any]] = cls["kinds"]
     keep_ids = bool(table.get("gi_profile_ids", False))
+    engine_table: Mapping[str, Sequence[int]] = table.get("engines", {})
     profiles = []
     for row in table["profiles"]:
         kind = kinds[row["kind"]]
         name = str(row["name"])
         media: MediaFlag = kind.get("media", "")
         measured = "memory_mib" in row
+        engines = row.get("engines", engine_table.get(row["kind"]))
+        if engines is not None:
+            copy, dec, enc, jpeg, ofa = (int(n) for n in engines)
+            counts: tuple[int | None, ...] = (copy, dec, enc, jpeg, ofa)
+        elif media:
+            # No table: +me takes one JPEG and the OFA (inferred), +me.all the UG's four JPEGs.
+            counts = (None, None, None, 4 if media == "me.all" else 1, 1)
+        else:
+            counts = (None,) * 5
         profiles.append(
             MIGProfile(
                 name=name,
@@ -200,14 +233,37 @@ def _build_profiles(
                 memory_mib=int(row["memory_mib"]) if measured else _estimate_memory_mib(name),
                 memory_measured=measured,
                 sms=sms_override.get(name, row.get("sms")),
-                jpegs=1 if media else None,
-                ofas=1 if media else None,
+                copy_engines=counts[0],
+                decoders=counts[1],
+                encoders=counts[2],
+                jpegs=counts[3],
+                ofas=counts[4],
                 media=media,
                 gi_profile_id=int(kind["gi_profile_id"]) if keep_ids else None,
                 min_driver=row.get("min_driver"),
             )
         )
-    return tuple(profiles)
+    return _scale_estimates(tuple(profiles))
+
+
+def _scale_estimates(profiles: tuple[MIGProfile, ...]) -> tuple[MIGProfile, ...]:
+    """Estimated memory of unmeasured profiles, at least the measured memory per slice.
+
+    Memory slices are equal parts of the GPU, so a profile spanning ``size`` slices holds at
+    least ``size`` times the memory per slice that a measured profile shows (H100 80GB:
+    3g.40gb is 40320 MiB over 4 slices, so 7g.80gb holds at least 80640 MiB, more than the
+    76293 MiB its name gives). Without this the driver's memory counter (the largest
+    profile's memory) would be smaller than two measured halves.
+    """
+    measured = [p.memory_mib / p.size for p in profiles if p.memory_measured]
+    if not measured:
+        return profiles
+    per_slice = max(measured)
+    return tuple(
+        p if p.memory_measured else replace(p, memory_mib=max(p.memory_mib,
+                                                              int(per_slice * p.size)))
+        for p in profiles
+    )
 
 
 def _build_gpu(row: Mapping[str, Any], data: Mapping[str, Any]) -> GPU:
@@ -237,6 +293,9 @@ def _build_gpu(row: Mapping[str, Any], data: Mapping[str, Any]) -> GPU:
         mig_compute_slices=compute,
         other_product_names=tuple(row.get("other_product_names", ())),
         unverified=tuple(row.get("unverified", ())),
+        cuda_total_mib=int(row["cuda_total_mib"]) if "cuda_total_mib" in row else None,
+        brand=str(row.get("brand", "Nvidia")),
+        addressing_mode=row.get("addressing_mode"),
     )
 
 

@@ -96,33 +96,45 @@ def _env(svc: ServicePlan) -> list[dict[str, Any]]:
 
 def max_model_len(svc: ServicePlan) -> int:
     """The context length served: the profile's, else the largest that fits."""
-    from gen.fleet.sizing import default_max_model_len
+    from gen.fleet.sizing import resolved_max_model_len
 
-    return default_max_model_len(svc)
+    return resolved_max_model_len(svc)
 
 
 def engine_args(svc: ServicePlan) -> list[str]:
-    """``vllm serve`` arguments; every memory-relevant setting explicit."""
+    """``vllm serve`` arguments; every memory-relevant setting explicit, from the service's one
+    :class:`gen.serving.fit.ServingConfig` (the settings lint and ``gen fit`` budget)."""
+    from gen.serving.fit import ServingConfig
+
     service = svc.service
     serving = service.serving
+    config = ServingConfig.of(service)
     length = max_model_len(svc)
-    batched = serving.max_num_batched_tokens or max(length, 8192)
     args = [
         service.model,
         "--host", "0.0.0.0",
         "--port", str(CONTAINER_PORT),
         "--served-model-name", serving.served_model_name or service.name,
         "--max-model-len", str(length),
-        "--tensor-parallel-size", str(service.parallelism.tensor),
-        "--pipeline-parallel-size", str(service.parallelism.pipeline),
-        "--gpu-memory-utilization", f"{serving.gpu_memory_utilization:.2f}",
-        "--max-num-seqs", str(serving.max_num_seqs),
-        "--max-num-batched-tokens", str(batched),
-        "--kv-cache-dtype", serving.kv_cache_dtype,
+        "--tensor-parallel-size", str(config.tensor_parallel),
+        "--pipeline-parallel-size", str(config.pipeline_parallel),
+        "--gpu-memory-utilization", _fraction(config.gpu_memory_utilization),
+        "--max-num-seqs", str(config.max_num_seqs),
+        "--max-num-batched-tokens", str(config.max_num_batched_tokens),
+        "--kv-cache-dtype", config.kv_cache_dtype,
+        *(("--quantization", config.quantization) if config.quantization else ()),
+        *(("--enforce-eager",) if config.enforce_eager else ()),
         "--shutdown-timeout", str(serving.shutdown_timeout_seconds),
         *serving.extra_args,
     ]
     return args
+
+
+def _fraction(value: float) -> str:
+    # Two decimals as vLLM's docs write them, more only when the profile has more: the value
+    # rendered is the value lint budgeted.
+    two = f"{value:.2f}"
+    return two if float(two) == value else repr(value)
 
 
 def _image(svc: ServicePlan) -> str:

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any
 
 from gen.errors import Finding, Severity
 from gen.fleet.plan import ClusterPlan, Plan, ServicePlan
 
+if TYPE_CHECKING:
+    from gen.serving.fit import FitReport
+
+_QUANTIZATION = re.compile(r"--quantization|only fp8 quantizes online|quantization must be")
+_SCHEDULER = re.compile(r"must be greater than or equal to max_num_seqs")
 _PARALLEL = re.compile(
     r"divisible by tensor parallel|TP×PP|cannot be split over TP|not divisible by TP|"
     r"TP shard|exceeds the model's .* layers|cannot run TP across MIG|parallel sizes must"
@@ -15,7 +21,6 @@ _PARALLEL = re.compile(
 
 def _fit(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
     from gen.fleet.placement import candidates
-    from gen.fleet.sizing import fit_reports
 
     service = svc.service
     findings: list[Finding] = []
@@ -41,9 +46,15 @@ def _fit(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
                  else svc.located.at("model"))
     if cluster.dra_api_version is not None and not _nvidia_class(svc):
         return findings  # a claim of another driver's class gets no NVIDIA GPU at all
-    # fit_reports covers only the pools the class admits (gen.fleet.placement.class_admits).
-    for cand, report in fit_reports(svc, length):
-        if report.fits:
+    from gen.fleet.sizing import service_fit
+
+    # service_fit covers only the pools the class admits (gen.fleet.placement.class_admits),
+    # at the length the Deployment renders: the profile's, else the largest that fits.
+    resolved, reports = service_fit(svc)
+    settings = _setting_findings(svc, reports)
+    findings += settings
+    for cand, report in reports:
+        if report.fits or settings:
             continue
         parallel = [e for e in report.errors if _PARALLEL.search(e)]
         if parallel:
@@ -56,6 +67,10 @@ def _fit(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
             continue
         errors = "; ".join(report.errors)
         best = report.max_model_len_fit
+        if length is None:
+            errors = (f"with max_model_len omitted gen serves the largest context that fits, "
+                      f"but only {best} tokens fit, less than the useful minimum of {resolved} "
+                      f"(one {resolved}-token conversation per replica): {errors}")
         hint = (f"the largest max_model_len that fits is {best}" if best
                 else "use more or larger devices, a quantized model, or kv_cache_dtype: fp8")
         findings.append(Finding(
@@ -65,6 +80,21 @@ def _fit(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
             where_len, "serving.max_model_len" if length else "model", hint=hint,
         ))
     return findings
+
+
+def _setting_findings(svc: ServicePlan, reports: list[tuple[Any, FitReport]]) -> list[Finding]:
+    """GEN305/GEN306: settings vLLM refuses whatever the device (reported once per service)."""
+    errors = {e for _, r in reports for e in r.errors}
+    out = [Finding("GEN305", e, svc.located.at("serving", "quantization"),
+                   "serving.quantization",
+                   hint="omit quantization (vLLM reads the checkpoint's own) or use a checkpoint "
+                   "of that method")
+           for e in sorted(errors) if _QUANTIZATION.search(e)]
+    out += [Finding("GEN306", e, svc.located.at("serving", "max_num_batched_tokens"),
+                    "serving.max_num_batched_tokens",
+                    hint="raise max_num_batched_tokens to at least max_num_seqs")
+            for e in sorted(errors) if _SCHEDULER.search(e)]
+    return out
 
 
 def _nvidia_class(svc: ServicePlan) -> bool:
@@ -108,7 +138,7 @@ def _cuda(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
 
 
 def check(plan: Plan) -> list[Finding]:
-    """GEN301–GEN304."""
+    """GEN301–GEN306."""
     findings: list[Finding] = []
     for cluster in plan.clusters:
         for svc in cluster.services:

@@ -1,82 +1,74 @@
 """Does a model fit a GPU or a MIG slice under vLLM? The per-GPU memory budget.
 
-The arithmetic follows how vLLM's V1 engine budgets device memory
-(vllm-project/vllm ``vllm/v1/worker/gpu_worker.py``, ``vllm/config/cache.py``)::
+The arithmetic is vLLM 0.21's own (the image gen pins, :mod:`gen.serving.engines`):
+``Worker.determine_available_memory`` in ``vllm/v1/worker/gpu_worker.py`` takes a snapshot of
+the device after NCCL is initialised, asks for ``requested = total × gpu_memory_utilization``
+where ``total`` is what CUDA reports (``torch.cuda.mem_get_info``, logged as "Free memory on
+device (free/total GiB)"), runs ``GPUModelRunner.profile_run`` (a dummy batch of
+``max_num_batched_tokens`` tokens spread over ``min(max_num_seqs, max_num_batched_tokens)``
+requests, then ``_dummy_sampler_run`` on one hidden state per request) and, unless
+``enforce_eager``, ``profile_cudagraph_memory``; what is left is the KV pool::
 
-    budget      = gpu_memory_utilization × device memory        (a MIG slice: the slice's memory)
-    weights     = the model's weights on the worst pipeline stage, ÷ TP
-    overhead    = non-torch memory (CUDA context, cuBLAS; NCCL when TP·PP > 1)
-                + activation peak of the profile run (max_num_batched_tokens, max_num_seqs)
-    kv_cache    = budget − weights − overhead                   (what vLLM gives the KV cache)
-    fits        ⇔ kv_cache ≥ the KV of one full max_model_len sequence, and the parallelism is legal
+    budget       = CUDA-visible total × gpu_memory_utilization   (a MIG slice: the slice)
+    weights      = the model's weights on the worst pipeline stage ÷ TP, with the MoE kernels'
+                   padding (mxfp4 experts, by kernel: Marlin, Triton, FlashInfer)
+    activation   = the profile run's torch peak: max(forward pass, sampler pass)
+    non-torch    = memory outside PyTorch's allocator that grows during the profile run
+    CUDA graphs  = the profiler's CUDA-graph estimate (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS,
+                   on by default since 0.21.0; nothing when enforce_eager)
+    KV pool      = budget − weights − activation − non-torch − CUDA graphs
+    fits         ⇔ KV pool ≥ the KV of one full max_model_len sequence, and the parallelism is legal
 
-KV per GPU for a sequence of n tokens, in 16-token blocks::
+Each term and constant lives, with its source, in :mod:`gen.serving.memory`.
 
-    2 (K,V) × max(1, kv_heads ÷ TP) × head_dim × bytes(kv dtype)
-      × (full layers per stage × ⌈n/16⌉·16 + sliding layers per stage × ⌈min(n, W + C)/16⌉·16)
-
-where W is the sliding window and C the prefill chunk vLLM can add to it. The CUDA graphs are
-captured after the KV cache is allocated and must fit in the (1 − utilization) remainder:
-checked as a warning only (their size is an estimate).
-
-:func:`check_fit` is pure and never raises for "does not fit": the answer is in the report.
-
-One discontinuity is deliberate, because vLLM has it: devices of 70 GiB or more (except A100s)
-get larger default batch sizes, hence a larger activation reserve, than smaller ones. With
-``max_num_seqs`` and ``max_num_batched_tokens`` fixed, more memory never turns a fit into a
-misfit.
+:func:`check_fit` is pure and never raises for "does not fit": the answer is in the report,
+term by term (:meth:`FitReport.terms`), so it can be compared line by line with vLLM's log.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from gen.errors import CatalogLookupError
 from gen.nvidia.gpus import gpu_catalog
+from gen.serving.memory import (
+    ACTIVATION_LOGIT_BYTES,
+    CUDA_GRAPH_BYTES,
+    DEFAULT_MAX_NUM_BATCHED_TOKENS,
+    FLASHINFER_SAMPLER_VOCAB_BUFFERS,
+    GIB,
+    KV_BLOCK_TOKENS,
+    KV_CACHE_DTYPES,
+    LARGE_BATCH_DEFAULTS,
+    LARGE_DEVICE_BYTES,
+    MIB,
+    NCCL_BYTES,
+    NON_TORCH_BYTES,
+    SAMPLER_VOCAB_BUFFERS,
+    SMALL_BATCH_DEFAULTS,
+    VLLM_SOURCE,
+    effective_model,
+    forward_bytes,
+    kv_bytes_per_token,
+    kv_cache_bytes,
+    moe_padding_bytes,
+    mxfp4_kernel_for,
+    quantization_errors,
+    sampler_bytes,
+    scheduler_errors,
+    weights_per_gpu,
+)
 from gen.serving.model_catalog import LLMSpec
 
 if TYPE_CHECKING:
     from gen.models import InferenceService
 
-__all__ = [
-    "ACTIVATION_LOGIT_BYTES",
-    "CUDA_GRAPH_BYTES",
-    "KV_BLOCK_TOKENS",
-    "NCCL_BYTES",
-    "NON_TORCH_BYTES",
-    "FitDevice",
-    "FitReport",
-    "FitRequest",
-    "batch_defaults",
-    "check_fit",
-    "kv_cache_bytes",
-    "resolve_device",
+__all__ = [  # the constants as before; vLLM's other terms are in gen.serving.memory
+    "ACTIVATION_LOGIT_BYTES", "CUDA_GRAPH_BYTES", "GIB", "KV_BLOCK_TOKENS", "NCCL_BYTES",
+    "NON_TORCH_BYTES", "BudgetTerm", "FitDevice", "FitReport", "FitRequest", "ServingConfig",
+    "batch_defaults", "check_fit", "kv_cache_bytes", "resolve_device",
 ]
-
-MIB = 1 << 20
-GIB = 1 << 30
-
-# vLLM allocates the KV cache in blocks of 16 tokens (CacheConfig.DEFAULT_BLOCK_SIZE).
-KV_BLOCK_TOKENS = 16
-# Memory outside PyTorch's allocator: CUDA context, cuBLAS/cuDNN workspaces, attention
-# workspaces: ~0.5–2 GiB by gen's estimate, not measured; gen takes 1 GiB per GPU, plus NCCL buffers
-# when the model is split over several GPUs. [derived]
-NON_TORCH_BYTES = 1 * GIB
-NCCL_BYTES = GIB // 2
-# The sampler's profile run holds fp32 logits and probabilities for max_num_seqs requests:
-# 2 × 4 bytes per vocabulary entry. [derived]
-ACTIVATION_LOGIT_BYTES = 8
-# Rough size of the captured CUDA graphs, which must fit outside the budget. [unverified]
-CUDA_GRAPH_BYTES = GIB // 2
-# vLLM's effective ``vllm serve`` batch defaults (engine/arg_utils.py get_batch_defaults):
-# ≥ 70 GiB of device memory and not an A100 → 1024 seqs / 8192 tokens, else 256 / 2048.
-# NVML cannot read a MIG slice's parent, so MIG always gets the small defaults (vLLM #55381).
-_LARGE_DEVICE_BYTES = 70 * GIB
-_LARGE_BATCH = (1024, 8192)
-_SMALL_BATCH = (256, 2048)
-
-KVCacheDType = Literal["auto", "fp8"]
 
 
 @dataclass(frozen=True)
@@ -85,20 +77,70 @@ class FitDevice:
 
     Attributes:
         name: product name (used for vLLM's A100 batch-default exception) and for messages.
-        memory_mib: device memory as CUDA reports it (for a MIG slice: the slice's).
+        memory_mib: device memory as NVML reports it (for a MIG slice: the slice's).
         is_mig: a MIG slice (one per pod, no tensor or pipeline parallelism).
         unified_memory: memory shared with the CPU (Grace/GB10 class).
+        cuda_total_mib: the total CUDA reports (``torch.cuda.mem_get_info``), which vLLM
+            multiplies by ``gpu_memory_utilization``; None: ``memory_mib``.
+        compute_capability: ``major.minor`` (chooses the MoE kernels' padding); "" if unknown.
+        cuda_total_logged: ``cuda_total_mib`` comes from a vLLM log (else from gen's rule).
     """
 
     name: str
     memory_mib: int
     is_mig: bool = False
     unified_memory: bool = False
+    cuda_total_mib: int | None = None
+    compute_capability: str = ""
+    cuda_total_logged: bool = False
 
     @property
     def memory_bytes(self) -> int:
-        """Device memory in bytes."""
+        """Device memory in bytes (NVML)."""
         return self.memory_mib * MIB
+
+    @property
+    def cuda_total_bytes(self) -> int:
+        """The total vLLM budgets from, in bytes."""
+        return (self.cuda_total_mib if self.cuda_total_mib is not None else self.memory_mib) * MIB
+
+
+@dataclass(frozen=True)
+class ServingConfig:
+    """The vLLM settings of one service, resolved once: lint, the rendered args and
+    ``gen fit --service`` all read this, so they cannot disagree.
+
+    ``max_model_len`` None means "the largest that fits every device the service can get"
+    (:func:`gen.fleet.sizing.resolved_max_model_len`).
+    """
+
+    max_model_len: int | None
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    gpu_memory_utilization: float
+    kv_cache_dtype: str
+    quantization: str | None
+    enforce_eager: bool
+    tensor_parallel: int
+    pipeline_parallel: int
+
+    @classmethod
+    def of(cls, service: InferenceService) -> ServingConfig:
+        """The settings ``service`` runs with: its own, else gen's explicit defaults."""
+        serving = service.serving
+        return cls(
+            max_model_len=serving.max_model_len,
+            max_num_seqs=serving.max_num_seqs,
+            max_num_batched_tokens=(serving.max_num_batched_tokens
+                                    or DEFAULT_MAX_NUM_BATCHED_TOKENS),
+            gpu_memory_utilization=serving.gpu_memory_utilization,
+            kv_cache_dtype=serving.kv_cache_dtype,
+            quantization=serving.quantization,
+            # llama.cpp and MLX capture no CUDA graphs.
+            enforce_eager=serving.enforce_eager or service.engine != "vllm",
+            tensor_parallel=service.parallelism.tensor,
+            pipeline_parallel=service.parallelism.pipeline,
+        )
 
 
 @dataclass(frozen=True)
@@ -107,7 +149,10 @@ class FitRequest:
 
     ``tensor_parallel`` defaults to ``gpus ÷ pipeline_parallel``; ``max_model_len`` to the
     model's ``max_context``; ``max_num_seqs`` and ``max_num_batched_tokens`` to vLLM's
-    effective defaults for the device (:func:`batch_defaults`).
+    effective defaults for the device (:func:`batch_defaults`). ``estimate_cudagraphs`` is
+    vLLM 0.21's default; a log of an older vLLM is compared with it off. ``flashinfer_sampler``
+    and ``mxfp4_kernel`` (marlin, triton, flashinfer; None: vLLM's choice for the GPU) say
+    which kernels a start-up log shows.
     """
 
     model: LLMSpec
@@ -117,9 +162,38 @@ class FitRequest:
     pipeline_parallel: int = 1
     max_model_len: int | None = None
     gpu_memory_utilization: float = 0.90
-    kv_cache_dtype: KVCacheDType = "auto"
+    kv_cache_dtype: str = "auto"
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
+    quantization: str | None = None
+    enforce_eager: bool = False
+    estimate_cudagraphs: bool = True
+    flashinfer_sampler: bool = False
+    mxfp4_kernel: str | None = None
+
+    @classmethod
+    def from_config(
+        cls,
+        config: ServingConfig,
+        model: LLMSpec,
+        device: FitDevice,
+        *,
+        gpus: int,
+        max_model_len: int | None,
+    ) -> FitRequest:
+        """The question a resolved :class:`ServingConfig` asks of one device."""
+        return cls(
+            model=model, device=device, gpus=gpus,
+            tensor_parallel=config.tensor_parallel,
+            pipeline_parallel=config.pipeline_parallel,
+            max_model_len=max_model_len,
+            gpu_memory_utilization=config.gpu_memory_utilization,
+            kv_cache_dtype=config.kv_cache_dtype,
+            max_num_seqs=config.max_num_seqs,
+            max_num_batched_tokens=config.max_num_batched_tokens,
+            quantization=config.quantization,
+            enforce_eager=config.enforce_eager,
+        )
 
     @classmethod
     def for_service(
@@ -130,29 +204,20 @@ class FitRequest:
         *,
         max_model_len: int | None,
         gpus: int | None = None,
-        kv_cache_dtype: KVCacheDType | None = None,
+        kv_cache_dtype: str | None = None,
     ) -> FitRequest:
-        """The question a service asks of one device: its parallelism and serving settings.
+        """The question a service asks of one device: its :class:`ServingConfig`.
 
         ``gpus`` defaults to the service's GPU request (``gpu.count``, else 1) and
         ``kv_cache_dtype`` to the service's; an engine that runs one worker per device or
         no fp8 KV cache (llama.cpp on Apple GPUs) passes its own.
         """
-        serving = service.serving
+        config = ServingConfig.of(service)
+        if kv_cache_dtype is not None:
+            config = replace(config, kv_cache_dtype=kv_cache_dtype)
         if gpus is None:
             gpus = service.gpu.count if service.gpu is not None else 1
-        return cls(
-            model=model,
-            device=device,
-            gpus=gpus,
-            tensor_parallel=service.parallelism.tensor,
-            pipeline_parallel=service.parallelism.pipeline,
-            max_model_len=max_model_len,
-            gpu_memory_utilization=serving.gpu_memory_utilization,
-            kv_cache_dtype=serving.kv_cache_dtype if kv_cache_dtype is None else kv_cache_dtype,
-            max_num_seqs=serving.max_num_seqs,
-            max_num_batched_tokens=serving.max_num_batched_tokens,
-        )
+        return cls.from_config(config, model, device, gpus=gpus, max_model_len=max_model_len)
 
     @property
     def tp(self) -> int:
@@ -168,6 +233,19 @@ class FitRequest:
 
 
 @dataclass(frozen=True)
+class BudgetTerm:
+    """One line of the budget: a name, bytes per GPU, and where the figure comes from."""
+
+    name: str
+    bytes: int
+    source: str
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"name", "bytes", "source"}``."""
+        return {"name": self.name, "bytes": self.bytes, "source": self.source}
+
+
+@dataclass(frozen=True)
 class FitReport:
     """The answer of :func:`check_fit`. Byte figures are per GPU (per worker).
 
@@ -175,17 +253,20 @@ class FitReport:
         fits: the model starts and serves one full ``max_model_len`` sequence.
         errors: why it does not (parallelism rules, memory), empty when it fits.
         warnings: doubts that do not change the answer.
-        weights: weight bytes on the GPU.
-        overhead: non-torch memory + activation peak.
-        activation: the activation part of ``overhead``.
+        budget: ``gpu_memory_utilization`` × the CUDA-visible total.
+        weights: weight bytes on the GPU (kernel padding included).
+        non_torch: memory outside PyTorch that grows during the profile run.
+        activation: the profile run's torch peak.
+        cuda_graphs: the CUDA-graph estimate subtracted from the budget (0 when eager).
+        overhead: non_torch + activation + cuda_graphs.
         kv_cache_min: KV bytes one full ``max_model_len`` sequence needs.
-        budget: ``gpu_memory_utilization`` × device memory.
         kv_cache_available: budget − weights − overhead (negative: weights do not fit).
         headroom: kv_cache_available − kv_cache_min (negative: does not fit).
-        kv_bytes_per_token: KV bytes per token on this GPU, over full-attention layers.
+        kv_bytes_per_token: KV bytes per token on this GPU, over the layers whose KV grows.
         kv_cache_tokens: tokens the KV budget holds at that rate.
         max_model_len_fit: longest max_model_len whose sequence fits (capped at max_context).
         max_concurrent_sequences: full ``max_model_len`` sequences the KV budget holds at once.
+        terms: the budget line by line, each with its source.
     """
 
     fits: bool
@@ -215,18 +296,24 @@ class FitReport:
     kv_cache_tokens: int
     max_model_len_fit: int
     max_concurrent_sequences: int
+    cuda_total: int = 0
+    cuda_graphs: int = 0
+    quantization: str | None = None
+    enforce_eager: bool = False
+    terms: tuple[BudgetTerm, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The documented JSON form (``gen fit --json``), schema version 1.
 
         Keys: ``schema_version``, ``fits``, ``errors``, ``warnings``, ``model``, ``device``
-        (``name``, ``memory_bytes``, ``is_mig``), ``parallelism`` (``gpus``,
-        ``tensor_parallel``, ``pipeline_parallel``), ``settings`` (``max_model_len``,
-        ``gpu_memory_utilization``, ``kv_cache_dtype``, ``max_num_seqs``,
-        ``max_num_batched_tokens``), ``per_gpu_bytes`` (``budget``, ``weights``,
-        ``non_torch``, ``activation``, ``overhead``, ``kv_cache_min``, ``kv_cache_available``,
-        ``headroom``), ``kv_bytes_per_token``, ``kv_cache_tokens``, ``max_model_len_fit``,
-        ``max_concurrent_sequences``.
+        (``name``, ``memory_bytes``, ``cuda_total_bytes``, ``is_mig``), ``parallelism``
+        (``gpus``, ``tensor_parallel``, ``pipeline_parallel``), ``settings``
+        (``max_model_len``, ``gpu_memory_utilization``, ``kv_cache_dtype``, ``max_num_seqs``,
+        ``max_num_batched_tokens``, ``quantization``, ``enforce_eager``), ``per_gpu_bytes``
+        (``budget``, ``weights``, ``non_torch``, ``activation``, ``cuda_graphs``, ``overhead``,
+        ``kv_cache_min``, ``kv_cache_available``, ``headroom``), ``terms`` (``name``,
+        ``bytes``, ``source``), ``kv_bytes_per_token``, ``kv_cache_tokens``,
+        ``max_model_len_fit``, ``max_concurrent_sequences``.
         """
         return {
             "schema_version": 1,
@@ -237,6 +324,7 @@ class FitReport:
             "device": {
                 "name": self.device,
                 "memory_bytes": self.device_memory,
+                "cuda_total_bytes": self.cuda_total,
                 "is_mig": self.is_mig,
             },
             "parallelism": {
@@ -250,17 +338,21 @@ class FitReport:
                 "kv_cache_dtype": self.kv_cache_dtype,
                 "max_num_seqs": self.max_num_seqs,
                 "max_num_batched_tokens": self.max_num_batched_tokens,
+                "quantization": self.quantization,
+                "enforce_eager": self.enforce_eager,
             },
             "per_gpu_bytes": {
                 "budget": self.budget,
                 "weights": self.weights,
                 "non_torch": self.non_torch,
                 "activation": self.activation,
+                "cuda_graphs": self.cuda_graphs,
                 "overhead": self.overhead,
                 "kv_cache_min": self.kv_cache_min,
                 "kv_cache_available": self.kv_cache_available,
                 "headroom": self.headroom,
             },
+            "terms": [t.to_json() for t in self.terms],
             "kv_bytes_per_token": self.kv_bytes_per_token,
             "kv_cache_tokens": self.kv_cache_tokens,
             "max_model_len_fit": self.max_model_len_fit,
@@ -271,72 +363,9 @@ class FitReport:
 def batch_defaults(device: FitDevice) -> tuple[int, int]:
     """vLLM's effective ``(max_num_seqs, max_num_batched_tokens)`` defaults on ``device``."""
     if device.is_mig or "a100" in device.name.lower():
-        return _SMALL_BATCH
-    return _LARGE_BATCH if device.memory_bytes >= _LARGE_DEVICE_BYTES else _SMALL_BATCH
-
-
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def _blocks(tokens: int) -> int:
-    return _ceil_div(max(0, tokens), KV_BLOCK_TOKENS) * KV_BLOCK_TOKENS
-
-
-def _kv_element_bytes(model: LLMSpec, kv_cache_dtype: str) -> int:
-    return 1 if kv_cache_dtype == "fp8" else model.compute_bytes
-
-
-def _kv_heads_per_gpu(model: LLMSpec, tp: int) -> int:
-    # vLLM replicates KV heads when TP exceeds them: each GPU holds at least one.
-    return max(1, model.kv_heads // tp)
-
-
-def kv_cache_bytes(
-    model: LLMSpec,
-    tokens: int,
-    *,
-    tensor_parallel: int = 1,
-    pipeline_parallel: int = 1,
-    kv_cache_dtype: str = "auto",
-    prefill_chunk: int = _SMALL_BATCH[1],
-) -> int:
-    """KV-cache bytes on one GPU for one sequence of ``tokens`` tokens (block-rounded).
-
-    Sliding-window layers keep at most ``sliding_window + prefill_chunk`` tokens, as vLLM's
-    hybrid KV-cache manager does.
-    """
-    tp, pp = max(1, tensor_parallel), max(1, pipeline_parallel)
-    per_token_layer = (
-        2 * _kv_heads_per_gpu(model, tp) * model.head_dim * _kv_element_bytes(model, kv_cache_dtype)
-    )
-    full_layers = _ceil_div(model.full_attention_layers, pp)
-    total = full_layers * _blocks(tokens)
-    if model.sliding_window_layers and model.sliding_window:
-        window = min(tokens, model.sliding_window + prefill_chunk)
-        total += _ceil_div(model.sliding_window_layers, pp) * _blocks(window)
-    return per_token_layer * total
-
-
-def _weights_per_gpu(model: LLMSpec, tp: int, pp: int) -> int:
-    # Layers split evenly by TP; the worst pipeline stage holds ⌈layers/PP⌉ of them plus the
-    # embeddings: both matrices when PP = 1, one (or a tied copy) on the first and last stage.
-    embeddings = model.embedding_bytes
-    layer_bytes = model.weight_bytes - embeddings
-    stage_layers = _ceil_div(layer_bytes * _ceil_div(model.layers, pp), model.layers)
-    if pp > 1 and model.vocab_size is not None:
-        embeddings = model.vocab_size * model.hidden_size * model.compute_bytes
-    return _ceil_div(stage_layers + embeddings, tp)
-
-
-def _activation_bytes(model: LLMSpec, tp: int, max_num_seqs: int, batched_tokens: int) -> int:
-    # Profile-run peak [derived]: per batched token, the residual stream and attention
-    # in/out (4 × hidden) and the gated MLP's two halves (2 × width ÷ TP; a MoE's routed
-    # experts side by side), in the compute dtype; plus the sampler's fp32 logits.
-    width = (model.intermediate_size or 4 * model.hidden_size) * (model.experts_per_token or 1)
-    per_token = (4 * model.hidden_size + _ceil_div(2 * width, tp)) * model.compute_bytes
-    logits = max_num_seqs * (model.vocab_size or 0) * ACTIVATION_LOGIT_BYTES
-    return batched_tokens * per_token + logits
+        return SMALL_BATCH_DEFAULTS
+    large = device.memory_bytes >= LARGE_DEVICE_BYTES
+    return LARGE_BATCH_DEFAULTS if large else SMALL_BATCH_DEFAULTS
 
 
 def _parallelism_errors(request: FitRequest, tp: int, pp: int) -> list[str]:
@@ -357,15 +386,16 @@ def _parallelism_errors(request: FitRequest, tp: int, pp: int) -> list[str]:
     if model.attention_heads % tp:
         errors.append(f"Total number of attention heads ({model.attention_heads}) must be "
                       f"divisible by tensor parallel size ({tp})")
-    if model.kv_heads % tp and tp % model.kv_heads:
+    if not model.kv_lora_rank and model.kv_heads % tp and tp % model.kv_heads:
         errors.append(f"{model.kv_heads} KV heads cannot be split over TP={tp}: need "
                       "kv_heads % TP == 0 or TP % kv_heads == 0")
-    if model.intermediate_size is not None:
-        if model.intermediate_size % tp:
-            errors.append(f"MLP width {model.intermediate_size} is not divisible by TP={tp}")
-        elif model.quant_group_size and (model.intermediate_size // tp) % model.quant_group_size:
+    mlp_width = model.expert_intermediate_size or model.intermediate_size
+    if mlp_width is not None:
+        if mlp_width % tp:
+            errors.append(f"MLP width {mlp_width} is not divisible by TP={tp}")
+        elif model.quant_group_size and (mlp_width // tp) % model.quant_group_size:
             errors.append(
-                f"each TP shard of the MLP ({model.intermediate_size // tp}) must hold whole "
+                f"each TP shard of the MLP ({mlp_width // tp}) must hold whole "
                 f"{model.quantization} groups of {model.quant_group_size}"
             )
     if pp > model.layers:
@@ -378,8 +408,15 @@ def _setting_errors(request: FitRequest) -> list[str]:
     util = request.gpu_memory_utilization
     if not 0 < util <= 1:
         errors.append(f"gpu_memory_utilization must be in (0, 1], got {util}")
-    if request.kv_cache_dtype not in ("auto", "fp8"):
-        errors.append(f"kv_cache_dtype must be auto or fp8, got {request.kv_cache_dtype!r}")
+    if request.kv_cache_dtype not in KV_CACHE_DTYPES:
+        errors.append(f"kv_cache_dtype must be one of {', '.join(KV_CACHE_DTYPES)}, got "
+                      f"{request.kv_cache_dtype!r}")
+    errors += quantization_errors(request.model, request.quantization)
+    if request.max_num_seqs is not None and request.max_num_seqs < 1:
+        errors.append(f"max_num_seqs must be at least 1, got {request.max_num_seqs}")
+    if request.max_num_batched_tokens is not None and request.max_num_batched_tokens < 1:
+        errors.append(f"max_num_batched_tokens must be at least 1, got "
+                      f"{request.max_num_batched_tokens}")
     length = request.model_len
     if length < 1:
         errors.append(f"max_model_len must be at least 1, got {length}")
@@ -412,39 +449,115 @@ def _gib(value: int) -> str:
     return f"{value / GIB:.2f} GiB"
 
 
+@dataclass(frozen=True)
+class _Budget:
+    budget: int
+    weights: int
+    non_torch: int
+    activation: int
+    cuda_graphs: int
+    terms: tuple[BudgetTerm, ...]
+
+    @property
+    def overhead(self) -> int:
+        return self.non_torch + self.activation + self.cuda_graphs
+
+    @property
+    def available(self) -> int:
+        return self.budget - self.weights - self.overhead
+
+
+def _budget(request: FitRequest, model: LLMSpec, tp: int, pp: int, seqs: int,
+            batched: int) -> _Budget:
+    device = request.device
+    total = device.cuda_total_bytes
+    budget = int(total * request.gpu_memory_utilization)
+    kernel = request.mxfp4_kernel or mxfp4_kernel_for(device.compute_capability)
+    padding = moe_padding_bytes(model, tp, kernel)
+    weights = weights_per_gpu(model, tp, pp) + padding
+    non_torch = NON_TORCH_BYTES + (NCCL_BYTES if tp * pp > 1 else 0)
+    requests = min(seqs, batched)
+    forward = forward_bytes(model, tp, batched)
+    sampler = sampler_bytes(model, requests, request.flashinfer_sampler)
+    buffers = (FLASHINFER_SAMPLER_VOCAB_BUFFERS if request.flashinfer_sampler
+               else SAMPLER_VOCAB_BUFFERS)
+    activation = max(forward, sampler)
+    graphs = CUDA_GRAPH_BYTES if request.estimate_cudagraphs and not request.enforce_eager else 0
+    if device.cuda_total_logged:
+        total_source = ("the total CUDA reports, read from a vLLM log ('Free memory on device "
+                        "(free/total GiB)'; cuda_total_mib in the GPU catalog)")
+    elif device.cuda_total_mib is not None:
+        total_source = ("NVML's total less 1 GiB: no vLLM log gives this GPU's CUDA total "
+                        "(gen.nvidia.gpus.CUDA_RESERVE_MIB)")
+    else:
+        total_source = "the device memory as given (a MIG slice's, or the host's share)"
+    pad_note = (f", of which {_gib(padding)} mxfp4 MoE padding for the {kernel} kernel "
+                f"({VLLM_SOURCE} vllm/model_executor/layers/quantization/mxfp4.py)"
+                if padding else "")
+    which = "sampler pass" if sampler >= forward else "forward pass"
+    terms = (
+        BudgetTerm("cuda_total", total, total_source),
+        BudgetTerm("budget", budget, f"cuda_total × gpu_memory_utilization "
+                   f"{request.gpu_memory_utilization:.2f} ({VLLM_SOURCE} gpu_worker.py "
+                   "requested_memory)"),
+        BudgetTerm("weights", weights, f"the checkpoint's weights ÷ TP={tp} on the worst of "
+                   f"PP={pp} stages{pad_note}; vLLM logs 'Model loading took X GiB'"),
+        BudgetTerm("activation", activation,
+                   f"profile-run torch peak, the {which}: forward {_gib(forward)} for "
+                   f"{batched} batched tokens, sampler {_gib(sampler)} = "
+                   f"{buffers} × {requests} requests × {model.vocab_size or 0} "
+                   f"vocab × 4 B ({VLLM_SOURCE} gpu_model_runner.py profile_run, "
+                   "_dummy_sampler_run)"),
+        BudgetTerm("non_torch", non_torch, "memory outside PyTorch during the profile run "
+                   "(CUDA/cuBLAS workspaces" + (", NCCL" if tp * pp > 1 else "")
+                   + "); 0.03–0.43 GiB in public logs"),
+        BudgetTerm("cuda_graphs", graphs,
+                   "nothing: --enforce-eager captures no CUDA graphs" if request.enforce_eager
+                   else "not subtracted (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0)"
+                   if not request.estimate_cudagraphs else
+                   "the profiler's CUDA-graph estimate, subtracted by default since vLLM "
+                   "0.21.0 (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 turns it off); 0.73 GiB "
+                   "logged for the default 51 + 35 capture sizes (vllm-project/vllm#39559)"),
+    )
+    return _Budget(budget, weights, non_torch, activation, graphs, terms)
+
+
 def check_fit(request: FitRequest) -> FitReport:
     """Budget ``request`` per GPU and decide whether vLLM can start and serve one sequence."""
-    model, device = request.model, request.device
+    device = request.device
     tp, pp = request.tp, request.pipeline_parallel
     errors = _parallelism_errors(request, tp, pp) + _setting_errors(request)
+    model = effective_model(request.model, request.quantization)
     warnings: list[str] = []
     tp_c, pp_c = max(1, tp), max(1, pp)
 
     seqs_default, tokens_default = batch_defaults(device)
-    max_num_seqs = request.max_num_seqs or seqs_default
-    batched = request.max_num_batched_tokens or tokens_default
+    max_num_seqs = max(1, request.max_num_seqs or seqs_default)
+    batched = max(1, request.max_num_batched_tokens or tokens_default)
+    errors += scheduler_errors(max_num_seqs, batched)
     length = max(0, request.model_len)
 
-    budget = int(device.memory_bytes * request.gpu_memory_utilization)
-    weights = _weights_per_gpu(model, tp_c, pp_c)
-    non_torch = NON_TORCH_BYTES + (NCCL_BYTES if tp_c * pp_c > 1 else 0)
-    activation = _activation_bytes(model, tp_c, max_num_seqs, batched)
-    overhead = non_torch + activation
-    available = budget - weights - overhead
+    b = _budget(request, model, tp_c, pp_c, max_num_seqs, batched)
+    available = b.available
     kv_min = kv_cache_bytes(model, length, tensor_parallel=tp_c, pipeline_parallel=pp_c,
                             kv_cache_dtype=request.kv_cache_dtype, prefill_chunk=batched)
-    per_token_full = (
-        2 * _kv_heads_per_gpu(model, tp_c) * model.head_dim
-        * _kv_element_bytes(model, request.kv_cache_dtype)
-        * _ceil_div(model.full_attention_layers, pp_c)
+    per_token = kv_bytes_per_token(model, tensor_parallel=tp_c, pipeline_parallel=pp_c,
+                                   kv_cache_dtype=request.kv_cache_dtype)
+    length_fit = _largest_fitting_len(replace(request, model=model), tp_c, pp_c, available,
+                                      batched)
+    kv_terms = (
+        BudgetTerm("kv_cache_available", available, "budget − weights − activation − "
+                   "non_torch − cuda_graphs; vLLM logs 'Available KV cache memory: X GiB'"),
+        BudgetTerm("kv_cache_min", kv_min, f"one {length}-token sequence at {per_token:,} "
+                   f"B/token ({request.kv_cache_dtype} KV, {KV_BLOCK_TOKENS}-token blocks)"),
     )
-    length_fit = _largest_fitting_len(request, tp_c, pp_c, available, batched)
 
-    if weights + overhead > budget:
+    if b.weights + b.overhead > b.budget:
         errors.append(
-            f"weights ({_gib(weights)}) and activations/runtime ({_gib(overhead)}) per GPU exceed "
-            f"the budget of {_gib(budget)} ({request.gpu_memory_utilization:.2f} × "
-            f"{_gib(device.memory_bytes)}); "
+            f"weights ({_gib(b.weights)}) and activations/runtime ({_gib(b.overhead)}: "
+            f"activation {_gib(b.activation)}, non-torch {_gib(b.non_torch)}, CUDA graphs "
+            f"{_gib(b.cuda_graphs)}) per GPU exceed the budget of {_gib(b.budget)} "
+            f"({request.gpu_memory_utilization:.2f} × {_gib(device.cuda_total_bytes)}); "
             + ("use a larger MIG profile or a quantized checkpoint" if device.is_mig
                else "use more GPUs (TP), a quantized checkpoint or a larger device")
         )
@@ -452,9 +565,11 @@ def check_fit(request: FitRequest) -> FitReport:
         errors.append(
             f"To serve at least one request with the model's max seq len ({length}), "
             f"{_gib(kv_min)} KV cache is needed, which is larger than the available KV cache "
-            f"memory ({_gib(available)}); the estimated maximum model length is {length_fit}. "
-            "Lower --max-model-len, use --kv-cache-dtype fp8, raise "
-            "--gpu-memory-utilization or add GPUs"
+            f"memory ({_gib(available)} = budget {_gib(b.budget)} − weights "
+            f"{_gib(b.weights)} − activation {_gib(b.activation)} − non-torch "
+            f"{_gib(b.non_torch)} − CUDA graphs {_gib(b.cuda_graphs)}); the estimated maximum "
+            f"model length is {length_fit}. Lower --max-model-len, use --kv-cache-dtype fp8, "
+            "lower --max-num-seqs, raise --gpu-memory-utilization or add GPUs"
         )
     warnings.extend(_warnings(request, tp_c, pp_c))
 
@@ -462,7 +577,7 @@ def check_fit(request: FitRequest) -> FitReport:
         fits=not errors,
         errors=tuple(errors),
         warnings=tuple(warnings),
-        model=model.id,
+        model=request.model.id,
         device=device.name,
         device_memory=device.memory_bytes,
         is_mig=device.is_mig,
@@ -474,25 +589,31 @@ def check_fit(request: FitRequest) -> FitReport:
         kv_cache_dtype=request.kv_cache_dtype,
         max_num_seqs=max_num_seqs,
         max_num_batched_tokens=batched,
-        budget=budget,
-        weights=weights,
-        non_torch=non_torch,
-        activation=activation,
-        overhead=overhead,
+        budget=b.budget,
+        weights=b.weights,
+        non_torch=b.non_torch,
+        activation=b.activation,
+        overhead=b.overhead,
         kv_cache_min=kv_min,
         kv_cache_available=available,
         headroom=available - kv_min,
-        kv_bytes_per_token=per_token_full,
-        kv_cache_tokens=max(0, available) // per_token_full if per_token_full else 0,
+        kv_bytes_per_token=per_token,
+        kv_cache_tokens=max(0, available) // per_token if per_token else 0,
         max_model_len_fit=length_fit,
         max_concurrent_sequences=max(0, available) // kv_min if kv_min > 0 else 0,
+        cuda_total=device.cuda_total_bytes,
+        cuda_graphs=b.cuda_graphs,
+        quantization=request.quantization,
+        enforce_eager=request.enforce_eager,
+        terms=b.terms + kv_terms,
     )
 
 
 def _warnings(request: FitRequest, tp: int, pp: int) -> list[str]:
     device, out = request.device, []
-    remainder = int(device.memory_bytes * (1 - request.gpu_memory_utilization))
-    if 0 <= remainder < CUDA_GRAPH_BYTES:
+    remainder = int(device.cuda_total_bytes * (1 - request.gpu_memory_utilization))
+    if (not request.estimate_cudagraphs and not request.enforce_eager
+            and 0 <= remainder < CUDA_GRAPH_BYTES):
         out.append(
             f"only {_gib(remainder)} is left outside the budget for CUDA graphs "
             f"(~{_gib(CUDA_GRAPH_BYTES)}); lower gpu_memory_utilization or use --enforce-eager"
@@ -516,7 +637,9 @@ def resolve_device(gpu: str, mig_profile: str | None = None) -> FitDevice:
     """
     entry = gpu_catalog().lookup(gpu)
     base = FitDevice(name=entry.product_name, memory_mib=entry.memory_mib,
-                     unified_memory=entry.unified_memory)
+                     unified_memory=entry.unified_memory, cuda_total_mib=entry.cuda_visible_mib,
+                     compute_capability=entry.compute_capability,
+                     cuda_total_logged=entry.cuda_total_mib is not None)
     if mig_profile is None:
         return base
     if not entry.mig_capable:
@@ -527,4 +650,5 @@ def resolve_device(gpu: str, mig_profile: str | None = None) -> FitDevice:
         raise CatalogLookupError(f"{entry.product_name} has no MIG profile {mig_profile!r}; "
                            f"it has: {names}")
     return replace(base, name=f"{entry.product_name} MIG {profile.name}",
-                   memory_mib=profile.memory_mib, is_mig=True)
+                   memory_mib=profile.memory_mib, cuda_total_mib=None, is_mig=True,
+                   cuda_total_logged=False)

@@ -202,3 +202,39 @@ def test_check_diff_prints_unified_diff(runner: CliRunner, fleet: Path) -> None:
     rel = "edge-l4/workloads/edge/service-qwen-7b.yaml"
     assert f"--- a/{rel}\n+++ b/{rel}\n" in result.stderr
     assert "-    port: 8001\n+    port: 8000\n" in result.stderr
+
+
+WIDGET_CRD = """
+    apiVersion: apiextensions.k8s.io/v1
+    kind: CustomResourceDefinition
+    metadata: {name: widgets.example.com}
+    spec:
+      group: example.com
+      names: {kind: Widget, plural: widgets}
+      scope: Namespaced
+      versions:
+        - {name: v1, served: true, storage: true,
+           schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object}}}}}
+"""
+
+
+def test_crds_beside_profiles_and_crds_option(runner: CliRunner, fleet: Path) -> None:
+    """crds/ beside --profiles is read by default; --crds DIR names another folder."""
+    write_tree(fleet, {"templates/core/namespace.yaml.j2": """
+        apiVersion: example.com/v1
+        kind: Widget
+        metadata: {name: {{ name|tojson }}}
+        spec: {}
+    """})
+    failed = _render(runner, fleet)
+    assert failed.exit_code == 1
+    assert "GEN020" in failed.stderr and "no CRD for it" in failed.stderr
+    write_tree(fleet, {"elsewhere/widget.yaml": WIDGET_CRD})
+    assert _render(runner, fleet, "--crds", str(fleet / "elsewhere")).exit_code == 0, \
+        failed.stderr
+    write_tree(fleet, {"crds/widget.yaml": WIDGET_CRD, "crds/junk.yaml": "kind: [\n"})
+    linted = _invoke(runner, "lint", "--profiles", fleet / "profiles")
+    assert linted.exit_code == 1
+    assert "crds/junk.yaml:" in linted.stdout and "GEN023" in linted.stdout
+    (fleet / "crds/junk.yaml").unlink()
+    assert _render(runner, fleet).exit_code == 0

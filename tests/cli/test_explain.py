@@ -150,3 +150,22 @@ def test_profiles_option_is_one_declaration() -> None:
         return {**info, "help": getattr(param, "help", None)}
 
     assert option(explain_command) == option(lint_command) == option(render_command)
+
+
+def test_slices_svg_draws_each_dynamic_gpu(tmp_path: Path) -> None:
+    """--slices --svg DIR writes one packing diagram per used dynamic MIG GPU."""
+    import xml.etree.ElementTree as ET
+
+    fleet = Path(__file__).resolve().parents[1] / "fixtures" / "dynamic-mig"
+    out = tmp_path / "svg"
+    result = CliRunner().invoke(cli, ["explain", "--slices", "--svg", str(out),
+                                      "--profiles", str(fleet)])
+    assert result.exit_code == 0, result.output
+    assert "h100-dyn node 0 gpu-0: 0-3 3g.40gb (large), 4-7 3g.40gb (large)" in result.output
+    files = sorted(p.name for p in out.iterdir())
+    assert files == ["dyn-h100-dyn-0-gpu-0.svg", "dyn-h100-dyn-0-gpu-1.svg"]
+    root = ET.fromstring((out / files[0]).read_text())
+    assert root.tag.endswith("svg") and "3g.40gb" in (out / files[0]).read_text()
+    usage = CliRunner().invoke(cli, ["explain", "--runbook", "--svg", str(out),
+                                     "--profiles", str(fleet)])
+    assert usage.exit_code == 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -55,7 +56,8 @@ def test_tp_and_mig_options(runner: CliRunner) -> None:
     assert data["device"]["is_mig"] is True
     assert data["settings"] == {
         "max_model_len": 32768, "gpu_memory_utilization": 0.85, "kv_cache_dtype": "fp8",
-        "max_num_seqs": 256, "max_num_batched_tokens": 2048,
+        "max_num_seqs": 256, "max_num_batched_tokens": 2048, "quantization": None,
+        "enforce_eager": False,
     }
 
 
@@ -111,3 +113,140 @@ def test_every_model_on_every_device_gets_a_decision(runner: CliRunner) -> None:
             data = json.loads(result.stdout)
             assert data["fits"] is (result.exit_code == 0)
             assert data["fits"] or data["errors"]
+
+
+def test_gpt_oss_120b_at_full_context_does_not_fit_one_h100(runner: CliRunner) -> None:
+    """The issue's acceptance command: it does not fit, and the text names the terms."""
+    result = runner.invoke(cli, ["fit", "--model", "openai/gpt-oss-120b", "--gpu",
+                                 "h100-sxm5-80gb", "--max-model-len", "131072"])
+    assert result.exit_code == 1
+    assert "does NOT fit" in result.stdout
+    for label in ("CUDA-visible total", "− weights", "− activation peak", "− CUDA graphs",
+                  "mxfp4 MoE padding", "sampler"):
+        assert label in result.stdout
+    assert "exceed the budget" in result.stdout
+
+
+def test_new_flags_reach_the_report(runner: CliRunner) -> None:
+    """--max-num-seqs, --max-num-batched-tokens, --quantization, --enforce-eager and vLLM's
+    KV-cache dtypes are taken as given."""
+    result = runner.invoke(cli, ["fit", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu",
+                                 "h100-sxm5-80gb", "--max-num-seqs", "32",
+                                 "--max-num-batched-tokens", "4096", "--quantization", "fp8",
+                                 "--enforce-eager", "--kv-cache-dtype", "fp8_e5m2", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["settings"]["max_num_seqs"] == 32
+    assert data["settings"]["max_num_batched_tokens"] == 4096
+    assert data["settings"]["quantization"] == "fp8"
+    assert data["settings"]["enforce_eager"] is True
+    assert data["settings"]["kv_cache_dtype"] == "fp8_e5m2"
+    assert data["per_gpu_bytes"]["cuda_graphs"] == 0
+
+
+def test_service_needs_no_model_flags(runner: CliRunner) -> None:
+    """--service and --model are exclusive; neither is a usage error."""
+    assert runner.invoke(cli, ["fit"]).exit_code == 2
+    both = runner.invoke(cli, ["fit", "--service", "llama-70b", "--model", "x"])
+    assert both.exit_code == 2
+
+
+def test_unknown_service_is_a_located_error(runner: CliRunner) -> None:
+    """An unknown --service exits 1 naming the known ones."""
+    from tests.serving.test_build import ROOT
+
+    result = runner.invoke(cli, ["fit", "--service", "nope", "--profiles",
+                                 str(ROOT / "profiles")])
+    assert result.exit_code == 1
+    assert "unknown service 'nope'" in result.stderr
+    assert "llama-70b" in result.stderr
+
+
+def test_fit_service_is_lints_decision_for_every_profile(runner: CliRunner) -> None:
+    """For each in-cluster vLLM service of profiles/: `gen fit --service` gives the verdict and
+    numbers lint uses, and the rendered Deployment passes the settings fit assumed."""
+    import yaml
+
+    from gen.fleet.sizing import service_fit
+    from gen.pipeline import lint, load_plan, render_outputs
+    from tests.serving.test_build import ROOT
+
+    plan = load_plan(ROOT / "profiles", base=ROOT)
+    gen301 = {f.message.split(" does not fit")[0] for f in lint(ROOT / "profiles", base=ROOT)
+              if f.rule == "GEN301"}
+    outputs, _, _ = render_outputs(plan, templates_dir=None, out_label="out", validator="none")
+    deployments = {}
+    for path, data in outputs.items():
+        if path.suffix != ".yaml":
+            continue
+        for doc in yaml.safe_load_all(data):
+            if isinstance(doc, dict) and doc.get("kind") == "Deployment":
+                deployments[doc["metadata"]["name"]] = doc
+    checked = 0
+    for cluster in plan.clusters:
+        for svc in cluster.services:
+            if svc.service.engine != "vllm" or svc.service.gpu is None or svc.model is None:
+                continue
+            name = svc.service.name
+            result = runner.invoke(cli, ["fit", "--service", name, "--cluster", cluster.name,
+                                         "--profiles", str(ROOT / "profiles"), "--json"])
+            data = json.loads(result.stdout)
+            length, reports = service_fit(svc)
+            (entry,) = data["clusters"]
+            assert entry["max_model_len"] == length
+            assert [d["fits"] for d in entry["devices"]] == [r.fits for _, r in reports]
+            assert [d["per_gpu_bytes"] for d in entry["devices"]] == [
+                r.to_json()["per_gpu_bytes"] for _, r in reports]
+            assert (svc.service.model in gen301) is not data["fits"]
+            args = deployments[name]["spec"]["template"]["spec"]["containers"][0]["args"]
+            flag = {a: args[i + 1] for i, a in enumerate(args[:-1]) if a.startswith("--")}
+            settings = entry["devices"][0]["settings"]
+            assert int(flag["--max-model-len"]) == settings["max_model_len"] == length
+            assert int(flag["--max-num-seqs"]) == settings["max_num_seqs"]
+            assert int(flag["--max-num-batched-tokens"]) == settings["max_num_batched_tokens"]
+            assert float(flag["--gpu-memory-utilization"]) == settings["gpu_memory_utilization"]
+            assert flag["--kv-cache-dtype"] == settings["kv_cache_dtype"]
+            checked += 1
+    assert checked >= 3
+
+
+def test_docs_fit_examples_print_what_the_page_shows(runner: CliRunner) -> None:
+    """Every `$ gen fit …` line of docs/fit.md prints the line that follows it first."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "fit.md").read_text("utf-8")
+    examples = re.findall(r"^\$ gen (fit .*)\n(.*)$", text, flags=re.MULTILINE)
+    assert len(examples) >= 2
+    for command, first_line in examples:
+        result = runner.invoke(cli, shlex.split(command))
+        assert result.stdout.splitlines()[0] == first_line, command
+
+
+def test_a_non_vllm_service_is_pointed_elsewhere(runner: CliRunner) -> None:
+    """A llama-server service has no vLLM budget: exit 1 pointing at `gen explain`."""
+    from tests.serving.test_build import ROOT
+
+    result = runner.invoke(cli, ["fit", "--service", "llama-8b-vulkan", "--profiles",
+                                 str(ROOT / "profiles")])
+    assert result.exit_code == 1
+    assert "not an in-cluster vLLM service" in result.stderr
+
+
+def test_a_service_without_devices_does_not_fit(runner: CliRunner, tmp_path: Path) -> None:
+    """A vLLM service whose class no pool offers has no budget: GEN304's case, exit 1."""
+    from tests.helpers import LINT_BASE
+
+    service = LINT_BASE["service.yaml"].replace(
+        "gpu: {gpu_class: h100, count: 4}", "gpu: {gpu_class: mig-3g}").replace(
+        "parallelism: {tensor: 4}", "").replace(
+        "meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Llama-3.1-8B-Instruct")
+    layout = LINT_BASE["layout.yaml"].replace("3g.40gb: 1, ", "")
+    root = tmp_path / "profiles"
+    root.mkdir()
+    for name, text in {**LINT_BASE, "service.yaml": service, "layout.yaml": layout}.items():
+        (root / name).write_text(text)
+    result = runner.invoke(cli, ["fit", "--service", "llama-70b", "--profiles", str(root)])
+    assert result.exit_code == 1
+    assert "(GEN304)" in result.stdout

@@ -57,3 +57,32 @@ def test_cel_that_does_not_compile(tmp_path: Path) -> None:
         f for f in lint_fleet(tmp_path, **{"classes.yaml": classes}) if f.rule == "GEN203"
     ]
     assert finding.key_path == "cel[0]"
+
+
+_NORMALIZE = "semver('580.95.05', true).compareTo(semver('580.0.0')) >= 0"
+
+
+def _with_cel(expression: str) -> str:
+    return LINT_BASE["classes.yaml"].replace(
+        "match: {product: h100-sxm5-80gb}",
+        f'match: {{product: h100-sxm5-80gb}}\ncel: ["{expression}"]',
+    )
+
+
+def test_cel_function_newer_than_the_cluster(tmp_path: Path) -> None:
+    """A class selector using a function the cluster's API server does not yet offer to new
+    objects is GEN203 at that cel entry, naming the first version and the cluster."""
+    cluster = LINT_BASE["cluster.yaml"].replace('"1.34.2"', '"1.33.1"')
+    findings = lint_fleet(
+        tmp_path, **{"classes.yaml": _with_cel(_NORMALIZE), "cluster.yaml": cluster}
+    )
+    (finding,) = [f for f in findings if f.rule == "GEN203"]
+    assert finding.key_path == "cel[0]"
+    assert "from Kubernetes 1.34; this cluster runs 1.33 (cluster 'prod')" in finding.message
+    assert finding.location is not None and finding.location.path.endswith("classes.yaml")
+
+
+def test_cel_function_the_cluster_has(tmp_path: Path) -> None:
+    """Near miss: the same selector on a 1.34 cluster compiles."""
+    findings = lint_fleet(tmp_path, **{"classes.yaml": _with_cel(_NORMALIZE)})
+    assert not [f for f in findings if f.rule == "GEN203"]

@@ -86,7 +86,12 @@ def test_mig_devices_replace_full_gpus(pools: dict[str, PoolPlan]) -> None:
     dev = three[0].device
     assert dev.capacity[f"{DRIVER}/memory"] == Decimal(40320 * 2**20)
     assert dev.capacity[f"{DRIVER}/multiprocessors"] == 60
-    assert f"{DRIVER}/copyEngines" not in dev.capacity  # unknown in the catalog: skipped
+    engines = {k.removeprefix(f"{DRIVER}/"): int(v) for k, v in dev.capacity.items()
+               if k.endswith(("Engines", "coders"))}
+    # The UG's H100 table: 3g.40gb has 3 copy engines, 3 NVDECs, 3 JPEG, no NVENC, no OFA.
+    assert engines == {"copyEngines": 3, "decoders": 3, "encoders": 0, "jpegEngines": 3,
+                       "ofaEngines": 0}
+    assert dev.name == "gpu-0-mig-3g40gb-9-4" or dev.name.endswith("-9-0")
     slices = sorted(k for k in dev.capacity if "memorySlice" in k)
     assert len(slices) == 4
     assert dev.attributes[f"{DRIVER}/productName"] == "NVIDIA H100 80GB HBM3"
@@ -151,3 +156,85 @@ def test_resource_slice_identities_differ_per_node(pools: dict[str, PoolPlan]) -
     assert first != second
     with pytest.raises(IndexError):
         resource_slices(pools["full"], 3)
+
+
+# --- dynamic MIG (partitionable devices) ---------------------------------------------------
+
+DYNAMIC_FLEET = """\
+kind: Cluster
+name: c1
+kubernetes_version: "{version}"
+allocation: dra
+feature_gates: {{DRAPartitionableDevices: true}}
+node_pools:
+  - {{name: dyn, gpu: {gpu}, gpus_per_node: 2, nodes: 1, driver_version: "580.95.05",
+     mig: dynamic, labels: {{nvidia.com/gpu.deploy.mig-manager: "false"}}}}
+"""
+
+
+def _dynamic_pool(tmp_path: Path, gpu: str = "h100-sxm5-80gb",
+                  version: str = "1.36.1") -> PoolPlan:
+    (tmp_path / "fleet.yaml").write_text(DYNAMIC_FLEET.format(gpu=gpu, version=version))
+    return load_plan(tmp_path).clusters[0].pools[0]
+
+
+def test_dynamic_h100_publishes_one_device_per_profile_and_placement(tmp_path: Path) -> None:
+    """One counter set with 8 memory-slice counters per GPU, the full GPU, and one device per
+    valid (profile, placement) pair: the counts equal the placement grid's."""
+    from gen.nvidia.gpus import gpu_catalog
+
+    gpu = gpu_catalog().lookup("h100-sxm5-80gb")
+    slices = resource_slices(_dynamic_pool(tmp_path), 0)
+    counters = slices[0]["spec"]["sharedCounters"]
+    assert "devices" not in slices[0]["spec"] and len(slices) == 3  # counters + one per GPU
+    assert [c["name"] for c in counters] == ["gpu-0-counter-set", "gpu-1-counter-set"]
+    names = set(counters[0]["counters"])
+    assert sorted(n for n in names if n.startswith("memory-slice-")) == [
+        f"memory-slice-{i}" for i in range(8)]
+    assert names - {f"memory-slice-{i}" for i in range(8)} == {
+        "multiprocessors", "copy-engines", "decoders", "encoders", "jpeg-engines",
+        "ofa-engines", "memory"}
+    devices = slices[1]["spec"]["devices"]
+    grid = sum(len(p.starts) for p in gpu.mig_profiles)
+    assert len(devices) == grid + 1 == 26
+    assert [d["name"] for d in devices] == sorted(d["name"] for d in devices)
+    full = devices[0]
+    assert full["name"] == "gpu-0" and full["consumesCounters"][0]["counters"] == \
+        counters[0]["counters"]
+    by_name = {d["name"]: d for d in devices}
+    three = by_name["gpu-0-mig-3g40gb-9-4"]
+    used = three["consumesCounters"][0]["counters"]
+    assert sorted(k for k in used if k.startswith("memory-slice")) == [
+        "memory-slice-4", "memory-slice-5", "memory-slice-6", "memory-slice-7"]
+    assert used["multiprocessors"] == {"value": "60"}
+    assert "uuid" not in three["attributes"] and three["attributes"]["profile"] == {
+        "string": "3g.40gb"}
+    assert "gpu-0-mig-1g10gb-me-20-6" in by_name  # '+' becomes '-', the GI id stays
+
+
+@pytest.mark.parametrize("version", ["1.33.4", "1.34.2", "1.36.1"])
+def test_dynamic_slices_pass_the_strict_schema(tmp_path: Path, version: str) -> None:
+    """Split slices (1.35+) and combined ones (1.33 as v1beta2, 1.34) validate against the
+    cluster's schema."""
+    minor = int(version.split(".")[1])
+    slices = resource_slices(_dynamic_pool(tmp_path, version=version), 0, minor)
+    assert len(slices) == (3 if minor >= 35 else 2)
+    validator = SchemaValidator()
+    for doc in slices:
+        assert validator.validate(doc, minor, SourceLocation("slice")) == []
+
+
+def test_brand_and_addressing_mode_follow_the_catalog(tmp_path: Path) -> None:
+    """An RTX 4090 reports brand GeForce; a GH200 reports its addressing mode."""
+    from gen.dra.simulate import partitioned_gpu
+
+    text = FLEET.replace("h100-sxm5-80gb, gpus_per_node: 8, nodes: 3", "rtx-4090, "
+                         "gpus_per_node: 1, nodes: 1")
+    (tmp_path / "fleet.yaml").write_text(text)
+    full = load_plan(tmp_path).clusters[0].pools[0]
+    attrs = pool_device_shapes(full)[0].device.attributes
+    assert attrs[f"{DRIVER}/brand"] == "GeForce"
+    from gen.nvidia.gpus import gpu_catalog
+
+    gh200 = partitioned_gpu(gpu_catalog().lookup("0x2342"), "580.95.05", "n", 0)
+    assert f"{DRIVER}/addressingMode" not in gh200.partitions[0].device.attributes

@@ -1,22 +1,31 @@
-"""Tests for gen.emit.crd_schemas: gen's strict schemas of the custom resources it emits."""
+"""gen.emit.crd_schemas: the bundled upstream CRDs, the user's CRD folder, kubeconform's copy."""
 
 from __future__ import annotations
 
 import copy
+import gzip
+import hashlib
 import json
-from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
-from jsonschema import Draft7Validator
+from jsonschema import Draft202012Validator
 
 from gen.emit.crd_schemas import (
+    CRDSet,
+    bundled,
+    bundled_sources,
     custom_schema,
     custom_schema_dir,
     known_custom_kinds,
-    kubeconform_schema_location,
+    load_crd_dir,
     schema_file_name,
+    write_kubeconform_schemas,
 )
+from gen.emit.validate import SchemaValidator
+from gen.errors import Finding, SourceLocation
+from tests.helpers import REPO, write_tree
 
 META: dict[str, Any] = {
     "name": "gpu-a",
@@ -200,42 +209,24 @@ SCALED_OBJECT: dict[str, Any] = {
     },
 }
 
-# (example, path of a required field, path of the object to add an unknown field to)
+# (example, path of a required field upstream, path of an object to add an unknown field to)
 CASES: dict[str, tuple[dict[str, Any], tuple[str, ...], tuple[str, ...]]] = {
     "application": (APPLICATION, ("spec", "destination"), ("spec", "syncPolicy", "automated")),
-    "application-helm": (
-        APPLICATION_HELM,
-        ("spec", "project"),
-        ("spec", "sources", "0", "helm"),
-    ),
+    "application-helm": (APPLICATION_HELM, ("spec", "project"), ("spec", "sources", "0", "helm")),
     "applicationset": (
-        APPLICATION_SET,
-        ("spec", "template"),
-        ("spec", "template", "spec", "destination"),
+        APPLICATION_SET, ("spec", "template"), ("spec", "template", "spec", "destination"),
     ),
     "gitrepository": (GIT_REPOSITORY, ("spec", "url"), ("spec", "ref")),
     "kustomization": (KUSTOMIZATION, ("spec", "prune"), ("spec", "sourceRef")),
     "helmrepository": (HELM_REPOSITORY, ("spec", "url"), ("spec",)),
     "helmrepository-oci": (HELM_REPOSITORY_OCI, ("spec", "url"), ("spec",)),
     "helmrelease": (
-        HELM_RELEASE,
-        ("spec", "chart", "spec", "sourceRef"),
-        ("spec", "install", "remediation"),
+        HELM_RELEASE, ("spec", "chart", "spec", "sourceRef"), ("spec", "install", "remediation"),
     ),
     "servicemonitor": (SERVICE_MONITOR, ("spec", "selector"), ("spec", "endpoints", "0")),
-    "scaledobject": (
-        SCALED_OBJECT,
-        ("spec", "triggers", "0", "metadata", "query"),
-        ("spec", "triggers", "0", "metadata"),
-    ),
+    "scaledobject": (SCALED_OBJECT, ("spec", "scaleTargetRef"), ("spec", "scaleTargetRef")),
 }
-
-
-def validator_for(doc: dict[str, Any]) -> Draft7Validator:
-    """A draft-07 validator for the document's kind."""
-    schema = custom_schema(doc["apiVersion"], doc["kind"])
-    assert schema is not None
-    return Draft7Validator(schema)
+WHERE = SourceLocation("out/x.yaml")
 
 
 def walk(doc: Any, path: tuple[str, ...]) -> Any:
@@ -245,125 +236,177 @@ def walk(doc: Any, path: tuple[str, ...]) -> Any:
     return doc
 
 
-def messages(doc: dict[str, Any]) -> list[str]:
-    """All schema errors of doc."""
-    return [e.message for e in validator_for(doc).iter_errors(doc)]
+def findings(doc: dict[str, Any]) -> list[Finding]:
+    """gen's findings on one object (Kubernetes 1.34)."""
+    return SchemaValidator().validate(doc, 34, WHERE)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_example_is_valid(case: str) -> None:
-    """A realistic example of each kind passes its schema."""
-    assert messages(CASES[case][0]) == []
+    """A realistic example of each kind passes its upstream CRD."""
+    assert findings(CASES[case][0]) == []
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_unknown_field_is_rejected(case: str) -> None:
-    """An unknown field in a nested object is an error (additionalProperties: false)."""
+    """An unknown field in a nested object is an error, located at that object."""
     doc = copy.deepcopy(CASES[case][0])
     walk(doc, CASES[case][2])["bogus"] = True
-    assert any("'bogus' was unexpected" in m for m in messages(doc))
+    (finding,) = findings(doc)
+    assert finding.rule == "GEN020"
+    assert "'bogus' was unexpected" in finding.message
+    assert finding.key_path == ".".join(CASES[case][2]).replace(".0", "[0]")
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_missing_required_field_is_rejected(case: str) -> None:
-    """Removing a required field is an error."""
+    """Removing a field the upstream CRD requires is an error."""
     doc = copy.deepcopy(CASES[case][0])
     *parent, key = CASES[case][1]
     del walk(doc, tuple(parent))[key]
-    assert f"'{key}' is a required property" in messages(doc)
+    assert any(f'"{key}" is a required property' in f.message for f in findings(doc))
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_unknown_top_level_field_is_rejected(case: str) -> None:
-    """A top-level key other than apiVersion, kind, metadata, spec (e.g. status) is an error."""
+    """A top-level key the CRD does not declare is an error (the root is strict too)."""
     doc = copy.deepcopy(CASES[case][0])
-    doc["status"] = {}
-    assert messages(doc)
+    doc["bogus"] = {}
+    assert [f.key_path for f in findings(doc)] == [""]
 
 
-def test_metadata_is_strict() -> None:
-    """metadata accepts name, namespace, labels, annotations, finalizers only; names are DNS."""
+def test_metadata_is_object_meta() -> None:
+    """metadata is Kubernetes' strict ObjectMeta: an unknown key and a bad name are errors."""
     doc = copy.deepcopy(GIT_REPOSITORY)
-    doc["metadata"]["uid"] = "x"
-    assert messages(doc)
+    doc["metadata"]["bogus"] = "x"
+    assert [f.rule for f in findings(doc)] == ["GEN020"]
     doc = copy.deepcopy(GIT_REPOSITORY)
     doc["metadata"]["name"] = "Fleet_Repo"
-    assert messages(doc)
-
-
-def test_oci_helm_repository_needs_oci_url() -> None:
-    """type: oci with an https URL, or a default repository with an oci URL, is rejected."""
-    doc = copy.deepcopy(HELM_REPOSITORY_OCI)
-    doc["spec"]["url"] = "https://registry.k8s.io/dra-driver-nvidia"
-    assert messages(doc)
-    doc = copy.deepcopy(HELM_REPOSITORY)
-    doc["spec"]["url"] = "oci://registry.k8s.io/dra-driver-nvidia"
-    assert messages(doc)
+    assert [(f.rule, f.key_path) for f in findings(doc)] == [("GEN022", "metadata.name")]
 
 
 def test_prometheus_trigger_values_are_strings() -> None:
     """KEDA trigger metadata is a string map: a numeric threshold is rejected."""
     doc = copy.deepcopy(SCALED_OBJECT)
     doc["spec"]["triggers"][0]["metadata"]["threshold"] = 10
-    assert messages(doc)
+    assert [f.key_path for f in findings(doc)] == ["spec.triggers[0].metadata.threshold"]
 
 
-def test_application_needs_a_source() -> None:
-    """An Application with neither source nor sources is rejected."""
-    doc = copy.deepcopy(APPLICATION)
-    del doc["spec"]["source"]
-    assert messages(doc)
-
-
-def test_helm_release_needs_a_chart() -> None:
-    """A HelmRelease with neither chart nor chartRef is rejected."""
+def test_helm_release_needs_a_chart_by_its_cel_rule() -> None:
+    """A HelmRelease with neither chart nor chartRef breaks helm-controller's CEL rule."""
     doc = copy.deepcopy(HELM_RELEASE)
     del doc["spec"]["chart"]
-    assert messages(doc)
+    (finding,) = findings(doc)
+    assert (finding.rule, finding.key_path) == ("GEN024", "spec")
+    assert "either chart or chartRef must be set" in finding.message
+
+
+def test_keda_replica_rule_sees_the_bounds() -> None:
+    """KEDA's rule: minReplicaCount may not exceed maxReplicaCount."""
+    doc = copy.deepcopy(SCALED_OBJECT)
+    doc["spec"]["minReplicaCount"] = 5
+    (finding,) = findings(doc)
+    assert "minReplicaCount must be less than or equal to maxReplicaCount" in finding.message
+    doc["spec"]["minReplicaCount"] = 4
+    assert findings(doc) == []
 
 
 def test_flux_interval_must_be_a_duration() -> None:
-    """A Flux interval that is not a Go duration is rejected."""
+    """A Flux interval that is not a Go duration is rejected (the CRD's pattern)."""
     doc = copy.deepcopy(KUSTOMIZATION)
     doc["spec"]["interval"] = "hourly"
-    assert messages(doc)
+    assert [f.key_path for f in findings(doc)] == ["spec.interval"]
+
+
+def test_upstream_fields_gen_did_not_know_are_accepted() -> None:
+    """Fields of the upstream CRDs a hand-written schema lacked are valid."""
+    doc = copy.deepcopy(HELM_RELEASE)
+    doc["spec"]["upgrade"]["strategy"] = {"name": "RetryOnFailure", "retryInterval": "5m"}
+    doc["spec"]["postRenderers"] = [{"kustomize": {"patches": [{"patch": "x"}]}}]
+    assert findings(doc) == []
+    doc["spec"]["upgrade"]["strategy"] = {"name": "RemediateOnFailure", "retryInterval": "5m"}
+    assert [f.rule for f in findings(doc)] == ["GEN024"]
 
 
 def test_known_custom_kinds() -> None:
-    """gen ships schemas for exactly the custom kinds it emits."""
+    """gen bundles the CRDs of every custom kind it renders, and those it may render."""
     assert known_custom_kinds() == (
+        ("argoproj.io/v1alpha1", "AppProject"),
         ("argoproj.io/v1alpha1", "Application"),
         ("argoproj.io/v1alpha1", "ApplicationSet"),
         ("helm.toolkit.fluxcd.io/v2", "HelmRelease"),
         ("keda.sh/v1alpha1", "ScaledObject"),
+        ("keda.sh/v1alpha1", "TriggerAuthentication"),
         ("kustomize.toolkit.fluxcd.io/v1", "Kustomization"),
+        ("monitoring.coreos.com/v1", "PodMonitor"),
         ("monitoring.coreos.com/v1", "ServiceMonitor"),
         ("source.toolkit.fluxcd.io/v1", "GitRepository"),
+        ("source.toolkit.fluxcd.io/v1", "HelmChart"),
         ("source.toolkit.fluxcd.io/v1", "HelmRepository"),
         ("source.toolkit.fluxcd.io/v1", "OCIRepository"),
     )
 
 
-def test_unknown_kind_has_no_schema() -> None:
-    """custom_schema returns None for kinds gen ships no schema for."""
-    assert custom_schema("apps/v1", "Deployment") is None
-    assert custom_schema("argoproj.io/v1alpha2", "Application") is None
-    assert custom_schema("argoproj.io/v1alpha1", "AppProject") is None
+def test_bundled_sources_are_the_pinned_releases() -> None:
+    """Each bundled CRD names its upstream repository, path, release tag and file digest."""
+    tags = {s["repository"]: s["tag"] for s in bundled_sources()}
+    assert tags == {
+        "argoproj/argo-cd": "v3.5.1",
+        "fluxcd/source-controller": "v1.9.1",
+        "fluxcd/kustomize-controller": "v1.9.4",
+        "fluxcd/helm-controller": "v1.6.3",
+        "kedacore/keda": "v2.20.2",
+        "prometheus-operator/prometheus-operator": "v0.93.0",
+    }
+    for source in bundled_sources():
+        assert len(source["sha256"]) == 64
+        assert source["path"].endswith(".yaml")
 
 
-def test_custom_schema_is_cached() -> None:
-    """Two calls return the same cached object."""
-    first = custom_schema("keda.sh/v1alpha1", "ScaledObject")
-    assert first is not None
-    assert custom_schema("keda.sh/v1alpha1", "ScaledObject") is first
+def test_bundled_data_is_small_and_deterministic() -> None:
+    """The data files are gzip without a time stamp, together well under 100 KB."""
+    files = sorted(custom_schema_dir().glob("*.json.gz"))
+    assert len(files) == len(bundled_sources())
+    assert sum(p.stat().st_size for p in files) < 100_000
+    for path in files:
+        assert path.read_bytes()[4:8] == b"\0\0\0\0"  # gzip MTIME field
+        content = json.loads(gzip.decompress(path.read_bytes()))
+        assert path.name == content["crd"]["metadata"]["name"] + ".json.gz"
+
+
+def test_refresh_tool_writes_the_same_bytes(tmp_path: Path) -> None:
+    """tools/refresh_crds.py reproduces a data file from the upstream bytes it hashed."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("refresh_crds", REPO / "tools/refresh_crds.py")
+    assert spec is not None and spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    crd = bundled_sources()[0]
+    path = custom_schema_dir() / f"{crd['crd']}.json.gz"
+    content = json.loads(gzip.decompress(path.read_bytes()))
+    # The compacted CRD is its own fixed point: compacting it again changes nothing.
+    raw = json.dumps(content["crd"]).encode()
+    name, data = tool.data_file(crd["repository"], crd["tag"], crd["path"], raw)
+    again = json.loads(gzip.decompress(data))
+    assert name == path.name
+    assert again["crd"] == content["crd"]
+    assert again["source"]["sha256"] == hashlib.sha256(raw).hexdigest()
 
 
 @pytest.mark.parametrize("kind", known_custom_kinds())
-def test_file_names_follow_kubeconform_layout(kind: tuple[str, str]) -> None:
-    """Each file is named {{ .ResourceKind }}{{ .KindSuffix }}.json so kubeconform finds it."""
-    path = custom_schema_dir() / schema_file_name(*kind)
-    assert path.is_file()
-    assert json.loads(path.read_text(encoding="utf-8")) == custom_schema(*kind)
+def test_converted_schemas_are_valid_2020_12(kind: tuple[str, str]) -> None:
+    """Each converted schema is a valid draft 2020-12 schema."""
+    schema = custom_schema(*kind)
+    assert schema is not None
+    Draft202012Validator.check_schema(schema)
+
+
+def test_unknown_kind_has_no_crd() -> None:
+    """Built-in kinds and unknown versions have no CRD."""
+    assert custom_schema("apps/v1", "Deployment") is None
+    assert custom_schema("argoproj.io/v1alpha2", "Application") is None
+    assert CRDSet().lookup("example.com/v1", "Widget") is None
 
 
 def test_file_name_examples() -> None:
@@ -377,33 +420,132 @@ def test_file_name_examples() -> None:
     assert schema_file_name("v1", "Service") == "service-v1.json"
 
 
-def test_schema_location_template() -> None:
-    """The kubeconform location is the folder plus the ResourceKind/KindSuffix template."""
-    location = kubeconform_schema_location()
-    assert location.startswith(custom_schema_dir().as_posix() + "/")
-    assert location.endswith("/{{ .ResourceKind }}{{ .KindSuffix }}.json")
+def test_kubeconform_schemas(tmp_path: Path) -> None:
+    """Every CRD's schema is written as kubeconform names it; metadata is a plain object."""
+    location = write_kubeconform_schemas(tmp_path)
+    assert location == f"{tmp_path.as_posix()}/{{{{ .ResourceKind }}}}{{{{ .KindSuffix }}}}.json"
+    assert len(list(tmp_path.glob("*.json"))) == len(known_custom_kinds())
+    schema = json.loads((tmp_path / "application-argoproj-v1alpha1.json").read_text())
+    assert schema["properties"]["metadata"] == {"type": "object"}
+    assert Draft202012Validator(schema).is_valid(APPLICATION)
 
 
-def objects(node: Any) -> Iterator[dict[str, Any]]:
-    """Every schema node that declares properties."""
-    if isinstance(node, dict):
-        if "properties" in node and node.get("type") == "object":
-            yield node
-        for value in node.values():
-            yield from objects(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from objects(value)
+WIDGET_CRD = """
+    apiVersion: apiextensions.k8s.io/v1
+    kind: CustomResourceDefinition
+    metadata: {name: widgets.example.com}
+    spec:
+      group: example.com
+      names: {kind: Widget, plural: widgets}
+      scope: Namespaced
+      versions:
+        - name: v1
+          served: true
+          storage: true
+          schema:
+            openAPIV3Schema:
+              type: object
+              properties:
+                spec:
+                  type: object
+                  required: [size]
+                  properties:
+                    size: {type: integer, minimum: 1}
+"""
 
 
-@pytest.mark.parametrize("kind", known_custom_kinds())
-def test_schemas_are_strict_draft7(kind: tuple[str, str]) -> None:
-    """Each file is a valid draft-07 schema; every object it defines forbids extra keys."""
-    schema = custom_schema(*kind)
-    assert schema is not None
-    assert schema["$schema"] == "http://json-schema.org/draft-07/schema#"
-    Draft7Validator.check_schema(schema)
-    nodes = list(objects(schema))
-    assert nodes
-    for node in nodes:
-        assert node.get("additionalProperties") is False, sorted(node["properties"])
+def test_user_crd_folder(tmp_path: Path) -> None:
+    """CRDs in the folder (one per file, or a List) define kinds; findings point at the file."""
+    write_tree(tmp_path, {
+        "crds/widget.yaml": WIDGET_CRD,
+        "crds/list.yaml": """
+            apiVersion: v1
+            kind: List
+            items:
+              - apiVersion: apiextensions.k8s.io/v1
+                kind: CustomResourceDefinition
+                metadata: {name: gadgets.example.com}
+                spec:
+                  group: example.com
+                  names: {kind: Gadget, plural: gadgets}
+                  scope: Cluster
+                  versions: [{name: v2, served: true, storage: true,
+                              schema: {openAPIV3Schema: {type: object}}}]
+              - {apiVersion: v1, kind: ConfigMap}
+        """,
+    })
+    crds, problems = load_crd_dir(tmp_path / "crds", tmp_path)
+    assert sorted((s.api_version, s.kind, s.namespaced) for s in crds.user) == [
+        ("example.com/v1", "Widget", True), ("example.com/v2", "Gadget", False)]
+    (problem,) = problems
+    assert (problem.rule, str(problem.location), problem.key_path) == (
+        "GEN023", "crds/list.yaml:13:5", "items[1]")
+    widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
+              "spec": {"size": 0}}
+    (finding,) = SchemaValidator(crds).validate(widget, 34, WHERE)
+    assert (finding.rule, finding.key_path) == ("GEN020", "spec.size")
+    assert finding.related == (SourceLocation("crds/widget.yaml", 1, 1),)
+
+
+def test_user_crd_overrides_a_bundled_one(tmp_path: Path) -> None:
+    """A user's CRD for a bundled kind wins: it is what the user's cluster runs."""
+    write_tree(tmp_path, {"crds/app.yaml": """
+        apiVersion: apiextensions.k8s.io/v1
+        kind: CustomResourceDefinition
+        metadata: {name: applications.argoproj.io}
+        spec:
+          group: argoproj.io
+          names: {kind: Application, plural: applications}
+          scope: Namespaced
+          versions:
+            - name: v1alpha1
+              served: true
+              storage: true
+              schema:
+                openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+    """})
+    crds, problems = load_crd_dir(tmp_path / "crds", tmp_path)
+    assert problems == []
+    doc = copy.deepcopy(APPLICATION)
+    doc["spec"]["bogus"] = 1
+    assert SchemaValidator(crds).validate(doc, 34, WHERE) == []
+    assert SchemaValidator().validate(doc, 34, WHERE) != []
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("kind: [", "cannot read the CRD file: YAML syntax error"),
+    ("apiVersion: v1\nkind: ConfigMap\n", "not an apiextensions.k8s.io/v1"),
+    ("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nspec: {}\n",
+     "spec.group and spec.names.kind must be non-empty strings"),
+    ("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n"
+     "spec: {group: a.b, names: {kind: A}, versions: [{name: v1, served: true}]}\n",
+     "has no schema.openAPIV3Schema"),
+])
+def test_unusable_crd_files_are_located(tmp_path: Path, text: str, message: str) -> None:
+    """A CRD file gen cannot use is a GEN023 error at that file."""
+    (tmp_path / "crds").mkdir()
+    (tmp_path / "crds" / "bad.yaml").write_text(text)
+    _, (problem,) = load_crd_dir(tmp_path / "crds", tmp_path)
+    assert problem.rule == "GEN023"
+    assert problem.location is not None and problem.location.path == "crds/bad.yaml"
+    assert message in problem.message
+
+
+def test_two_crds_for_one_kind(tmp_path: Path) -> None:
+    """A second CRD for the same kind is an error at the second one."""
+    write_tree(tmp_path, {"crds/a.yaml": WIDGET_CRD, "crds/b.yaml": WIDGET_CRD})
+    crds, (problem,) = load_crd_dir(tmp_path / "crds", tmp_path)
+    assert len(crds.user) == 1
+    assert problem.location == SourceLocation("crds/b.yaml", 1, 1)
+    assert "crds/a.yaml" in problem.message
+
+
+def test_no_folder_means_bundled_only(tmp_path: Path) -> None:
+    """No folder, or one that does not exist: no user CRDs, no findings."""
+    assert load_crd_dir(None) == (CRDSet(), [])
+    assert load_crd_dir(tmp_path / "absent") == (CRDSet(), [])
+
+
+def test_every_bundled_version_is_served() -> None:
+    """Every bundled CRD version gen validates against is served upstream."""
+    assert all(s.source and s.digest for s in bundled())

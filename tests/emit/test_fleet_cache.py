@@ -335,3 +335,40 @@ def test_a_json_file_under_profiles_is_an_input(rendered: Path, tmp_path: Path) 
     assert _render(root).fast_path
     config.write_text('{"num_hidden_layers": 47}\n', encoding="utf-8")
     assert not _render(root).fast_path
+
+
+PERMISSIVE_CRD = """apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: servicemonitors.monitoring.coreos.com}
+spec:
+  group: monitoring.coreos.com
+  names: {kind: ServiceMonitor, plural: servicemonitors}
+  scope: Namespaced
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+"""
+
+
+def test_the_crd_folder_is_an_input(rendered: Path, tmp_path: Path) -> None:
+    """A CRD folder, and any change to its files, leaves the fast path; a change to a schema
+    also leaves the cluster records (the CRDs decide verdicts); the same folder again is fast."""
+    root = _copy(rendered, tmp_path / "fleet")
+    (root / "crds").mkdir()
+    (root / "crds" / "sm.yaml").write_text(PERMISSIVE_CRD)
+    first = _render(root, crds_dir=root / "crds")
+    assert not first.fast_path and first.skipped == ()
+    assert _render(root, crds_dir=root / "crds").fast_path
+    # Bytes that do not change the schema: not the fast path, but every cluster record holds.
+    (root / "crds" / "sm.yaml").write_text(PERMISSIVE_CRD.replace("storage: true",
+                                                                  "storage: false"))
+    same = _render(root, crds_dir=root / "crds")
+    assert not same.fast_path and same.skipped == CLUSTERS
+    (root / "crds" / "sm.yaml").write_text(PERMISSIVE_CRD.replace(
+        "{type: object,", "{type: object, properties: {spec: {type: object, "
+        "x-kubernetes-preserve-unknown-fields: true}},"))
+    changed = _render(root, crds_dir=root / "crds")
+    assert not changed.fast_path and changed.skipped == ()
+    assert not _render(root).fast_path  # without the folder: the bundled CRDs again

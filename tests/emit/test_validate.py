@@ -11,6 +11,8 @@ import pytest
 
 import gen.caches
 from gen.emit import validate as validate_module
+from gen.emit.crd_convert import CRDSchema
+from gen.emit.crd_schemas import CRDSet
 from gen.emit.render import make_environment, render_cluster
 from gen.emit.validate import SchemaValidator, schema_version_for
 from gen.errors import ManifestValidationError, SourceLocation
@@ -84,6 +86,7 @@ def test_kind_without_schema_is_an_error() -> None:
     (finding,) = SchemaValidator().validate(data, 34, WHERE)
     assert finding.rule == "GEN020"
     assert "no schema for Widget example.com/v1" in finding.message
+    assert "crds/" in finding.hint
 
 
 def test_api_version_the_cluster_lacks_is_an_error() -> None:
@@ -170,27 +173,27 @@ def test_every_error_of_an_object_is_reported(example_objects: list[tuple[int, A
     }
 
 
-def test_custom_schema_keywords_are_enforced(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A custom schema is enforced whole, whatever keywords it uses (here uniqueItems)."""
-    schema = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
-              "properties": {"items": {"type": "array", "uniqueItems": True}}}
-    monkeypatch.setattr("gen.emit.crd_schemas.custom_schema",
-                        lambda _api_version, kind: schema if kind == "Odd" else None)
-    gen.caches.clear()
-    findings = SchemaValidator().validate(
-        {"apiVersion": "example.com/v1", "kind": "Odd", "items": [1, 1]}, 34, WHERE)
-    gen.caches.clear()
-    assert [(f.rule, f.key_path, f.message) for f in findings] == [
-        ("GEN020", "items", "Odd does not match the 1.34 schema: [1,1] has non-unique elements")]
+def test_user_crd_keywords_are_enforced() -> None:
+    """A user CRD's schema is enforced whole, whatever keywords it uses (here a list set)."""
+    crd = CRDSchema("example.com/v1", "Odd", True, {
+        "type": "object", "properties": {"items": {
+            "type": "array", "items": {"type": "integer"}, "x-kubernetes-list-type": "set"}}},
+        "crds/odd.yaml", SourceLocation("crds/odd.yaml", 1, 1), "d1")
+    findings = SchemaValidator(CRDSet((crd,))).validate(
+        {"apiVersion": "example.com/v1", "kind": "Odd", "metadata": {"name": "o"},
+         "items": [1, 1]}, 34, WHERE)
+    assert [(f.rule, f.key_path, f.message, f.related) for f in findings] == [
+        ("GEN020", "items", "Odd does not match its CRD (crds/odd.yaml): [1,1] has non-unique "
+         "elements", (SourceLocation("crds/odd.yaml", 1, 1),))]
 
 
 def test_warm_compiles_ahead_and_clear_forgets() -> None:
     """warm() fills the one validator cache; gen.caches.clear() empties it."""
     gen.caches.clear()
     validate_module.warm([(34, "v1", "Namespace"), (34, "example.com/v1", "Widget")])
-    assert set(validate_module._VALIDATORS.data) == {(34, "v1", "Namespace"),
-                                                (34, "example.com/v1", "Widget")}
-    assert validate_module._VALIDATORS.data[(34, "example.com/v1", "Widget")] is None
+    assert set(validate_module._VALIDATORS.data) == {(34, "v1", "Namespace", ""),
+                                                (34, "example.com/v1", "Widget", "")}
+    assert validate_module._VALIDATORS.data[(34, "example.com/v1", "Widget", "")] is None
     gen.caches.clear()
     assert validate_module._VALIDATORS.data == {}
 
@@ -223,4 +226,155 @@ def test_parallel_render_compiles_schemas_in_the_parent(tmp_path: Path) -> None:
     gen.caches.clear()
     _, findings, _ = render_outputs(plan, templates_dir=None, out_label="out", jobs=2)
     assert findings == []
-    assert needed <= set(validate_module._VALIDATORS.data)
+    assert needed <= {key[:3] for key in validate_module._VALIDATORS.data}
+
+
+# ------------------------------------------------- custom resources of the user's CRDs
+
+WIDGET_TEMPLATE = """
+    apiVersion: example.com/v1
+    kind: Widget
+    metadata:
+      name: {{ name|tojson }}
+      namespace: {{ namespace|tojson }}
+    spec:
+      port: {{ port_name|tojson }}
+      size: SIZE
+"""
+
+WIDGET_CRD = """
+    apiVersion: apiextensions.k8s.io/v1
+    kind: CustomResourceDefinition
+    metadata: {name: widgets.example.com}
+    spec:
+      group: example.com
+      names: {kind: Widget, plural: widgets}
+      scope: Namespaced
+      versions:
+        - name: v1
+          served: true
+          storage: true
+          schema:
+            openAPIV3Schema:
+              type: object
+              properties:
+                spec:
+                  type: object
+                  properties:
+                    port: {type: string}
+                    size: {type: integer}
+                  x-kubernetes-validations:
+                    - {rule: "self.size < 10", message: "size must stay below 10"}
+                    - {rule: "RULE"}
+"""
+
+
+def _widget_fleet(tmp_path: Path, size: int, rule: str = "true") -> Path:
+    root = copy_fleet(tmp_path)
+    # The override replaces the ServiceMonitor, rendered where the Prometheus Operator is.
+    cluster = root / "profiles/clusters/edge-l4.yaml"
+    cluster.write_text(cluster.read_text("utf-8").replace(
+        "node_pools:", "addons: [prometheus-operator]\nnode_pools:", 1), encoding="utf-8")
+    write_tree(root, {
+        "templates/vllm/servicemonitor.yaml.j2": WIDGET_TEMPLATE.replace("SIZE", str(size)),
+        "crds/widget.yaml": WIDGET_CRD.replace("RULE", rule),
+    })
+    return root
+
+
+def _render(root: Path, crds: bool = True) -> Any:
+    return render(root / "profiles", root / "out", templates_dir=root / "templates",
+                  crds_dir=root / "crds" if crds else None, validator="embedded", base=root)
+
+
+def test_custom_resource_of_a_user_crd_renders(tmp_path: Path) -> None:
+    """A template override's custom resource renders when crds/ holds its CRD."""
+    root = _widget_fleet(tmp_path, 3)
+    _render(root)
+    assert "kind: Widget" in (
+        root / "out/edge-l4/workloads/edge/widget-qwen-7b.yaml").read_text()
+
+
+def test_custom_resource_without_its_crd_is_an_error(tmp_path: Path) -> None:
+    """Without the CRD, the custom resource has no schema: GEN020, pointing to crds/."""
+    root = _widget_fleet(tmp_path, 3)
+    with pytest.raises(ManifestValidationError) as info:
+        _render(root, crds=False)
+    assert {f.rule for f in info.value.findings} == {"GEN020"}
+    assert all("crds/" in f.hint for f in info.value.findings)
+
+
+def test_gen024_rule_of_the_crd_fires_at_the_output_file(tmp_path: Path) -> None:
+    """GEN024: the CRD's rule is false; located at out/<file>, related to the profile and CRD."""
+    root = _widget_fleet(tmp_path, 12)
+    with pytest.raises(ManifestValidationError) as info:
+        _render(root)
+    where = SourceLocation("out/edge-l4/workloads/edge/widget-qwen-7b.yaml")
+    finding = next(f for f in info.value.findings if f.location == where)
+    assert (finding.rule, finding.key_path) == ("GEN024", "spec")
+    assert finding.message == ("Widget breaks a rule of its CRD (crds/widget.yaml): size must "
+                               "stay below 10")
+    assert SourceLocation("crds/widget.yaml", 1, 1) in finding.related
+    assert not (root / "out").exists()
+
+
+def test_gen025_rule_gen_cannot_evaluate_warns_at_the_crd(tmp_path: Path) -> None:
+    """GEN025: a rule gen cannot compile is a warning at the CRD; the render goes on."""
+    root = _widget_fleet(tmp_path, 3, rule="isURL(self.port)")
+    result = _render(root)
+    (warning,) = [f for f in result.findings if f.rule == "GEN025"]
+    assert warning.location == SourceLocation("crds/widget.yaml", 1, 1)
+    assert warning.key_path == ("spec.versions.v1.schema.openAPIV3Schema.properties.spec."
+                                "x-kubernetes-validations[1].rule")
+    near = _widget_fleet(tmp_path / "near", 3, rule="self.port != ''")
+    assert [f for f in _render(near).findings if f.rule == "GEN025"] == []
+
+
+def test_gen023_unusable_crd_stops_render_and_lint(tmp_path: Path) -> None:
+    """GEN023: a file in crds/ that is no CRD is a lint error at it; nothing is written."""
+    from gen.errors import LintError
+    from gen.pipeline import lint
+
+    root = _widget_fleet(tmp_path, 3)
+    write_tree(root, {"crds/notes.yaml": "apiVersion: v1\nkind: ConfigMap\n"})
+    with pytest.raises(LintError) as info:
+        _render(root)
+    assert [(f.rule, str(f.location)) for f in info.value.findings] == [
+        ("GEN023", "crds/notes.yaml:1:1")]
+    findings = lint(root / "profiles", base=root, crds_dir=root / "crds")
+    assert [f.rule for f in findings if f.rule == "GEN023"] == ["GEN023"]
+    (root / "crds/notes.yaml").unlink()
+    assert [f for f in lint(root / "profiles", base=root, crds_dir=root / "crds")
+            if f.rule == "GEN023"] == []
+
+
+def test_gen022_bad_label_on_a_built_in_kind(tmp_path: Path) -> None:
+    """GEN022: a label key Kubernetes refuses fails a built-in object; a good one passes."""
+    root = copy_fleet(tmp_path)
+    write_tree(root, {"templates/core/namespace.yaml.j2": """
+        apiVersion: v1
+        kind: Namespace
+        metadata:
+          name: {{ name|tojson }}
+          labels: {"team name": "a"}
+    """})
+    with pytest.raises(ManifestValidationError) as info:
+        render(root / "profiles", root / "out", templates_dir=root / "templates",
+               validator="embedded", base=root)
+    finding = next(f for f in info.value.findings
+                   if str(f.location) == "out/edge-l4/gpu/_cluster/namespace-edge.yaml")
+    assert (finding.rule, finding.key_path) == ("GEN022", "metadata.labels.team name")
+    (root / "templates/core/namespace.yaml.j2").write_text(
+        (root / "templates/core/namespace.yaml.j2").read_text().replace("team name", "team"))
+    render(root / "profiles", root / "out", templates_dir=root / "templates",
+           validator="embedded", base=root)
+
+
+def test_gen022_name_syntax_depends_on_the_kind() -> None:
+    """A Service name with a dot is refused (DNS-1035); a ConfigMap's is fine (subdomain)."""
+    meta = {"name": "a.b", "namespace": "n"}
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": {}}
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta}
+    assert [(f.rule, f.key_path) for f in SchemaValidator().validate(service, 34, WHERE)] == [
+        ("GEN022", "metadata.name")]
+    assert SchemaValidator().validate(config, 34, WHERE) == []

@@ -238,3 +238,43 @@ def test_duplicate_names_rejected() -> None:
                 ),
             ]
         )
+
+
+def test_pg506_96gb_is_in_the_catalog() -> None:
+    """0x20B6 (PG506-96GB, in the GPU Operator's default MIG config) has the 96GB profiles."""
+    gpu = gpu_catalog().lookup("0x20B610DE")
+    assert gpu.id == "pg506-96gb" and gpu.architecture == "Ampere"
+    assert {"1g.12gb", "3g.48gb", "7g.96gb"} <= set(gpu.mig_profile_names)
+
+
+def test_brand_as_the_driver_reports_it() -> None:
+    """NVML's brand names: GeForce for an RTX 4090, NvidiaRTX for an RTX 6000 Ada."""
+    catalog = gpu_catalog()
+    assert catalog.lookup("rtx-4090").brand == "GeForce"
+    assert catalog.lookup("rtx-6000-ada").brand == "NvidiaRTX"
+    assert catalog.lookup("h100-sxm5-80gb").brand == "Nvidia"
+
+
+def test_engine_counts_from_the_mig_user_guide() -> None:
+    """A100 7g.40gb: 7 copy engines, 5 NVDECs, 1 JPEG, 1 OFA; RTX PRO +me.all: 4 JPEGs."""
+    a100 = gpu_catalog().lookup("a100-sxm4-40gb").mig_profile("7g.40gb")
+    assert a100 is not None
+    assert (a100.copy_engines, a100.decoders, a100.encoders, a100.jpegs, a100.ofas) == (
+        7, 5, 0, 1, 1)
+    rtx = gpu_catalog().lookup("rtx-pro-6000-server").mig_profile("1g.24gb+me.all")
+    assert rtx is not None and rtx.jpegs == 4
+
+
+def test_every_s7_gpu_has_gi_profile_ids() -> None:
+    """The DRA driver names MIG devices with the GI profile id: every S7 GPU has them."""
+    for gpu in gpu_catalog().all():
+        if gpu.mig_units == 8:
+            assert {p.gi_profile_id for p in gpu.mig_profiles} == {19, 20, 15, 14, 9, 5, 0}
+
+
+def test_unmeasured_memory_holds_the_measured_slices() -> None:
+    """H100 7g.80gb (unmeasured) holds at least two measured 3g.40gb halves."""
+    gpu = gpu_catalog().lookup("h100-sxm5-80gb")
+    seven, three = gpu.mig_profile("7g.80gb"), gpu.mig_profile("3g.40gb")
+    assert seven is not None and three is not None
+    assert seven.memory_mib >= 2 * three.memory_mib and not seven.memory_measured

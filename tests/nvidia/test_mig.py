@@ -391,3 +391,15 @@ def test_parse_layout_args_rejects_duplicates() -> None:
     """The same profile twice is ambiguous."""
     with pytest.raises(LayoutSyntaxError, match="twice"):
         parse_layout_args(["1g.10gb=1", "1g.10gb=2"])
+
+
+@pytest.mark.parametrize("layout", [
+    {"1g.12gb": 7}, {"1g.12gb+me": 1}, {"1g.24gb": 4}, {"2g.24gb": 3}, {"3g.48gb": 2},
+    {"4g.48gb": 1}, {"7g.96gb": 1}, {"1g.12gb": 2, "2g.24gb": 1, "3g.48gb": 1},
+])
+def test_default_config_layouts_for_pg506_96gb(layout: dict[str, int]) -> None:
+    """The 96GB layouts of the GPU Operator's default mig-parted config (NVIDIA/mig-parted
+    deployments/systemd/config-default.yaml@v0.15.0, whose all-balanced entry filters on
+    0x20B610DE) are valid on PG506-96GB."""
+    gpu = gpu_catalog().lookup("0x20B610DE")
+    assert check_layout(gpu, layout).valid

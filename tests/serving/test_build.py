@@ -153,3 +153,35 @@ def test_no_literal_secret_in_output(objects: dict[str, dict[str, Any]]) -> None
 
     for path, obj in objects.items():
         assert list(literal_secrets(obj)) == [], path
+
+
+def test_omitted_max_model_len_renders_the_largest_that_fits(tmp_path: Path) -> None:
+    """No max_model_len: the Deployment passes the longest context every device holds, and
+    quantization / enforce_eager reach `vllm serve` as the flags fit budgeted."""
+    import yaml
+
+    from gen.fleet.sizing import service_fit
+    from tests.helpers import LINT_BASE
+
+    service = LINT_BASE["service.yaml"].replace(
+        "serving: {max_model_len: 32768}",
+        "serving: {max_num_seqs: 32, quantization: fp8, enforce_eager: true}")
+    files = {**LINT_BASE, "service.yaml": service}
+    root = tmp_path / "profiles"
+    root.mkdir()
+    for name, text in files.items():
+        (root / name).write_text(text)
+    plan = load_plan(root, base=tmp_path)
+    (svc,) = plan.clusters[0].services
+    assert svc.model is not None
+    length, reports = service_fit(svc)
+    assert length == min(r.max_model_len_fit for _, r in reports) == svc.model.max_context
+    assert all(r.fits and r.quantization == "fp8" and r.enforce_eager for _, r in reports)
+    outputs, _, _ = render_outputs(plan, templates_dir=None, out_label="out", validator="none")
+    (dep,) = [d for p, data in outputs.items() if p.name.startswith("deployment-")
+              for d in [yaml.safe_load(data)]]
+    args = dep["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert _arg(args, "--max-model-len") == str(length)
+    assert _arg(args, "--quantization") == "fp8"
+    assert "--enforce-eager" in args
+    assert _arg(args, "--max-num-batched-tokens") == str(reports[0][1].max_num_batched_tokens)

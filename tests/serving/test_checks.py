@@ -44,3 +44,54 @@ def test_mig_class_without_layout_has_no_pool(tmp_path: Path) -> None:
     layout = LINT_BASE["layout.yaml"].replace("3g.40gb: 1, ", "")
     findings = lint_fleet(tmp_path, **{"service.yaml": service, "layout.yaml": layout})
     assert [f.rule for f in errors_of(findings)] == ["GEN304"]
+
+
+def test_omitted_max_model_len_fails_only_below_the_useful_minimum(tmp_path: Path) -> None:
+    """With max_model_len omitted, 70B on two H100s serves the largest context that fits
+    (no GEN301); on one H100 not even 4,096 tokens fit: GEN301 at `model`, saying so."""
+    service = LINT_BASE["service.yaml"].replace("serving: {max_model_len: 32768}",
+                                                "serving: {max_num_seqs: 64}")
+    near = service.replace("count: 4", "count: 2").replace("tensor: 4", "tensor: 2")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    assert not [f for f in lint_fleet(tmp_path / "a", **{"service.yaml": near})
+                if f.rule == "GEN301"]
+    far = service.replace("count: 4", "count: 1").replace("tensor: 4", "tensor: 1")
+    (finding,) = [f for f in lint_fleet(tmp_path / "b", **{"service.yaml": far})
+                  if f.rule == "GEN301"]
+    assert "useful minimum of 4096" in finding.message
+    assert finding.key_path == "model"
+    assert finding.location is not None and finding.location.line == 3  # `model:` line
+
+
+def test_quantization_the_checkpoint_lacks(tmp_path: Path) -> None:
+    """serving.quantization: awq on a bf16 checkpoint is GEN305 at that key; fp8 (online)
+    is not."""
+    bad = LINT_BASE["service.yaml"].replace("serving: {max_model_len: 32768}",
+                                            "serving: {max_model_len: 32768, quantization: awq}")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "good").mkdir()
+    findings = lint_fleet(tmp_path / "bad", **{"service.yaml": bad})
+    (finding,) = [f for f in findings if f.rule == "GEN305"]
+    assert "only fp8 quantizes online" in finding.message
+    assert finding.key_path == "serving.quantization"
+    assert finding.location is not None and finding.location.line == 7
+    assert not [f for f in findings if f.rule == "GEN301"]  # not reported as a misfit
+    good = bad.replace("quantization: awq", "quantization: fp8")
+    assert not [f for f in lint_fleet(tmp_path / "good", **{"service.yaml": good})
+                if f.rule in ("GEN301", "GEN305")]
+
+
+def test_batched_tokens_below_max_num_seqs(tmp_path: Path) -> None:
+    """max_num_batched_tokens 256 with 512 sequences is GEN306; 512 with 512 is not."""
+    base = LINT_BASE["service.yaml"].replace(
+        "serving: {max_model_len: 32768}",
+        "serving: {max_model_len: 32768, max_num_seqs: 512, max_num_batched_tokens: 256}")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "good").mkdir()
+    (finding,) = [f for f in lint_fleet(tmp_path / "bad", **{"service.yaml": base})
+                  if f.rule == "GEN306"]
+    assert finding.key_path == "serving.max_num_batched_tokens"
+    near = base.replace("max_num_batched_tokens: 256", "max_num_batched_tokens: 512")
+    assert not [f for f in lint_fleet(tmp_path / "good", **{"service.yaml": near})
+                if f.rule == "GEN306"]

@@ -15,7 +15,6 @@ from gen.serving.fit import (
     KV_BLOCK_TOKENS,
     FitDevice,
     FitRequest,
-    KVCacheDType,
     batch_defaults,
     check_fit,
     kv_cache_bytes,
@@ -44,9 +43,14 @@ class _Changes(TypedDict, total=False):
     pipeline_parallel: int
     max_model_len: int | None
     gpu_memory_utilization: float
-    kv_cache_dtype: KVCacheDType
+    kv_cache_dtype: str
     max_num_seqs: int | None
     max_num_batched_tokens: int | None
+    estimate_cudagraphs: bool
+    enforce_eager: bool
+    flashinfer_sampler: bool
+    mxfp4_kernel: str | None
+    quantization: str | None
 
 
 def _request(**changes: Unpack[_Changes]) -> FitRequest:
@@ -76,11 +80,20 @@ def test_llama_70b_fits_four_h100_with_tp4() -> None:
 
 
 def test_llama_70b_tp2_fails_the_full_context_check() -> None:
-    """Llama 3.1 70B on 2 × H100 loads but cannot hold one 128K sequence (reference: ~20k)."""
-    report = check_fit(_request(model=_model("meta-llama/Llama-3.1-70B-Instruct"), gpus=2))
+    """Llama 3.1 70B on 2 × H100 with 64 sequences loads but cannot hold one 128K sequence."""
+    report = check_fit(_request(model=_model("meta-llama/Llama-3.1-70B-Instruct"), gpus=2,
+                                max_num_seqs=64))
     assert not report.fits
     assert "To serve at least one request" in report.errors[0]
     assert 8_000 < report.max_model_len_fit < 32_000
+
+
+def test_llama_70b_tp2_at_vllm_defaults_leaves_no_pool() -> None:
+    """At vLLM's 1,024 sequences the sampler's peak alone takes the rest of 2 × H100."""
+    report = check_fit(_request(model=_model("meta-llama/Llama-3.1-70B-Instruct"), gpus=2))
+    assert not report.fits
+    assert report.activation > 4 * GIB
+    assert "exceed the budget" in report.errors[0]
 
 
 def test_8b_does_not_fit_a_1g_10gb_slice() -> None:
@@ -104,10 +117,17 @@ def test_llama_1b_fits_a_1g_10gb_slice() -> None:
     assert report.fits, report.errors
 
 
-def test_gpt_oss_120b_fits_one_80gb_gpu() -> None:
-    """gpt-oss-120b (MXFP4) fits a single 80 GB GPU, as its model card says."""
-    report = check_fit(_request(model=_model("openai/gpt-oss-120b")))
-    assert report.fits, report.errors
+def test_gpt_oss_120b_needs_fewer_sequences_on_one_h100() -> None:
+    """gpt-oss-120b does not start on one H100 at vLLM's defaults (three public logs say so),
+    but does with 64 sequences: the sampler's peak is what decides."""
+    h100 = resolve_device("h100-sxm5-80gb")
+    model = _model("openai/gpt-oss-120b")
+    defaults = check_fit(_request(model=model, device=h100))
+    assert not defaults.fits
+    assert defaults.weights > 64 * GIB  # the mxfp4 kernels pad the experts (60.8 GiB unpadded)
+    assert "exceed the budget" in defaults.errors[0]
+    few = check_fit(_request(model=model, device=h100, max_num_seqs=64))
+    assert few.fits, few.errors
 
 
 def test_405b_fp8_fits_eight_h100() -> None:
@@ -240,10 +260,19 @@ def test_batch_defaults_follow_vllm() -> None:
 
 
 def test_tight_utilization_warns_about_cuda_graphs() -> None:
-    """A utilization leaving too little outside the budget warns about CUDA graphs."""
+    """Without the profiler's estimate, a utilization leaving too little outside the budget
+    warns about CUDA graphs; vLLM 0.21 subtracts the estimate instead."""
     model = _model("meta-llama/Llama-3.2-1B-Instruct")
-    report = check_fit(_request(device=MIG_1G_10GB, model=model, gpu_memory_utilization=0.99))
-    assert any("CUDA graphs" in w for w in report.warnings)
+    old = check_fit(_request(device=MIG_1G_10GB, model=model, gpu_memory_utilization=0.99,
+                             estimate_cudagraphs=False))
+    assert any("CUDA graphs" in w for w in old.warnings)
+    assert old.cuda_graphs == 0
+    new = check_fit(_request(device=MIG_1G_10GB, model=model, gpu_memory_utilization=0.99))
+    assert not any("CUDA graphs" in w for w in new.warnings)
+    assert new.cuda_graphs > 0
+    assert new.kv_cache_available == old.kv_cache_available - new.cuda_graphs
+    eager = check_fit(_request(device=MIG_1G_10GB, model=model, enforce_eager=True))
+    assert eager.cuda_graphs == 0
 
 
 def test_unified_memory_warns() -> None:
@@ -259,9 +288,14 @@ def test_report_json_has_documented_keys() -> None:
     assert data["fits"] is True
     assert data["errors"] == []
     assert set(data["per_gpu_bytes"]) == {
-        "budget", "weights", "non_torch", "activation", "overhead", "kv_cache_min",
-        "kv_cache_available", "headroom",
+        "budget", "weights", "non_torch", "activation", "cuda_graphs", "overhead",
+        "kv_cache_min", "kv_cache_available", "headroom",
     }
+    assert {t["name"] for t in data["terms"]} >= {
+        "cuda_total", "budget", "weights", "activation", "non_torch", "cuda_graphs",
+        "kv_cache_available", "kv_cache_min",
+    }
+    assert all(t["source"] for t in data["terms"])
     assert data["max_model_len_fit"] == 131072
 
 
@@ -392,3 +426,130 @@ def test_a_service_asks_with_its_own_parallelism_and_serving_settings() -> None:
     own = FitRequest.for_service(service, model, H100, max_model_len=None, gpus=1,
                                  kv_cache_dtype="auto")
     assert (own.gpus, own.kv_cache_dtype, own.max_model_len) == (1, "auto", None)
+
+
+# ---- vLLM 0.21's terms ----
+
+
+def test_budget_is_the_cuda_visible_total() -> None:
+    """vLLM multiplies the total CUDA reports, not NVML's, by gpu_memory_utilization."""
+    h100 = resolve_device("h100-sxm5-80gb")
+    assert h100.cuda_total_mib is not None and h100.cuda_total_mib < h100.memory_mib
+    report = check_fit(_request(device=h100))
+    assert report.budget == int(h100.cuda_total_bytes * 0.90)
+    assert report.cuda_total == h100.cuda_total_bytes
+
+
+def test_a_gpu_without_a_log_gets_the_documented_reserve() -> None:
+    """No logged CUDA total: NVML's total less gen.nvidia.gpus.CUDA_RESERVE_MIB."""
+    from gen.nvidia.gpus import CUDA_RESERVE_MIB
+
+    l40s = resolve_device("l40s")
+    assert l40s.cuda_total_mib == l40s.memory_mib - CUDA_RESERVE_MIB
+    assert not l40s.cuda_total_logged
+    assert resolve_device("h100-sxm5-80gb").cuda_total_logged
+    assert "no vLLM log" in check_fit(_request(device=l40s)).terms[0].source
+
+
+def test_sampler_peak_grows_with_sequences_and_vocabulary() -> None:
+    """At vLLM's 1,024 sequences the sampler, not the forward pass, sets the peak."""
+    many = check_fit(_request(max_num_seqs=1024))
+    few = check_fit(_request(max_num_seqs=8))
+    assert many.activation > few.activation
+    assert many.activation == int(9.75 * 1024 * 128256 * 4)
+    flashinfer = check_fit(_request(max_num_seqs=1024, flashinfer_sampler=True))
+    assert flashinfer.activation < many.activation
+
+
+def test_mxfp4_padding_depends_on_the_kernel() -> None:
+    """Marlin pads gpt-oss's experts more than Triton; bf16 models are never padded."""
+    model = _model("openai/gpt-oss-120b")
+    weights = {k: check_fit(_request(model=model, mxfp4_kernel=k)).weights
+               for k in ("marlin", "triton", "flashinfer")}
+    assert weights["marlin"] > weights["triton"] > model.weight_bytes
+    assert weights["flashinfer"] > weights["marlin"]
+    llama = check_fit(_request(mxfp4_kernel="marlin"))
+    assert llama.weights == _model("meta-llama/Llama-3.1-8B-Instruct").weight_bytes
+
+
+def test_mla_caches_one_latent_per_token_on_every_rank() -> None:
+    """An MLA model's KV is (kv_lora_rank + rope dim) per layer, not split by TP."""
+    mla = replace(_model("meta-llama/Llama-3.1-8B-Instruct"), kv_lora_rank=512,
+                  qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128)
+    one = kv_cache_bytes(mla, 16)
+    assert one == 16 * 32 * (512 + 64) * 2
+    assert kv_cache_bytes(mla, 16, tensor_parallel=4) == one
+    assert kv_cache_bytes(mla, 16, kv_cache_dtype="fp8_ds_mla") == one // 2
+
+
+def test_online_fp8_halves_a_16_bit_checkpoint() -> None:
+    """--quantization fp8 on a bf16 checkpoint: 1-byte linear layers, 16-bit embeddings."""
+    bf16 = check_fit(_request())
+    fp8 = check_fit(_request(quantization="fp8"))
+    assert fp8.fits and fp8.quantization == "fp8"
+    assert 0.5 * bf16.weights < fp8.weights < 0.6 * bf16.weights
+
+
+def test_a_quantization_the_checkpoint_does_not_have_is_refused() -> None:
+    """vLLM refuses --quantization awq for a bf16 checkpoint and gptq for an AWQ one."""
+    report = check_fit(_request(quantization="awq"))
+    assert not report.fits
+    assert "only fp8 quantizes online" in report.errors[0]
+    awq = check_fit(_request(model=_model("Qwen/Qwen2.5-72B-Instruct-AWQ"), gpus=2,
+                             quantization="gptq"))
+    assert any("refuses --quantization gptq" in e for e in awq.errors)
+    assert check_fit(_request(model=_model("Qwen/Qwen2.5-72B-Instruct-AWQ"), gpus=2,
+                              quantization="awq_marlin", max_model_len=8192)).fits
+
+
+def test_every_vllm_kv_cache_dtype_is_accepted() -> None:
+    """vLLM's CacheDType choices; the 8-bit ones halve the bf16 KV."""
+    from gen.serving.memory import KV_CACHE_DTYPES
+
+    auto = check_fit(_request()).kv_bytes_per_token
+    for dtype in KV_CACHE_DTYPES:
+        report = check_fit(_request(kv_cache_dtype=dtype))
+        assert not any("kv_cache_dtype" in e for e in report.errors), dtype
+        assert report.kv_bytes_per_token in (auto, auto // 2), dtype
+    assert any("kv_cache_dtype" in e for e in check_fit(_request(kv_cache_dtype="int3")).errors)
+
+
+def test_the_failing_terms_are_named() -> None:
+    """A model that does not fit says which terms used the budget."""
+    report = check_fit(_request(model=_model("openai/gpt-oss-120b"),
+                                device=resolve_device("h100-sxm5-80gb"), max_model_len=131072))
+    assert not report.fits
+    for word in ("weights", "activation", "non-torch", "CUDA graphs", "budget"):
+        assert word in report.errors[0]
+
+
+# ---- sanity over the whole catalog ----
+
+_ALL_GPUS = tuple(resolve_device(g.id) for g in __import__(
+    "gen.nvidia.gpus", fromlist=["gpu_catalog"]).gpu_catalog().all())
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.id)
+def test_every_model_on_every_gpu_is_sane(model: LLMSpec) -> None:
+    """No negative pool when it fits; KV monotone in context; the reported longest context
+    fits and one block more does not; more utilization never shrinks the pool."""
+    for device in _ALL_GPUS:
+        for tp in (t for t in (1, 2, 4, 8) if model.attention_heads % t == 0):
+            request = FitRequest(model=model, device=device, gpus=tp, max_model_len=4096)
+            report = check_fit(request)
+            if report.fits:
+                assert report.kv_cache_available >= report.kv_cache_min >= 0
+                assert report.headroom >= 0
+            assert report.budget <= device.cuda_total_bytes
+            best = report.max_model_len_fit
+            if best:
+                at = check_fit(replace(request, max_model_len=best))
+                assert at.kv_cache_min <= at.kv_cache_available
+                if best < model.max_context:
+                    over = check_fit(replace(request, max_model_len=best + KV_BLOCK_TOKENS))
+                    assert over.kv_cache_min > over.kv_cache_available
+            lengths = sorted({min(n, model.max_context) for n in (1024, 8192, 32768, 10**7)})
+            needs = [kv_cache_bytes(model, n, tensor_parallel=tp) for n in lengths]
+            assert needs == sorted(needs)
+            more = check_fit(replace(request, gpu_memory_utilization=0.95))
+            assert more.kv_cache_available >= report.kv_cache_available

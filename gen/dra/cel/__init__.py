@@ -1,17 +1,31 @@
 """DRA device selectors compiled and evaluated the way Kubernetes does (cel-expr-python).
 
+Public API (stable; other capabilities call it):
+
+* :func:`compile_selector` ``(expression, kubernetes_version=None)`` → :class:`CompiledSelector`
+  (``.cost``, ``.evaluate(device)``), or :class:`gen.errors.CELCompileError` with Kubernetes'
+  wording. ``kubernetes_version`` (``'1.34'``, ``'v1.34.2'``, ``34``) compiles as that
+  version's API server does for a *new* object (the previous minor's environment); None is
+  the newest environment gen knows.
+* :func:`evaluate` ``(expression, device, kubernetes_version=None)`` → :class:`SelectorResult`
+  (``matched``, ``error``): run-time errors are data, never exceptions.
+* :func:`kubernetes_minor` parses a version; :func:`explain_miss` / :func:`diagnose_miss` say
+  why a device is not selected.
+
 The environment is Kubernetes' DRA selector environment (kubernetes/dynamic-resource-allocation
-``cel/compile.go``@v0.36.0):
+``cel/compile.go``@v0.36.0) on top of the versioned base environment (:mod:`._versions`):
 one variable ``device`` with ``driver`` (string), ``attributes`` (domain → name → value) and
-``capacity`` (domain → name → quantity); Kubernetes' ``quantity``/``semver`` libraries; the
-strings extension (version 2), optionals and ``cel.bind``.
+``capacity`` (domain → name → quantity); Kubernetes' quantity, semver, list, regex, IP and CIDR
+libraries; the strings (version 2) and sets extensions, optionals and ``cel.bind``; the
+compile-time validators of literals and aggregates (:mod:`._validate`).
 
 Kubernetes semantics kept:
 
 * an unknown attribute or capacity *domain* is an empty map; an unknown *key* is the run-time
   error ``no such key: X``; ``'d' in device.attributes`` sees only the device's real domains;
-* a result that is not a bool is a compile error when the type is known and a run-time error
-  ("CEL result of type X could not be converted to bool") otherwise;
+* the result must be a bool or an attribute value (Kubernetes' unknown type): anything else,
+  ``dyn`` included, is a compile error; a non-bool attribute is a run-time error ("CEL result
+  of type X could not be converted to bool");
 * expressions longer than 10 Ki (10240 UTF-8 bytes, Go's ``len``) are rejected before compiling;
 * an estimated cost above 1,000,000 is rejected at compile time ("too complex, exceeds cost
   limit"), see :mod:`gen.dra.cel._cost`. At run time cel-expr-python's comprehension iteration
@@ -37,6 +51,7 @@ from gen.dra.cel._engine import (
     SelectorResult,
     compile_selector,
     evaluate,
+    kubernetes_minor,
 )
 from gen.dra.cel._explain import Miss, diagnose_miss, explain_miss
 
@@ -52,4 +67,5 @@ __all__ = [
     "diagnose_miss",
     "evaluate",
     "explain_miss",
+    "kubernetes_minor",
 ]

@@ -211,3 +211,48 @@ def decode_parsed_expr(serialized: bytes) -> ParsedAST:
             entry = _fields(raw)
             positions[_int(entry, 1)] = _int(entry, 2)
     return ParsedAST(_expr(_bytes(parsed, 2), 0), positions)
+
+
+_PRIMITIVES = {1: "bool", 2: "int", 3: "uint", 4: "double", 5: "string", 6: "bytes"}
+_WELL_KNOWN = {1: "any", 2: "google.protobuf.Timestamp", 3: "google.protobuf.Duration"}
+
+
+def type_name(raw: bytes) -> str:
+    """cel-go's spelling of a serialized ``cel.expr.Type`` (``list(int)``, ``dyn``)."""
+    fields = _fields(raw)
+    if 1 in fields:
+        return "dyn"
+    if 2 in fields:
+        return "null_type"
+    if 3 in fields:
+        return _PRIMITIVES.get(_int(fields, 3), "unknown")
+    if 4 in fields:
+        return f"wrapper({_PRIMITIVES.get(_int(fields, 4), 'unknown')})"
+    if 5 in fields:
+        return _WELL_KNOWN.get(_int(fields, 5), "unknown")
+    if 6 in fields:
+        return f"list({type_name(_bytes(_fields(_bytes(fields, 6)), 1))})"
+    if 7 in fields:
+        entry = _fields(_bytes(fields, 7))
+        return f"map({type_name(_bytes(entry, 1))}, {type_name(_bytes(entry, 2))})"
+    if 9 in fields:
+        return _str(fields, 9)
+    if 10 in fields:
+        return _str(fields, 10)
+    if 14 in fields:
+        return _str(_fields(_bytes(fields, 14)), 1)
+    return "unknown"
+
+
+def decode_checked_expr(serialized: bytes) -> tuple[Node, dict[int, bytes]]:
+    """The root and the checker's type of every node id, from a checked ``serialize()``."""
+    outer = _fields(serialized)
+    if not _str(outer, 1).endswith("cel.expr.CheckedExpr"):
+        raise ASTDecodeError(f"not a CheckedExpr: {_str(outer, 1)!r}")
+    checked = _fields(_bytes(outer, 2))
+    types: dict[int, bytes] = {}
+    for raw in checked.get(3, []):
+        if isinstance(raw, bytes):
+            entry = _fields(raw)
+            types[_int(entry, 1)] = _bytes(entry, 2)
+    return _expr(_bytes(checked, 4), 0), types

@@ -3,10 +3,15 @@
 cel-expr-python has no cost tracking, so gen estimates the cost itself from the AST, with
 cel-go's unit costs (1 per identifier, select, call and operator; 10 per list literal, 30 per
 map literal; 0.1 per character for string work; 0.25 per regex character) and Kubernetes'
-size bounds for device data (strings ≤ 64 characters, maps ≤ 32 entries; gen uses 64 for
-every device-derived value). A comprehension costs its range size times its loop body, so
-nesting multiplies; sizes grow through ``+``, ``replace``, ``join`` and ``format``, so the
-string- or list-doubling chains that would exhaust memory have an astronomically high cost.
+size bounds for device data, as DRA's compiler declares them
+(kubernetes/dynamic-resource-allocation ``cel/compile.go`` @ v0.36.0): the attribute and
+capacity maps, outer (by domain) and inner (by name), hold at most
+``ResourceSliceMaxAttributesAndCapacitiesPerDevice`` = 32 entries, an attribute value at most
+``DeviceAttributeMaxValueLength`` = 64 characters, the driver name at most 63
+(kubernetes/api ``resource/v1/types.go`` @ v0.36.0). A comprehension costs its range size
+times its loop body, so nesting multiplies; sizes grow through ``+``, ``replace``, ``join``
+and ``format``, so the string- or list-doubling chains that would exhaust memory have an
+astronomically high cost.
 The estimate is an upper bound of the same order as cel-go's, not the same number.
 """
 
@@ -20,6 +25,37 @@ from gen.dra.cel._ast import Node
 __all__ = ["estimate_cost"]
 
 DEVICE_VALUE_SIZE = 64
+"""An attribute value's bound (``DeviceAttributeMaxValueLength``), and that of any value gen
+cannot trace to the device."""
+DEVICE_MAP_ENTRIES = 32
+"""``ResourceSliceMaxAttributesAndCapacitiesPerDevice``: entries of each attribute or
+capacity map."""
+DRIVER_NAME_LENGTH = 63
+
+# (size, element size) of each step of a path through the ``device`` variable.
+_DEVICE_PATH = {
+    "device": (1, 1),
+    "driver": (DRIVER_NAME_LENGTH, 1),
+    "maps": (DEVICE_MAP_ENTRIES, DEVICE_MAP_ENTRIES),
+    "domain": (DEVICE_MAP_ENTRIES, DEVICE_VALUE_SIZE),
+    "value": (DEVICE_VALUE_SIZE, DEVICE_VALUE_SIZE),
+}
+
+
+def _device_path(node: Node, scope: dict[str, _Est]) -> str:
+    """Where ``node`` points inside ``device``: a key of :data:`_DEVICE_PATH`, or ''."""
+    if node.kind == "ident":
+        return "device" if node.name == "device" and node.name not in scope else ""
+    if node.kind == "select" and not node.test_only:
+        operand = node.children[0]
+    elif node.kind == "call" and node.name in {"_[_]", "_[?_]"} and len(node.args) == 2:
+        operand = node.args[0]
+    else:
+        return ""
+    base = _device_path(operand, scope)
+    if base == "device" and node.kind == "select":
+        return {"driver": "driver", "attributes": "maps", "capacity": "maps"}.get(node.name, "")
+    return {"maps": "domain", "domain": "value"}.get(base, "")
 
 _STRING_WORK = {
     "lowerAscii",
@@ -34,6 +70,7 @@ _STRING_WORK = {
     "lastIndexOf",
     "size",
     "string",
+    "bytes",
     "quantity",
     "isQuantity",
     "semver",
@@ -41,6 +78,9 @@ _STRING_WORK = {
     "@in",
 }
 _COMPARISONS = {"_==_", "_!=_", "_<_", "_<=_", "_>_", "_>=_"}
+_LIST_TRAVERSAL = {"isSorted", "sum", "min", "max"}
+_SETS = {"sets.contains", "sets.equivalent", "sets.intersects"}
+_NAMESPACES = {"sets", "ip", "format", "optional", "lists", "strings"}
 
 
 @dataclass(frozen=True)
@@ -54,9 +94,8 @@ def _tenth(n: int) -> int:
     return math.ceil(n / 10)
 
 
-def _call(node: Node, parts: list[_Est]) -> _Est:
+def _call(name: str, parts: list[_Est]) -> _Est:
     """The own cost and result size of a call, given its (target +) argument estimates."""
-    name = node.name
     big = max((p.size for p in parts), default=1)
     elem = max((p.elem for p in parts), default=1)
     if name == "_+_" and len(parts) == 2:
@@ -66,7 +105,17 @@ def _call(node: Node, parts: list[_Est]) -> _Est:
         return _Est(1 + _tenth(min(p.size for p in parts)), 1, 1)
     if name in {"_[_]", "_[?_]"} and parts:
         return _Est(1, parts[0].elem, parts[0].elem)
-    if name == "matches" and len(parts) == 2:
+    if name in _LIST_TRAVERSAL and parts:
+        # Kubernetes' list library walks the receiver: per element one step plus its
+        # comparison (library/cost.go@v0.36.0), 0.1 per character for strings.
+        items = parts[0]
+        return _Est(1 + items.size * (1 + _tenth(items.elem)), items.elem, 1)
+    if name in _SETS and len(parts) == 2:
+        # cel-go ext/sets.go: every element of one list against every element of the other;
+        # equivalent() does it both ways.
+        pairs = parts[0].size * parts[1].size
+        return _Est(1 + pairs * (2 if name == "sets.equivalent" else 1), 1, 1)
+    if name in {"matches", "find", "findAll"} and len(parts) >= 2:
         return _Est(1 + _tenth(parts[0].size) * max(1, math.ceil(parts[1].size / 4)), 1, 1)
     if name == "replace" and len(parts) >= 3:
         size = parts[0].size + (parts[0].size + 1) * parts[2].size
@@ -76,11 +125,11 @@ def _call(node: Node, parts: list[_Est]) -> _Est:
     if name == "join" and parts:
         sep = parts[1].size if len(parts) > 1 else 0
         size = parts[0].size * (parts[0].elem + sep)
-        return _Est(1 + _tenth(size), size, 1)
+        return _Est(1 + parts[0].size + _tenth(size), size, 1)
     if name == "format" and len(parts) == 2:
         size = parts[0].size * (1 + parts[1].size * max(parts[1].elem, 20))
         return _Est(1 + _tenth(size), size, 1)
-    if name == "quote" and parts:
+    if name == "strings.quote" and parts:
         size = 2 * parts[0].size + 2
         return _Est(1 + _tenth(size), size, 1)
     if name in _STRING_WORK:
@@ -94,6 +143,15 @@ def _estimate(node: Node, scope: dict[str, _Est]) -> _Est:
         value = node.value
         size = len(value) if isinstance(value, str | bytes) else 1
         return _Est(0, size, 1)
+    path = _device_path(node, scope) if kind in {"ident", "select", "call"} else ""
+    if path:
+        size, elem = _DEVICE_PATH[path]
+        inner = node.children[0] if kind == "select" else None
+        step = 1 if kind != "call" else 1 + sum(
+            _estimate(c, scope).cost for c in node.children
+        )
+        below = _estimate(inner, scope).cost if inner is not None else 0
+        return _Est(step + below, size, elem)
     if kind == "ident":
         known = scope.get(node.name)
         if known is not None:
@@ -108,8 +166,18 @@ def _estimate(node: Node, scope: dict[str, _Est]) -> _Est:
         cost = (10 if kind == "list" else 30) + sum(k.cost for k in kids)
         return _Est(cost, len(values), max((v.size for v in values), default=1))
     if kind == "call":
-        parts = [_estimate(c, scope) for c in node.children]
-        own = _call(node, parts)
+        children, name = node.children, node.name
+        first = children[0] if node.has_target else None
+        if first is not None and first.kind == "ident" and first.name in _NAMESPACES and (
+            first.name not in scope
+        ):
+            children, name = children[1:], f"{first.name}.{name}"  # sets.contains(a, b)
+        parts = [_estimate(c, scope) for c in children]
+        if node.name == "@in" and len(node.args) == 2 and _device_path(
+            node.args[1], scope
+        ) in {"maps", "domain"}:
+            return _Est(1 + sum(p.cost for p in parts), 1, 1)  # a map look-up
+        own = _call(name, parts)
         return _Est(own.cost + sum(p.cost for p in parts), own.size, own.elem)
     if kind == "comp":
         return _comprehension(node, scope)

@@ -9,10 +9,12 @@ from typing import Any
 from cel_expr_python import cel
 
 from gen.caches import memoize, once
-from gen.dra.cel._ast import ParsedAST, decode_parsed_expr
+from gen.dra.cel._ast import Node, ParsedAST, decode_checked_expr, decode_parsed_expr
 from gen.dra.cel._cost import estimate_cost
 from gen.dra.cel._library import checker_env, device_data, runtime_env
 from gen.dra.cel._source import matching_bracket
+from gen.dra.cel._validate import aggregate_errors, literal_errors
+from gen.dra.cel._versions import first_new_object_minor, unavailable
 from gen.dra.devices import Device
 from gen.errors import CELCompileError, CELRuntimeError
 
@@ -25,6 +27,7 @@ __all__ = [
     "SelectorResult",
     "compile_selector",
     "evaluate",
+    "kubernetes_minor",
 ]
 
 MAX_EXPRESSION_LENGTH = 10 * 1024
@@ -65,7 +68,7 @@ _RUNTIME_MESSAGES = (
     (re.compile(r"^Iteration budget exceeded$"), BUDGET_MESSAGE),
     (
         re.compile(
-            r"(?s)^(?:ERROR: <input>:-1:-1: )?(?:Exceeded max recursion depth of (\d+) when "
+            r"(?s)^(?:ERROR: <input>:-?\d+:-?\d+: )?(?:Exceeded max recursion depth of (\d+) when "
             r"parsing\.|Expression recursion limit exceeded\. limit: (\d+)).*$"
         ),
         NESTING_MESSAGE,
@@ -110,21 +113,57 @@ def _type_name(cel_type: Any) -> str:
     return name.lower() if name.isupper() else name
 
 
+def _is_device_map(node: Node, scope: dict[str, bool]) -> bool:
+    """Whether ``node`` is ``device.attributes`` or ``device.capacity`` (maybe by a
+    ``cel.bind`` name)."""
+    if node.kind == "ident":
+        return scope.get(node.name, False)
+    return (
+        node.kind == "select"
+        and not node.test_only
+        and node.name in {"attributes", "capacity"}
+        and node.children[0].kind == "ident"
+        and node.children[0].name == "device"
+        and "device" not in scope
+    )
+
+
+def _domain_lookups(node: Node, scope: dict[str, bool], out: list[Node]) -> None:
+    """Collect the look-ups of a domain in a device map, however the map is reached."""
+    if node.kind == "comp":
+        iter_range, init, cond, step, result = node.children
+        _domain_lookups(iter_range, scope, out)
+        _domain_lookups(init, scope, out)
+        inner = {**scope, **dict.fromkeys(node.iter_vars, False)}
+        inner[node.accu_var] = _is_device_map(init, scope)  # cel.bind(name, value, body)
+        for part in (cond, step, result):
+            _domain_lookups(part, inner, out)
+        return
+    if (node.kind == "call" and node.name == "_[_]" and len(node.args) == 2 and _is_device_map(
+        node.args[0], scope
+    )) or (node.kind == "select" and not node.test_only and _is_device_map(
+        node.children[0], scope
+    )):
+        out.append(node)
+    for child in node.children:
+        _domain_lookups(child, scope, out)
+
+
 def _domain_default_source(expression: str, ast: ParsedAST) -> str:
-    """Rewrite ``device.attributes[D]`` / ``device.capacity[D]`` to default to an empty map."""
+    """Rewrite each look-up of a domain in ``device.attributes`` / ``device.capacity`` to
+    default to an empty map (``m[?d].orValue({})``, ``m.?d.orValue({})``), as Kubernetes'
+    ``newStringInterfaceMapWithDefault`` answers: directly, through ``cel.bind`` or in a
+    comprehension."""
+    lookups: list[Node] = []
+    _domain_lookups(ast.root, {}, lookups)
     inserts: list[tuple[int, str]] = []
-    for node in ast.root.walk():
-        if node.kind != "call" or node.name != "_[_]" or len(node.args) != 2:
-            continue
-        operand = node.args[0]
-        if not (
-            operand.kind == "select"
-            and operand.name in {"attributes", "capacity"}
-            and operand.children[0].kind == "ident"
-            and operand.children[0].name == "device"
-        ):
-            continue
+    for node in lookups:
         start = ast.positions.get(node.id, -1)
+        if node.kind == "select":
+            match = re.compile(r"\.\s*([A-Za-z_][A-Za-z0-9_]*)").match(expression, start)
+            if start >= 0 and match is not None:
+                inserts += [(start + 1, "?"), (match.end(), ".orValue({})")]
+            continue
         if not 0 <= start < len(expression) or expression[start] != "[":
             continue
         end = matching_bracket(expression, start)
@@ -171,9 +210,146 @@ def _activation(device: Device) -> Any:
     return _envs()[1].Activation({"device": device_data(device)})
 
 
+def kubernetes_minor(version: str | int | None) -> int | None:
+    """``'1.34'``, ``'v1.34.2'`` or ``34`` → 34; None stays None (the newest environment).
+
+    Raises :class:`ValueError` for anything else.
+    """
+    if version is None or isinstance(version, int):
+        return version
+    match = re.fullmatch(r"v?1\.(\d{1,3})(?:\.\d{1,4})?", version)
+    if match is None:
+        raise ValueError(f"not a Kubernetes version (want 1.MINOR or 1.MINOR.PATCH): {version!r}")
+    return int(match[1])
+
+
+def _at(expression: str, ast: ParsedAST, node: Node) -> str:
+    """cel-go's ``<input>:LINE:COLUMN:`` of a node (columns count code points from 1)."""
+    offset = ast.positions.get(node.id, 0)
+    before = expression[:offset]
+    line = before.count("\n") + 1
+    return f"<input>:{line}:{offset - (before.rfind(chr(10)) + 1) + 1}:"
+
+
+def _version_error(expression: str, ast: ParsedAST, minor: int | None) -> str | None:
+    uses = sorted(unavailable(ast.root, minor), key=lambda u: ast.positions.get(u[2].id, 0))
+    for feature, name, node in uses:
+        first = first_new_object_minor(feature)
+        where = _at(expression, ast, node)
+        if minor is not None and first > minor:
+            return (
+                f"compilation failed: {where} '{name}' ({feature.name}) is available to new "
+                f"objects from Kubernetes 1.{first}; this cluster runs 1.{minor}"
+            )
+        since = f"from 1.{first}" if first else "in every version"
+        return (
+            f"compilation failed: {where} gen does not implement '{name}' ({feature.name}), "
+            f"which Kubernetes accepts in new objects {since}; see docs/cel.md, Deviations"
+        )
+    return None
+
+
+def _attribute_kind(node: Node, scope: dict[str, str]) -> str:
+    """How Kubernetes types ``node``: ``any`` for an attribute value, else a path marker."""
+    if node.kind == "ident":
+        return scope.get(node.name, "device" if node.name == "device" else "")
+    if node.kind == "select" and not node.test_only:
+        base = _attribute_kind(node.children[0], scope)
+        if base == "device":
+            return "attributes" if node.name == "attributes" else ""
+        return {"attributes": "domain", "domain": "any"}.get(base, "")
+    if node.kind == "call" and node.name == "_[_]" and len(node.args) == 2:
+        return {"attributes": "domain", "domain": "any"}.get(
+            _attribute_kind(node.args[0], scope), ""
+        )
+    if node.kind == "call" and node.name == "_?_:_" and len(node.args) == 3:
+        kinds = {_attribute_kind(n, scope) for n in node.args[1:]}
+        return "any" if kinds == {"any"} else ""
+    if node.kind == "comp":  # cel.bind(name, value, body) expands to a comprehension
+        _, init, _, _, result = node.children
+        return _attribute_kind(result, {**scope, node.accu_var: _attribute_kind(init, scope)})
+    return ""
+
+
+def _result_error(checked: Any, root: Node) -> str | None:
+    """DRA's result rule: bool, or the unknown type (an attribute value) — never ``dyn``."""
+    try:
+        result_type = checked.return_type()
+    except _BINDING_ERRORS as err:
+        # The binding cannot express some checked types in Python ("Unsupported map key type:
+        # kubernetes.Quantity"); none of them is bool.
+        return (
+            f"must evaluate to bool or the unknown type, not a type gen cannot name "
+            f"({_clean(str(err))})"
+        )
+    if result_type == cel.Type.BOOL:
+        return None
+    # Kubernetes types attribute values as the unknown type (google.protobuf.Any) and
+    # everything else that is not known statically as dyn, which it refuses
+    # (dynamic-resource-allocation cel/compile.go@v0.36.0, CompileCELExpression).
+    if result_type == cel.Type.DYN and _attribute_kind(root, {}) == "any":
+        return None
+    return f"must evaluate to bool or the unknown type, not {_type_name(result_type)}"
+
+
+_ERROR_AT = re.compile(r"ERROR: <input>:(\d+):(\d+): (.*)")
+_CROSS_NUMERIC = re.compile(
+    r"found no matching overload for '_(?:<|<=|>|>=)_' applied to "
+    r"'\((int|uint|double), (int|uint|double)\)'"
+)
+_NUMBER = re.compile(r"-?(?:0[xX][0-9a-fA-F]+|\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|\.\d+)[uU]?")
+
+
+def _cross_numeric(checker: Any, expression: str, ast: ParsedAST, errors: str) -> Any:
+    """The checked expression when its only type errors are ordering comparisons of two
+    different numeric types, which Kubernetes allows (``cel.CrossTypeNumericComparisons``,
+    base.go since 1.28) and cel-expr-python's checker does not; None otherwise.
+
+    gen re-checks the expression with the numeric literal operands of those comparisons
+    written ``dyn(...)``; a comparison with no literal operand stays an error (a deviation).
+    """
+    found = [m.groups() for m in _ERROR_AT.finditer(errors)]
+    if not found or any(
+        (m := _CROSS_NUMERIC.fullmatch(text)) is None or m[1] == m[2] for _, _, text in found
+    ):
+        return None
+    lines = expression.split("\n")
+    offsets = {sum(len(x) + 1 for x in lines[: int(line) - 1]) + int(col) - 1
+               for line, col, _ in found}
+    wraps: list[tuple[int, int]] = []
+    for node in ast.root.walk():
+        if node.kind == "call" and node.name in {"_<_", "_<=_", "_>_", "_>=_"} and (
+            ast.positions.get(node.id) in offsets
+        ):
+            spans = [
+                literal.span()
+                for arg in node.args
+                if arg.kind == "const" and ast.positions.get(arg.id, -1) >= 0
+                and (literal := _NUMBER.match(expression, ast.positions[arg.id])) is not None
+            ]
+            if not spans:
+                return None
+            wraps += spans
+    text = expression
+    for start, end in sorted(wraps, reverse=True):
+        text = f"{text[:start]}dyn({text[start:end]}){text[end:]}"
+    try:
+        return checker.compile(text)
+    except _BINDING_ERRORS:
+        return None
+
+
 @memoize(maxsize=4096)
-def compile_selector(expression: str) -> CompiledSelector:
-    """Compile a selector as the apiserver validates it; raises :class:`CELCompileError`."""
+def compile_selector(
+    expression: str, kubernetes_version: str | int | None = None
+) -> CompiledSelector:
+    """Compile a selector as the API server validates a new object; raises CELCompileError.
+
+    ``kubernetes_version`` (``'1.34'``, ``34``; None = the newest environment gen knows) is
+    the cluster's version: a function that its API server does not yet offer to new objects
+    is a compile error naming the first version that has it (:mod:`gen.dra.cel._versions`).
+    """
+    minor = kubernetes_minor(kubernetes_version)
     try:
         size = len(expression.encode("utf-8"))
     except UnicodeEncodeError as err:
@@ -187,26 +363,29 @@ def compile_selector(expression: str) -> CompiledSelector:
         )
     checker, runtime = _envs()
     try:
+        ast = decode_parsed_expr(runtime.compile(expression, disable_check=True).serialize())
+    except _BINDING_ERRORS as err:  # a syntax error; ASTDecodeError is a ValueError
+        raise CELCompileError(_compile_message(expression, str(err))) from None
+    message = _version_error(expression, ast, minor)
+    if message is not None:
+        raise CELCompileError(message)
+    try:
         checked = checker.compile(expression)
     except _BINDING_ERRORS as err:
-        raise CELCompileError(_compile_message(expression, str(err))) from None
+        checked = _cross_numeric(checker, expression, ast, str(err))
+        if checked is None:
+            raise CELCompileError(_compile_message(expression, str(err))) from None
+    message = _result_error(checked, ast.root)
+    if message is not None:
+        raise CELCompileError(message)
     try:
-        result_type = checked.return_type()
+        root, types = decode_checked_expr(checked.serialize())
     except _BINDING_ERRORS as err:
-        # The binding cannot express some checked types in Python ("Unsupported map key type:
-        # kubernetes.Quantity"); none of them is bool.
-        raise CELCompileError(
-            f"must evaluate to bool or the unknown type, not a type gen cannot name "
-            f"({_clean(str(err))})"
-        ) from None
-    if not (result_type == cel.Type.BOOL or result_type == cel.Type.DYN):
-        raise CELCompileError(
-            f"must evaluate to bool or the unknown type, not {_type_name(result_type)}"
-        )
-    try:
-        ast = decode_parsed_expr(runtime.compile(expression, disable_check=True).serialize())
-    except _BINDING_ERRORS as err:  # ASTDecodeError is a ValueError
         raise CELCompileError(f"compilation failed: {_clean(str(err))}") from None
+    problems = aggregate_errors(root, types) + literal_errors(root)
+    if problems:
+        node, text = min(problems, key=lambda p: ast.positions.get(p[0].id, 0))
+        raise CELCompileError(f"compilation failed: ERROR: {_at(expression, ast, node)} {text}")
     cost = estimate_cost(ast.root)
     if cost > MAX_COST:
         raise CELCompileError(
@@ -227,12 +406,15 @@ class SelectorResult:
     error: str | None = None
 
 
-def evaluate(expression: str, device: Device) -> SelectorResult:
+def evaluate(
+    expression: str, device: Device, kubernetes_version: str | int | None = None
+) -> SelectorResult:
     """Run ``expression`` on ``device``; run-time errors become ``SelectorResult.error``.
 
-    Raises :class:`CELCompileError` when the expression does not compile.
+    Raises :class:`CELCompileError` when the expression does not compile (for that
+    Kubernetes version, see :func:`compile_selector`).
     """
-    selector = compile_selector(expression)
+    selector = compile_selector(expression, kubernetes_version)
     try:
         return SelectorResult(selector.evaluate(device))
     except CELRuntimeError as err:

@@ -16,7 +16,11 @@ type"). So the Kubernetes types live twice:
 
 from __future__ import annotations
 
+import itertools
+import json
+import re
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -26,6 +30,7 @@ from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 from gen.caches import memoize
 from gen.dra.devices import Device
 from gen.errors import QuantityError
+from gen.k8s.netip import Addr, NetIPError, Prefix, parse_addr, parse_prefix
 from gen.k8s.quantity import parse_quantity
 from gen.k8s.semver import Version, parse_version, version_or_reason
 
@@ -194,6 +199,250 @@ def _version_part(index: int) -> Callable[[object], int]:
     return part
 
 
+# --- Kubernetes' list and regex libraries, cel-go's sets extension -------------------------
+# kubernetes/apiserver pkg/cel/library/lists.go and regex.go @ v0.36.0; google/cel-go
+# ext/sets.go @ v0.26.0.
+
+
+def _cel_equal(a: object, b: object) -> bool:
+    """CEL's heterogeneous equality on runtime values (bool is not a number, 1 == 1.0)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_cel_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_cel_equal(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+def _items(value: object) -> list[Any]:
+    if not isinstance(value, list):
+        raise _LibraryError("no such overload")
+    return value
+
+
+def _is_sorted(value: object) -> bool:
+    items = _items(value)
+    try:
+        return all(not b < a for a, b in itertools.pairwise(items))
+    except TypeError:
+        raise _LibraryError("no such overload") from None
+
+
+def _returnable(name: str, value: object) -> object:
+    if isinstance(value, timedelta | datetime):
+        raise _LibraryError(
+            f"gen cannot evaluate {name}() of durations or timestamps (cel-expr-python cannot "
+            "return one from a function); see docs/cel.md, Deviations"
+        )
+    return value
+
+
+def _extreme(name: str) -> Callable[[object], object]:
+    def pick(value: object) -> object:
+        items = _items(value)
+        if not items:
+            raise _LibraryError(f"{name} called on empty list")
+        try:
+            return _returnable(name, min(items) if name == "min" else max(items))
+        except TypeError:
+            raise _LibraryError("no such overload") from None
+
+    return pick
+
+
+def _sum(value: object) -> object:
+    items = _items(value)
+    if not items:
+        return 0
+    total = items[0]
+    try:
+        for item in items[1:]:
+            total = total + item
+    except TypeError:
+        raise _LibraryError("no such overload") from None
+    return _returnable("sum", total)
+
+
+def _regex(pattern: object) -> re.Pattern[str]:
+    """``pattern`` compiled as RE2 reads it, as far as Python's ``re`` can (ASCII classes)."""
+    from gen.dra.cel._validate import RE2_ONLY, valid_regex
+
+    text = str(pattern)
+    if RE2_ONLY.search(text):
+        raise _LibraryError(
+            "gen cannot evaluate RE2-only syntax (\\p, [[:, \\Q, \\z) in find/findAll; "
+            "see docs/cel.md, Deviations"
+        )
+    if not valid_regex(text):
+        raise _LibraryError(f"Illegal regex: {text}")
+    return _compiled_regex(text)
+
+
+# A quantified group that itself holds a quantifier, ``(a+)+``: Python's backtracking ``re``
+# can take exponential time on it where RE2 is linear.
+_NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*[*+}](?:[^()\\]|\\.)*\)[*+{]")
+_BACKTRACKING_TEXT = 24
+
+
+def _search_text(pattern: re.Pattern[str], text: object) -> str:
+    value = str(text)
+    if len(value) > _BACKTRACKING_TEXT and _NESTED_QUANTIFIER.search(pattern.pattern):
+        raise _LibraryError(
+            f"gen cannot evaluate find/findAll with a nested quantifier on a text longer than "
+            f"{_BACKTRACKING_TEXT} characters (Python's regex engine may backtrack "
+            "exponentially where RE2 does not); see docs/cel.md, Deviations"
+        )
+    return value
+
+
+@memoize(maxsize=256)
+def _compiled_regex(text: str) -> re.Pattern[str]:
+    return re.compile(text, re.ASCII)
+
+
+def _find(text: object, pattern: object) -> str:
+    compiled = _regex(pattern)
+    match = compiled.search(_search_text(compiled, text))
+    return match[0] if match else ""
+
+
+def _find_all(text: object, pattern: object, limit: object = -1) -> list[str]:
+    # Go's FindAllString: at most ``limit`` matches when limit >= 0; an empty match right
+    # after the previous match is skipped.
+    n = int(limit) if isinstance(limit, int) else -1
+    out: list[str] = []
+    end = -1
+    compiled = _regex(pattern)
+    for match in compiled.finditer(_search_text(compiled, text)):
+        if n >= 0 and len(out) >= n:
+            break
+        if match.start() == match.end() == end:
+            continue
+        out.append(match[0])
+        end = match.end()
+    return out
+
+
+def _sets_contains(left: object, right: object) -> bool:
+    items = _items(left)
+    return all(any(_cel_equal(x, y) for x in items) for y in _items(right))
+
+
+def _sets_intersects(left: object, right: object) -> bool:
+    items = _items(left)
+    return any(any(_cel_equal(x, y) for x in items) for y in _items(right))
+
+
+# --- Kubernetes' IP and CIDR libraries (pkg/cel/library/ip.go, cidr.go @ v0.36.0) ----------
+IP_KEY = "net.IP"
+CIDR_KEY = "net.CIDR"
+_IP = cel.Type.AbstractType(IP_KEY)
+_CIDR = cel.Type.AbstractType(CIDR_KEY)
+
+
+def _parse_ip(text: str) -> Addr:
+    try:
+        addr = parse_addr(text)
+    except NetIPError as err:
+        raise _LibraryError(
+            f"IP Address {json.dumps(text)} parse error during conversion from string: {err}"
+        ) from None
+    if addr.zone:
+        raise _LibraryError(f"IP address {json.dumps(text)} with zone value is not allowed")
+    if addr.is4in6:
+        raise _LibraryError(f"IPv4-mapped IPv6 address {json.dumps(text)} is not allowed")
+    return addr
+
+
+def _parse_cidr(text: str) -> Prefix:
+    outer = "network address parse error during conversion from string"
+    try:
+        prefix = parse_prefix(text)
+    except NetIPError as err:
+        raise _LibraryError(f"{outer}: {outer}: {err}") from None
+    if prefix.addr.is4in6:
+        raise _LibraryError(f"{outer}: IPv4-mapped IPv6 address {json.dumps(text)} is not allowed")
+    return prefix
+
+
+def _carried(value: object, key: str) -> str | None:
+    """The text a one-entry carrier map holds under ``key``."""
+    if type(value) is dict and len(value) == 1 and isinstance(value.get(key), str):
+        return str(value[key])
+    return None
+
+
+def _ip_of(value: object) -> Addr:
+    """An ``ip()`` value or a string (``containsIP`` takes either)."""
+    text = _carried(value, IP_KEY)
+    if text is not None:
+        return parse_addr(text)
+    if isinstance(value, str):
+        return _parse_ip(value)
+    raise _LibraryError("no such overload")
+
+
+def _cidr_of(value: object) -> Prefix:
+    """A ``cidr()`` value or a string (``containsCIDR`` takes either)."""
+    text = _carried(value, CIDR_KEY)
+    if text is not None:
+        return parse_prefix(text)
+    if isinstance(value, str):
+        return _parse_cidr(value)
+    raise _LibraryError("no such overload")
+
+
+def _ip(value: object) -> dict[str, str]:
+    """``ip(string)`` and ``cidr.ip()``."""
+    if type(value) is dict and CIDR_KEY in value:
+        return {IP_KEY: str(_cidr_of(value).addr)}
+    if not isinstance(value, str):
+        raise _LibraryError("no such overload")
+    return {IP_KEY: str(_parse_ip(value))}
+
+
+def _parses(parse: Callable[[str], object]) -> Callable[[object], bool]:
+    """``isIP`` / ``isCIDR``: whether the string parses."""
+
+    def test(text: object) -> bool:
+        try:
+            parse(str(text))
+        except _LibraryError:
+            return False
+        return True
+
+    return test
+
+
+def _ip_test(name: str) -> Callable[[object], object]:
+    def test(value: object) -> object:
+        if type(value) is not dict:
+            raise _LibraryError("no such overload")
+        return getattr(_ip_of(value), name)
+
+    return test
+
+
+def _masked(value: object) -> dict[str, str]:
+    return {CIDR_KEY: str(_cidr_of(value).masked())}
+
+
+def _contains_cidr(outer: object, inner: object) -> bool:
+    a, b = _cidr_of(outer), _cidr_of(inner)
+    return a.overlaps(b) and a.bits <= b.bits
+
+
+_COMPARABLE = {
+    "int": _INT, "uint": cel.Type.UINT, "double": _DBL, "bool": _BOOL,
+    "duration": cel.Type.DURATION, "timestamp": cel.Type.TIMESTAMP, "string": _STR,
+    "bytes": cel.Type.BYTES,
+}
+_SUMMABLE = ("int", "uint", "double", "duration")
+_LIST_DYN = cel.Type.List(_DYN)
+
 # name -> [(overload id, return type, checker parameter types, is_member, implementation)]
 _Overload = tuple[str, Any, list[Any], bool, Callable[..., Any]]
 _LIBRARY: dict[str, list[_Overload]] = {
@@ -233,6 +482,74 @@ _LIBRARY: dict[str, list[_Overload]] = {
     ],
     "sign": [("quantity_sign", _INT, [_Q], False, _sign)],  # global only, as in Kubernetes
     "isInteger": [("quantity_isInteger", _BOOL, [_Q], True, _is_integer)],
+    "isSorted": [
+        (f"list_{n}_is_sorted_bool", _BOOL, [cel.Type.List(t)], True, _is_sorted)
+        for n, t in _COMPARABLE.items()
+    ],
+    "sum": [
+        (f"list_{n}_sum_{n}", _COMPARABLE[n], [cel.Type.List(_COMPARABLE[n])], True, _sum)
+        for n in _SUMMABLE
+    ],
+    "min": [
+        (f"list_{n}_min_{n}", t, [cel.Type.List(t)], True, _extreme("min"))
+        for n, t in _COMPARABLE.items()
+    ],
+    "max": [
+        (f"list_{n}_max_{n}", t, [cel.Type.List(t)], True, _extreme("max"))
+        for n, t in _COMPARABLE.items()
+    ],
+    "find": [("string_find_string", _STR, [_STR, _STR], True, _find)],
+    "findAll": [
+        ("string_find_all_string", cel.Type.List(_STR), [_STR, _STR], True, _find_all),
+        ("string_find_all_string_int", cel.Type.List(_STR), [_STR, _STR, _INT], True,
+         _find_all),
+    ],
+    "sets.contains": [
+        ("list_sets_contains_list", _BOOL, [_LIST_DYN, _LIST_DYN], False, _sets_contains)
+    ],
+    "sets.equivalent": [
+        ("list_sets_equivalent_list", _BOOL, [_LIST_DYN, _LIST_DYN], False,
+         lambda a, b: _sets_contains(a, b) and _sets_contains(b, a)),
+    ],
+    "sets.intersects": [
+        ("list_sets_intersects_list", _BOOL, [_LIST_DYN, _LIST_DYN], False, _sets_intersects)
+    ],
+    "ip": [
+        ("string_to_ip", _IP, [_STR], False, _ip),
+        ("cidr_ip", _IP, [_CIDR], True, _ip),
+    ],
+    "isIP": [("is_ip", _BOOL, [_STR], False, _parses(_parse_ip))],
+    "ip.isCanonical": [
+        ("ip_is_canonical", _BOOL, [_STR], False,
+         lambda t: str(_parse_ip(str(t))) == str(t)),
+    ],
+    "family": [("ip_family", _INT, [_IP], True, _ip_test("family"))],
+    **{
+        name: [(f"ip_{name}", _BOOL, [_IP], True, _ip_test(attr))]
+        for name, attr in (
+            ("isUnspecified", "is_unspecified"),
+            ("isLoopback", "is_loopback"),
+            ("isLinkLocalMulticast", "is_link_local_multicast"),
+            ("isLinkLocalUnicast", "is_link_local_unicast"),
+            ("isGlobalUnicast", "is_global_unicast"),
+        )
+    },
+    "cidr": [("string_to_cidr", _CIDR, [_STR], False, lambda t: {CIDR_KEY: str(_cidr_of(
+        t if isinstance(t, str) else None))})],
+    "isCIDR": [("is_cidr", _BOOL, [_STR], False, _parses(_parse_cidr))],
+    "containsIP": [
+        ("cidr_contains_ip_string", _BOOL, [_CIDR, _STR], True,
+         lambda c, i: _cidr_of(c).contains(_ip_of(i))),
+        ("cidr_contains_ip_ip", _BOOL, [_CIDR, _IP], True,
+         lambda c, i: _cidr_of(c).contains(_ip_of(i))),
+    ],
+    "containsCIDR": [
+        ("cidr_contains_cidr_string", _BOOL, [_CIDR, _STR], True, _contains_cidr),
+        ("cidr_contains_cidr", _BOOL, [_CIDR, _CIDR], True, _contains_cidr),
+    ],
+    "prefixLength": [("cidr_prefix_length", _INT, [_CIDR], True,
+                      lambda c: _cidr_of(c).bits)],
+    "masked": [("cidr_masked", _CIDR, [_CIDR], True, _masked)],
     "major": [("semver_major", _INT, [_S], True, _version_part(0))],
     "minor": [("semver_minor", _INT, [_S], True, _version_part(1))],
     "patch": [("semver_patch", _INT, [_S], True, _version_part(2))],

@@ -1,0 +1,121 @@
+"""Dynamic MIG: which clusters can have it, and the DRA driver gates gen sets for it.
+
+Dynamic MIG is the NVIDIA DRA driver's ``DynamicMIG`` feature gate on top of Kubernetes'
+partitionable devices (KEP-4815): the driver announces every MIG profile at every placement
+as a device that consumes shared counters of its GPU, and the scheduler carves the slice a
+claim needs. Facts, with their sources:
+
+* Kubernetes: ``DRAPartitionableDevices`` is alpha (off by default) in 1.33–1.35 and beta,
+  on by default, from 1.36 (kubernetes.io docs, "DRA Features" page,
+  concepts/resource-management/dynamic-resource-allocation/dra-features).
+* The driver: the ``DynamicMIG`` gate exists from chart 25.12 (kubernetes-sigs/
+  dra-driver-nvidia-gpu ``pkg/featuregates/featuregates.go``@v25.12.0, alpha, off by
+  default; absent at v25.8.1) and in the project's later semver releases (v0.4.0 on). It
+  cannot be combined with ``PassthroughSupport``, ``NVMLDeviceHealthCheck`` or
+  ``MPSSupport`` (``ValidateFeatureGates`` in the same file: the plugin does not start).
+* On 25.12.x a node whose GPUs cannot do MIG (L4, T4, L40S) publishes no ResourceSlice at
+  all with ``DynamicMIG`` on (dra-driver-nvidia-gpu issue 1092); PR 1113 ("check if a device
+  is MIG capable", first released in v0.4.0) fixed it.
+* The gate is chart-wide and the plugin then owns MIG on every node it runs on: at start it
+  destroys the MIG devices its checkpoint does not name (``DestroyUnknownMIGDevices`` in
+  ``cmd/gpu-kubelet-plugin/device_state.go``, called from ``driver.go``@v25.12.0) and
+  announces every MIG-capable GPU as partitionable (``GetPerGpuAllocatableDevices`` in
+  ``nvlib.go``). Static mig-parted layouts and dynamic MIG therefore cannot share a cluster.
+* The GPU Operator's mig-manager runs on every MIG-capable node (its DaemonSet selects
+  ``nvidia.com/gpu.deploy.mig-manager=true``, which the operator adds to MIG-capable nodes)
+  and applies the default ``all-disabled`` config. The operator adds that label only when
+  the node has none, so a node labelled ``nvidia.com/gpu.deploy.mig-manager=false`` keeps
+  mig-manager off (NVIDIA/gpu-operator ``controllers/state_manager.go``@v26.7.0,
+  ``addGPUStateLabels`` and ``hasMIGManagerLabel``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from gen.models.cluster import Cluster, NodePool
+
+__all__ = [
+    "CONFLICTING_DRIVER_GATES",
+    "DRIVER_GATE",
+    "K8S_GATE",
+    "MIG_MANAGER_LABEL",
+    "chart_fixes_issue_1092",
+    "chart_supports_dynamic_mig",
+    "driver_gates",
+    "dynamic_pools",
+    "partitionable_devices_problem",
+]
+
+DRIVER_GATE = "DynamicMIG"
+K8S_GATE = "DRAPartitionableDevices"
+K8S_SINCE_MINOR = 33
+K8S_DEFAULT_ON_MINOR = 36
+MIG_MANAGER_LABEL = "nvidia.com/gpu.deploy.mig-manager"
+CONFLICTING_DRIVER_GATES = ("PassthroughSupport", "NVMLDeviceHealthCheck", "MPSSupport")
+
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
+
+
+def _chart(version: str) -> tuple[int, int, int] | None:
+    match = _VERSION.match(version.strip())
+    if match is None:
+        return None
+    major, minor, patch = (int(g) for g in match.groups())
+    return major, minor, patch
+
+
+def chart_supports_dynamic_mig(version: str) -> bool:
+    """Whether DRA driver chart ``version`` has the ``DynamicMIG`` gate (25.12+, v0.4.0+)."""
+    chart = _chart(version)
+    if chart is None:
+        return False
+    if chart[0] >= 25:  # calendar releases: 25.3, 25.8, 25.12
+        return chart[:2] >= (25, 12)
+    return chart[:2] >= (0, 4)  # kubernetes-sigs semver releases after 25.12
+
+
+def chart_fixes_issue_1092(version: str) -> bool:
+    """Whether nodes without MIG-capable GPUs still publish slices with DynamicMIG on."""
+    chart = _chart(version)
+    return chart is not None and chart[0] < 25 and chart[:2] >= (0, 4)
+
+
+def dynamic_pools(cluster: Cluster) -> list[tuple[int, NodePool]]:
+    """(index, pool) of the cluster's ``mig: dynamic`` pools."""
+    return [(i, p) for i, p in enumerate(cluster.node_pools) if p.mig == "dynamic"]
+
+
+def kubernetes_minor(cluster: Cluster) -> int:
+    """The minor of the cluster's Kubernetes version."""
+    return int(cluster.kubernetes_version.split(".")[1])
+
+
+def partitionable_devices_problem(cluster: Cluster) -> str | None:
+    """Why the cluster's Kubernetes lacks partitionable devices, or None when it has them."""
+    minor = kubernetes_minor(cluster)
+    declared = cluster.feature_gates.get(K8S_GATE)
+    if minor < K8S_SINCE_MINOR:
+        return (f"Kubernetes 1.{minor} has no partitionable devices ({K8S_GATE} arrived "
+                f"in 1.{K8S_SINCE_MINOR}, alpha)")
+    if minor < K8S_DEFAULT_ON_MINOR and not declared:
+        return (f"{K8S_GATE} is alpha and off by default on 1.{minor}: the API server drops "
+                "sharedCounters and consumesCounters and the scheduler ignores them")
+    if declared is False:
+        return f"{K8S_GATE} is declared off (it is on by default from 1.{K8S_DEFAULT_ON_MINOR})"
+    return None
+
+
+def dynamic_mig_possible(cluster: Cluster) -> bool:
+    """Whether the cluster can run the driver with ``DynamicMIG`` at all."""
+    return (cluster.allocation == "dra" and partitionable_devices_problem(cluster) is None
+            and chart_supports_dynamic_mig(cluster.dra_driver.version))
+
+
+def driver_gates(cluster: Cluster) -> dict[str, bool]:
+    """The DRA driver feature gates gen renders: the declared ones, with ``DynamicMIG`` on
+    exactly when the cluster has dynamic pools and can have it, and never otherwise."""
+    gates = {k: v for k, v in cluster.dra_driver.feature_gates.items() if k != DRIVER_GATE}
+    if dynamic_pools(cluster) and dynamic_mig_possible(cluster):
+        gates[DRIVER_GATE] = True
+    return dict(sorted(gates.items()))
