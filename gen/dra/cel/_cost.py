@@ -73,6 +73,8 @@ _STRING_WORK = {
     "bytes",
     "quantity",
     "isQuantity",
+    "url",
+    "isURL",
     "semver",
     "isSemver",
     "@in",
@@ -88,6 +90,7 @@ class _Est:
     cost: int
     size: int  # length of a string / list / map; 1 for scalars
     elem: int  # the largest size of an element (lists, maps)
+    is_list: bool = False  # known to be a list (indexOf costs a traversal, not a string scan)
 
 
 def _tenth(n: int) -> int:
@@ -100,7 +103,12 @@ def _call(name: str, parts: list[_Est]) -> _Est:
     elem = max((p.elem for p in parts), default=1)
     if name == "_+_" and len(parts) == 2:
         size = parts[0].size + parts[1].size
-        return _Est(1 + _tenth(size), size, elem)
+        return _Est(1 + _tenth(size), size, elem, parts[0].is_list)
+    if name in {"indexOf", "lastIndexOf"} and parts and parts[0].is_list:
+        # library/cost.go: a list traversal, one comparison per element (plus the string
+        # length for a list of strings).
+        items = parts[0]
+        return _Est(1 + items.size * (1 + _tenth(items.elem)), 1, 1)
     if name in _COMPARISONS:
         return _Est(1 + _tenth(min(p.size for p in parts)), 1, 1)
     if name in {"_[_]", "_[?_]"} and parts:
@@ -155,7 +163,7 @@ def _estimate(node: Node, scope: dict[str, _Est]) -> _Est:
     if kind == "ident":
         known = scope.get(node.name)
         if known is not None:
-            return _Est(1, known.size, known.elem)
+            return _Est(1, known.size, known.elem, known.is_list)
         return _Est(1, DEVICE_VALUE_SIZE, DEVICE_VALUE_SIZE)
     if kind == "select":
         operand = _estimate(node.children[0], scope)
@@ -164,7 +172,9 @@ def _estimate(node: Node, scope: dict[str, _Est]) -> _Est:
         kids = [_estimate(c, scope) for c in node.children]
         values = kids if kind == "list" else kids[1::2]
         cost = (10 if kind == "list" else 30) + sum(k.cost for k in kids)
-        return _Est(cost, len(values), max((v.size for v in values), default=1))
+        return _Est(
+            cost, len(values), max((v.size for v in values), default=1), kind == "list"
+        )
     if kind == "call":
         children, name = node.children, node.name
         first = children[0] if node.has_target else None
@@ -196,11 +206,13 @@ def _comprehension(node: Node, scope: dict[str, _Est]) -> _Est:
     loop_step = _estimate(step, inner)
     # Macro accumulators grow additively (map / filter append one element per iteration).
     growth = max(0, loop_step.size - start.size)
-    final = _Est(0, start.size + rng.size * growth, max(start.elem, loop_step.elem))
+    final = _Est(
+        0, start.size + rng.size * growth, max(start.elem, loop_step.elem), start.is_list
+    )
     inner[node.accu_var] = final
     res = _estimate(result, inner)
     cost = rng.cost + start.cost + rng.size * (loop_cond.cost + loop_step.cost) + res.cost
-    return _Est(cost, res.size, res.elem)
+    return _Est(cost, res.size, res.elem, res.is_list)
 
 
 def estimate_cost(root: Node) -> int:

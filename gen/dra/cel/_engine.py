@@ -232,7 +232,10 @@ def _at(expression: str, ast: ParsedAST, node: Node) -> str:
 
 
 def _version_error(expression: str, ast: ParsedAST, minor: int | None) -> str | None:
-    uses = sorted(unavailable(ast.root, minor), key=lambda u: ast.positions.get(u[2].id, 0))
+    uses = sorted(
+        unavailable(ast.root, minor, expression, ast.positions),
+        key=lambda u: ast.positions.get(u[2].id, 0),
+    )
     for feature, name, node in uses:
         first = first_new_object_minor(feature)
         where = _at(expression, ast, node)
@@ -363,7 +366,7 @@ def compile_selector(
         )
     checker, runtime = _envs()
     try:
-        ast = decode_parsed_expr(runtime.compile(expression, disable_check=True).serialize())
+        ast = decode_parsed_expr(checker.compile(expression, disable_check=True).serialize())
     except _BINDING_ERRORS as err:  # a syntax error; ASTDecodeError is a ValueError
         raise CELCompileError(_compile_message(expression, str(err))) from None
     message = _version_error(expression, ast, minor)
@@ -392,7 +395,10 @@ def compile_selector(
             f"too complex, exceeds cost limit (estimated cost {cost} > {MAX_COST})"
         )
     try:
-        program = runtime.compile(_domain_default_source(expression, ast), disable_check=True)
+        # Parsed where the two-variable comprehension macros are, run where their
+        # cel.@mapInsert is implemented (gen.dra.cel._library.runtime_env).
+        parsed = checker.compile(_domain_default_source(expression, ast), disable_check=True)
+        program = runtime.deserialize(parsed.serialize())
     except _BINDING_ERRORS as err:
         raise CELCompileError(f"compilation failed: {_clean(str(err))}") from None
     return CompiledSelector(expression, cost, program)

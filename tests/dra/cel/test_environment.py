@@ -57,13 +57,36 @@ def test_the_newest_environment_has_everything_gen_implements() -> None:
 
 
 def test_unimplemented_features_name_the_version() -> None:
-    assert "gen does not implement 'isURL' (Kubernetes' URL library), which Kubernetes " \
-        "accepts in new objects in every version" in _error("isURL('https://x')")
-    message = _error("[1].all(i, v, v > 0)")
-    assert "'all' (two-variable comprehensions)" in message and "from 1.33" in message
-    assert "is available to new objects from Kubernetes 1.33" in _error(
-        "[1].all(i, v, v > 0)", 32
-    )
+    message = _error("[1].sort() == [1]")
+    assert "gen does not implement 'sort' (the lists extension, version 3), which " \
+        "Kubernetes accepts in new objects from 1.35" in message
+    assert "'transformMap' (two-variable comprehensions) is available to new objects from " \
+        "Kubernetes 1.33; this cluster runs 1.32" in _error(
+            "{'a': 1}.transformMap(k, v, v) == {'a': 1}", 32
+        )
+
+
+@pytest.mark.parametrize("expression", [
+    "[1, 2].all(i, v, v > i)",
+    "{'a': 1}.exists(k, v, k == 'a' && v == 1)",
+    "[1, 2, 1].existsOne(i, v, v == 2)",
+    "[1, 2].transformList(i, v, v * i) == [0, 2]",
+    "[1, 2].transformList(i, v, i > 0, v) == [2]",
+    "{'a': 1}.transformMap(k, v, v + 1) == {'a': 2}",
+    "{'a': 1, 'b': 2}.transformMap(k, v, k != 'a', v) == {'b': 2}",
+    "{'a': 1}.transformMapEntry(k, v, {v: k}) == {1: 'a'}",
+    "[1, 2].indexOf(2) == 1 && [[1], [2]].lastIndexOf([2]) == 1 && 'ab'.indexOf('b') == 1",
+    "url('https://example.com:80/x').getPort() == '80' && isURL('/path')",
+])
+def test_two_variable_comprehensions_urls_and_list_search(expression: str) -> None:
+    """Kubernetes 1.33's two-variable comprehensions (new objects from 1.33, the base
+    environment of 1.32), the list library's indexOf / lastIndexOf and the URL library."""
+    assert evaluate(expression, DEVICE, 33) == SelectorResult(True)
+
+
+def test_transform_map_entry_refuses_a_repeated_key() -> None:
+    outcome = evaluate("{'a': 1, 'b': 2}.transformMapEntry(k, v, {'x': v}) == {}", DEVICE)
+    assert outcome.error == "CEL runtime error: insert failed: key x already exists"
 
 
 def test_feature_table_is_consistent() -> None:
@@ -190,7 +213,7 @@ def test_doc_examples_hold() -> None:
         for block in re.findall(r"```cel\n(.*?)```", section, re.DOTALL)
         for line in block.splitlines()
     ]
-    assert len(lines) == 6
+    assert len(lines) == 9
     for expression, _, expected in lines:
         assert expected == "true"
         assert evaluate(expression, DEVICE) == SelectorResult(True), expression
