@@ -82,6 +82,10 @@ _STRING_WORK = {
 _COMPARISONS = {"_==_", "_!=_", "_<_", "_<=_", "_>_", "_>=_"}
 _LIST_TRAVERSAL = {"isSorted", "sum", "min", "max"}
 _SETS = {"sets.contains", "sets.equivalent", "sets.intersects"}
+_LISTS_EXTENSION = {"reverse", "slice", "flatten", "distinct", "sort", "@sortByAssociatedKeys"}
+_UNBOUNDED = 1 << 64
+"""cel-go's ``math.MaxUint``: the size of ``lists.range(n)`` or the depth of ``flatten(n)``
+when ``n`` is not a literal."""
 _NAMESPACES = {"sets", "ip", "format", "optional", "lists", "strings"}
 
 
@@ -118,6 +122,19 @@ def _call(name: str, parts: list[_Est]) -> _Est:
         # comparison (library/cost.go@v0.36.0), 0.1 per character for strings.
         items = parts[0]
         return _Est(1 + items.size * (1 + _tenth(items.elem)), items.elem, 1)
+    if name in _LISTS_EXTENSION and parts:
+        # cel-go ext/lists.go@v0.26.0 (estimateAllocatingListCall): the call, the new list
+        # (10) and a factor times the list size; distinct and sort compare every pair.
+        items = parts[-1] if name == "@sortByAssociatedKeys" else parts[0]
+        n = items.size
+        if name in {"distinct", "sort", "@sortByAssociatedKeys"}:
+            strings = _tenth(n * n) if items.elem > 1 else 0
+            return _Est(11 + 2 * n * n + strings, parts[0].size, parts[0].elem, True)
+        if name == "flatten":
+            depth = parts[1].size if len(parts) > 1 else 1
+            size = n * max(1, items.elem)
+            return _Est(11 + depth * size, size, 1, True)
+        return _Est(11 + n, n, items.elem, True)  # reverse, slice
     if name in _SETS and len(parts) == 2:
         # cel-go ext/sets.go: every element of one list against every element of the other;
         # equivalent() does it both ways.
@@ -183,6 +200,14 @@ def _estimate(node: Node, scope: dict[str, _Est]) -> _Est:
         ):
             children, name = children[1:], f"{first.name}.{name}"  # sets.contains(a, b)
         parts = [_estimate(c, scope) for c in children]
+        if name in {"lists.range", "flatten"} and len(children) == (1 if name == "lists.range"
+                                                                     else 2):
+            literal = children[-1]
+            bound = literal.value if literal.kind == "const" and type(literal.value) is int \
+                and literal.value >= 0 else _UNBOUNDED
+            parts[-1] = _Est(parts[-1].cost, bound, 1)
+            if name == "lists.range":
+                return _Est(11 + bound + parts[0].cost, bound, 1, True)
         if node.name == "@in" and len(node.args) == 2 and _device_path(
             node.args[1], scope
         ) in {"maps", "domain"}:

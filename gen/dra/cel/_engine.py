@@ -13,7 +13,7 @@ from gen.dra.cel._ast import Node, ParsedAST, decode_checked_expr, decode_parsed
 from gen.dra.cel._cost import estimate_cost
 from gen.dra.cel._library import checker_env, device_data, runtime_env
 from gen.dra.cel._source import matching_bracket
-from gen.dra.cel._validate import aggregate_errors, literal_errors
+from gen.dra.cel._validate import aggregate_errors, literal_errors, regex_program_errors
 from gen.dra.cel._versions import first_new_object_minor, unavailable
 from gen.dra.devices import Device
 from gen.errors import CELCompileError, CELRuntimeError
@@ -394,6 +394,9 @@ def compile_selector(
         raise CELCompileError(
             f"too complex, exceeds cost limit (estimated cost {cost} > {MAX_COST})"
         )
+    program_errors = regex_program_errors(root)
+    if program_errors:
+        raise CELCompileError(min(program_errors, key=lambda p: ast.positions.get(p[0].id, 0))[1])
     try:
         # Parsed where the two-variable comprehension macros are, run where their
         # cel.@mapInsert is implemented (gen.dra.cel._library.runtime_env).

@@ -673,11 +673,14 @@ _LIST_SEARCH: dict[str, list[_Overload]] = {
     )
 }
 TWO_VARIABLE_COMPREHENSIONS = cel.NewEnvConfigFromYaml(
-    "extensions:\n- name: two-var-comprehensions\n"
+    "extensions:\n- name: two-var-comprehensions\n- name: lists\n  version: 2\n"
 )
 """cel-cpp's two-variable comprehension macros and declarations (cel-go's
-``ext.TwoVarComprehensions``), which cel-expr-python compiles in but does not expose as an
-extension class; the runtime half, ``cel.@mapInsert``, is gen's (:func:`_map_insert`)."""
+``ext.TwoVarComprehensions``) and its lists extension version 2 (``slice``, ``flatten``,
+``lists.range``, ``distinct``, ``reverse``, ``sort``, ``sortBy``), which cel-expr-python
+compiles in but does not expose as extension classes; the runtime half of the comprehensions,
+``cel.@mapInsert``, is gen's (:func:`_map_insert`)."""
+_LISTS = cel.NewEnvConfigFromYaml("extensions:\n- name: lists\n  version: 2\n")
 
 
 def _standard_extensions() -> list[cel.CelExtensionBase]:
@@ -761,7 +764,7 @@ def runtime_env() -> cel.Env:
     # No two-variable comprehension config here: it would declare cel.@mapInsert without an
     # implementation. Expressions are parsed by the checker environment (which has the
     # macros) and deserialized here.
-    return cel.NewEnv(variables={"device": _DYN}, extensions=extensions)
+    return cel.NewEnv(config=_LISTS, variables={"device": _DYN}, extensions=extensions)
 
 
 def _split_name(qualified: str, driver: str) -> tuple[str, str]:

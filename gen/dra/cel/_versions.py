@@ -115,8 +115,10 @@ FEATURES: tuple[Feature, ...] = (
     Feature(
         "the lists extension, version 3", 34,
         frozenset({"slice", "flatten", "lists.range", "distinct", "reverse", "sort",
-                   "sortBy", "first", "last"}),
-        implemented=False,
+                   "sortBy"}),
+    ),
+    Feature(
+        "the lists extension, version 3", 34, frozenset({"first", "last"}), implemented=False,
     ),
 )
 

@@ -57,8 +57,8 @@ def test_the_newest_environment_has_everything_gen_implements() -> None:
 
 
 def test_unimplemented_features_name_the_version() -> None:
-    message = _error("[1].sort() == [1]")
-    assert "gen does not implement 'sort' (the lists extension, version 3), which " \
+    message = _error("[1].first() == optional.of(1)")
+    assert "gen does not implement 'first' (the lists extension, version 3), which " \
         "Kubernetes accepts in new objects from 1.35" in message
     assert "'transformMap' (two-variable comprehensions) is available to new objects from " \
         "Kubernetes 1.33; this cluster runs 1.32" in _error(
