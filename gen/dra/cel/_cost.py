@@ -101,6 +101,21 @@ def _tenth(n: int) -> int:
     return math.ceil(n / 10)
 
 
+def _lists_extension(name: str, parts: list[_Est]) -> _Est:
+    """cel-go ext/lists.go@v0.26.0 (estimateAllocatingListCall): the call, the new list (10)
+    and a factor times the list size; distinct and sort compare every pair."""
+    items = parts[-1] if name == "@sortByAssociatedKeys" else parts[0]
+    n = items.size
+    if name in {"distinct", "sort", "@sortByAssociatedKeys"}:
+        strings = _tenth(n * n) if items.elem > 1 else 0
+        return _Est(11 + 2 * n * n + strings, parts[0].size, parts[0].elem, True)
+    if name == "flatten":
+        depth = parts[1].size if len(parts) > 1 else 1
+        size = n * max(1, items.elem)
+        return _Est(11 + depth * size, size, 1, True)
+    return _Est(11 + n, n, items.elem, True)  # reverse, slice
+
+
 def _call(name: str, parts: list[_Est]) -> _Est:
     """The own cost and result size of a call, given its (target +) argument estimates."""
     big = max((p.size for p in parts), default=1)
@@ -123,18 +138,7 @@ def _call(name: str, parts: list[_Est]) -> _Est:
         items = parts[0]
         return _Est(1 + items.size * (1 + _tenth(items.elem)), items.elem, 1)
     if name in _LISTS_EXTENSION and parts:
-        # cel-go ext/lists.go@v0.26.0 (estimateAllocatingListCall): the call, the new list
-        # (10) and a factor times the list size; distinct and sort compare every pair.
-        items = parts[-1] if name == "@sortByAssociatedKeys" else parts[0]
-        n = items.size
-        if name in {"distinct", "sort", "@sortByAssociatedKeys"}:
-            strings = _tenth(n * n) if items.elem > 1 else 0
-            return _Est(11 + 2 * n * n + strings, parts[0].size, parts[0].elem, True)
-        if name == "flatten":
-            depth = parts[1].size if len(parts) > 1 else 1
-            size = n * max(1, items.elem)
-            return _Est(11 + depth * size, size, 1, True)
-        return _Est(11 + n, n, items.elem, True)  # reverse, slice
+        return _lists_extension(name, parts)
     if name in _SETS and len(parts) == 2:
         # cel-go ext/sets.go: every element of one list against every element of the other;
         # equivalent() does it both ways.
