@@ -81,6 +81,7 @@ _STRING_WORK = {
 }
 _COMPARISONS = {"_==_", "_!=_", "_<_", "_<=_", "_>_", "_>=_"}
 _LIST_TRAVERSAL = {"isSorted", "sum", "min", "max"}
+_LIST_SEARCH = {"indexOf", "lastIndexOf"}  # on a list; on a string they are string work
 _SETS = {"sets.contains", "sets.equivalent", "sets.intersects"}
 _LISTS_EXTENSION = {"reverse", "slice", "flatten", "distinct", "sort", "@sortByAssociatedKeys"}
 _UNBOUNDED = 1 << 64
@@ -123,16 +124,11 @@ def _call(name: str, parts: list[_Est]) -> _Est:
     if name == "_+_" and len(parts) == 2:
         size = parts[0].size + parts[1].size
         return _Est(1 + _tenth(size), size, elem, parts[0].is_list)
-    if name in {"indexOf", "lastIndexOf"} and parts and parts[0].is_list:
-        # library/cost.go: a list traversal, one comparison per element (plus the string
-        # length for a list of strings).
-        items = parts[0]
-        return _Est(1 + items.size * (1 + _tenth(items.elem)), 1, 1)
     if name in _COMPARISONS:
         return _Est(1 + _tenth(min(p.size for p in parts)), 1, 1)
     if name in {"_[_]", "_[?_]"} and parts:
         return _Est(1, parts[0].elem, parts[0].elem)
-    if name in _LIST_TRAVERSAL and parts:
+    if parts and (name in _LIST_TRAVERSAL or (name in _LIST_SEARCH and parts[0].is_list)):
         # Kubernetes' list library walks the receiver: per element one step plus its
         # comparison (library/cost.go@v0.36.0), 0.1 per character for strings.
         items = parts[0]
