@@ -31,6 +31,9 @@ DEVICE_MAP_ENTRIES = 32
 """``ResourceSliceMaxAttributesAndCapacitiesPerDevice``: entries of each attribute or
 capacity map."""
 DRIVER_NAME_LENGTH = 63
+FORMAT_SIZE = 60
+"""The size gen gives a named format (the largest ``MaxRegexSize`` of the DNS and name
+formats in kubernetes/apiserver ``pkg/cel/library/format.go`` @ v0.36.0)."""
 
 # (size, element size) of each step of a path through the ``device`` variable.
 _DEVICE_PATH = {
@@ -117,6 +120,28 @@ def _lists_extension(name: str, parts: list[_Est]) -> _Est:
     return _Est(11 + n, n, items.elem, True)  # reverse, slice
 
 
+def _library_call(name: str, parts: list[_Est]) -> _Est | None:
+    """Kubernetes' list and format libraries, cel-go's lists and sets extensions."""
+    if parts and (name in _LIST_TRAVERSAL or (name in _LIST_SEARCH and parts[0].is_list)):
+        # Kubernetes' list library walks the receiver: per element one step plus its
+        # comparison (library/cost.go@v0.36.0), 0.1 per character for strings.
+        items = parts[0]
+        return _Est(1 + items.size * (1 + _tenth(items.elem)), items.elem, 1)
+    if name in _LISTS_EXTENSION and parts:
+        return _lists_extension(name, parts)
+    if name == "validate" and len(parts) == 2:
+        # library/cost.go: the value's length × 0.1 × MaxNameFormatRegexSize (128) × 0.25.
+        return _Est(1 + _tenth(parts[1].size) * 32, 1, 1)
+    if name.startswith("format."):
+        return _Est(1, FORMAT_SIZE, 1)
+    if name in _SETS and len(parts) == 2:
+        # cel-go ext/sets.go: every element of one list against every element of the other;
+        # equivalent() does it both ways.
+        pairs = parts[0].size * parts[1].size
+        return _Est(1 + pairs * (2 if name == "sets.equivalent" else 1), 1, 1)
+    return None
+
+
 def _call(name: str, parts: list[_Est]) -> _Est:
     """The own cost and result size of a call, given its (target +) argument estimates."""
     big = max((p.size for p in parts), default=1)
@@ -128,18 +153,9 @@ def _call(name: str, parts: list[_Est]) -> _Est:
         return _Est(1 + _tenth(min(p.size for p in parts)), 1, 1)
     if name in {"_[_]", "_[?_]"} and parts:
         return _Est(1, parts[0].elem, parts[0].elem)
-    if parts and (name in _LIST_TRAVERSAL or (name in _LIST_SEARCH and parts[0].is_list)):
-        # Kubernetes' list library walks the receiver: per element one step plus its
-        # comparison (library/cost.go@v0.36.0), 0.1 per character for strings.
-        items = parts[0]
-        return _Est(1 + items.size * (1 + _tenth(items.elem)), items.elem, 1)
-    if name in _LISTS_EXTENSION and parts:
-        return _lists_extension(name, parts)
-    if name in _SETS and len(parts) == 2:
-        # cel-go ext/sets.go: every element of one list against every element of the other;
-        # equivalent() does it both ways.
-        pairs = parts[0].size * parts[1].size
-        return _Est(1 + pairs * (2 if name == "sets.equivalent" else 1), 1, 1)
+    library = _library_call(name, parts)
+    if library is not None:
+        return library
     if name in {"matches", "find", "findAll"} and len(parts) >= 2:
         return _Est(1 + _tenth(parts[0].size) * max(1, math.ceil(parts[1].size / 4)), 1, 1)
     if name == "replace" and len(parts) >= 3:
@@ -203,8 +219,9 @@ def _estimate(node: Node, scope: dict[str, _Est]) -> _Est:
         if name in {"lists.range", "flatten"} and len(children) == (1 if name == "lists.range"
                                                                      else 2):
             literal = children[-1]
-            bound = literal.value if literal.kind == "const" and type(literal.value) is int \
-                and literal.value >= 0 else _UNBOUNDED
+            # cel-go's nodeAsIntValue: a negative literal counts as 0.
+            bound = max(0, literal.value) if literal.kind == "const" and type(
+                literal.value) is int else _UNBOUNDED
             parts[-1] = _Est(parts[-1].cost, bound, 1)
             if name == "lists.range":
                 return _Est(11 + bound + parts[0].cost, bound, 1, True)

@@ -30,6 +30,8 @@ from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 from gen.caches import memoize
 from gen.dra.devices import Device
 from gen.errors import QuantityError
+from gen.k8s.formats import FORMATS
+from gen.k8s.formats import validate as validate_format
 from gen.k8s.netip import Addr, NetIPError, Prefix, parse_addr, parse_prefix
 from gen.k8s.quantity import parse_quantity
 from gen.k8s.semver import Version, parse_version, version_or_reason
@@ -37,8 +39,10 @@ from gen.k8s.urls import URL, URLError, parse_request_uri
 from gen.k8s.urls import parse as parse_url
 
 __all__ = [
+    "OPTIONAL_RESULTS",
     "QUANTITY_KEY",
     "SEMVER_KEY",
+    "TIME_LIST_FUNCTIONS",
     "TWO_VARIABLE_COMPREHENSIONS",
     "checker_env",
     "device_data",
@@ -236,11 +240,35 @@ def _is_sorted(value: object) -> bool:
 
 def _returnable(name: str, value: object) -> object:
     if isinstance(value, timedelta | datetime):
+        # Reached only through dyn (a list whose element type the checker does not know);
+        # a typed list of durations runs as the functions of TIME_LIST_FUNCTIONS.
         raise _LibraryError(
-            f"gen cannot evaluate {name}() of durations or timestamps (cel-expr-python cannot "
-            "return one from a function); see docs/cel.md, Deviations"
+            f"gen cannot evaluate {name}() of durations or timestamps in a list typed dyn "
+            "(cel-expr-python cannot return one from a function declared dyn); see "
+            "docs/cel.md, Deviations"
         )
     return value
+
+
+TIME_LIST_FUNCTIONS = {
+    name: {"duration": f"gen_{name}_duration", "timestamp": f"gen_{name}_timestamp"}
+    for name in ("min", "max", "sum")
+}
+"""Runtime names of ``min`` / ``max`` / ``sum`` over a list of durations or timestamps."""
+
+
+def _time_extreme(name: str) -> Callable[[object], object]:
+    def pick(value: object) -> object:
+        items = _items(value)
+        if not items:
+            raise _LibraryError(f"{name} called on empty list")
+        return min(items) if name == "min" else max(items)
+
+    return pick
+
+
+def _duration_sum(value: object) -> object:
+    return sum(_items(value), timedelta())
 
 
 def _extreme(name: str) -> Callable[[object], object]:
@@ -526,6 +554,38 @@ def _is_url(text: object) -> bool:
     return True
 
 
+# --- Kubernetes' format library (pkg/cel/library/format.go @ v0.36.0) ----------------------
+FORMAT_KEY = "kubernetes.NamedFormat"
+_FORMAT = cel.Type.AbstractType(FORMAT_KEY)
+OPTIONAL_RESULTS = {"validate": "errors", "format.named": "format"}
+"""The entry under which gen's ``validate`` / ``format.named`` return what Kubernetes wraps
+in an optional; the engine reads it with an optional index (``[?"errors"]``)."""
+
+
+def _format_of(value: object) -> str:
+    name = _carried(value, FORMAT_KEY)
+    if name is None or name not in FORMATS:
+        raise _LibraryError("no such overload")
+    return name
+
+
+def _format_validate(fmt: object, value: object) -> dict[str, list[str]]:
+    if not isinstance(value, str):
+        raise _LibraryError("no such overload")
+    errors = validate_format(_format_of(fmt), value)
+    return {OPTIONAL_RESULTS["validate"]: errors} if errors else {}
+
+
+def _format_named(name: object) -> dict[str, dict[str, str]]:
+    if not isinstance(name, str):
+        raise _LibraryError("no such overload")
+    return {OPTIONAL_RESULTS["format.named"]: {FORMAT_KEY: name}} if name in FORMATS else {}
+
+
+def _constant_format(name: str) -> Callable[[], dict[str, str]]:
+    return lambda: {FORMAT_KEY: name}
+
+
 _COMPARABLE = {
     "int": _INT, "uint": cel.Type.UINT, "double": _DBL, "bool": _BOOL,
     "duration": cel.Type.DURATION, "timestamp": cel.Type.TIMESTAMP, "string": _STR,
@@ -652,6 +712,14 @@ _LIBRARY: dict[str, list[_Overload]] = {
                         _url_part(URL.escaped_path))],
     "getQuery": [("url_get_query", cel.Type.Map(_STR, cel.Type.List(_STR)), [_URL], True,
                   _url_part(URL.query))],
+    "validate": [("format-validate", cel.Type.Map(_STR, cel.Type.List(_STR)), [_FORMAT, _STR],
+                  True, _format_validate)],
+    "format.named": [("format-named", cel.Type.Map(_STR, _FORMAT), [_STR], False,
+                      _format_named)],
+    **{
+        f"format.{name}": [(f"format.{name}", _FORMAT, [], False, _constant_format(name))]
+        for name in FORMATS
+    },
     "major": [("semver_major", _INT, [_S], True, _version_part(0))],
     "minor": [("semver_minor", _INT, [_S], True, _version_part(1))],
     "patch": [("semver_patch", _INT, [_S], True, _version_part(2))],
@@ -750,6 +818,16 @@ def runtime_env() -> cel.Env:
                 ],
             )
         )
+    for name, kinds in TIME_LIST_FUNCTIONS.items():
+        for kind, runtime_name in kinds.items():
+            if name == "sum" and kind == "timestamp":
+                continue
+            impl = _duration_sum if name == "sum" else _time_extreme(name)
+            returns = cel.Type.DURATION if kind == "duration" else cel.Type.TIMESTAMP
+            decls.append(cel.FunctionDecl(runtime_name, [
+                cel.Overload(f"{runtime_name}_list", returns, [_LIST_DYN], is_member=True,
+                             impl=impl)
+            ]))
     for name, ovs in _LIST_SEARCH.items():
         impl = ovs[0][4]
         decls.append(cel.FunctionDecl(name, [

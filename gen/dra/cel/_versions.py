@@ -101,7 +101,6 @@ FEATURES: tuple[Feature, ...] = (
             "dns1123LabelPrefix", "dns1123SubdomainPrefix", "dns1035LabelPrefix",
             "labelValue", "uri", "uuid", "byte", "date", "datetime",
         )} | {"validate"}),
-        implemented=False,
     ),
     Feature(
         TWO_VARIABLE, 32,

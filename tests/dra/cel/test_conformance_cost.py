@@ -37,9 +37,7 @@ def test_corpus_counts() -> None:
         "TestQuantityCost": 17, "TestTwoVariableComprehensionCost": 12, "TestSemverCost": 10,
         "TestURLsCost": 8, "TestNameFormatCost": 5,
     }
-    assert Counter(_test(c) for c in CASES if "known_difference" in c) == {
-        "TestNameFormatCost": 5,
-    }
+    assert not [c for c in CASES if "known_difference" in c]
     assert sum("base_environment" in c for c in CASES) == 19
     assert len(DATA["not_applicable"]) == 10
 

@@ -177,8 +177,20 @@ def test_library_run_time_errors(expression: str, error: str) -> None:
     assert outcome.error is not None and error in outcome.error
 
 
-def test_durations_from_list_functions_are_a_documented_gap() -> None:
-    outcome = evaluate("[duration('1s'), duration('2s')].sum() == duration('3s')", DEVICE)
+@pytest.mark.parametrize("expression", [
+    "[duration('1s'), duration('2s')].sum() == duration('3s')",
+    "[duration('1s')].filter(x, false).sum() == duration('0s')",
+    "[duration('2s'), duration('1s')].min() == duration('1s')",
+    "[timestamp('2000-01-01T00:00:00Z'), timestamp('2010-01-01T00:00:00Z')].max() == "
+    "timestamp('2010-01-01T00:00:00Z')",
+    "cel.bind(ds, [duration('1h')], ds.max() + duration('1s') == duration('3601s'))",
+])
+def test_list_functions_of_durations_and_timestamps(expression: str) -> None:
+    assert evaluate(expression, DEVICE) == SelectorResult(True)
+
+
+def test_durations_in_a_dyn_list_are_a_documented_gap() -> None:
+    outcome = evaluate("dyn([duration('1s'), duration('2s')]).sum() == duration('3s')", DEVICE)
     assert outcome.error is not None and "gen cannot evaluate sum() of durations" in outcome.error
 
 
