@@ -225,7 +225,7 @@ def test_doc_examples_hold() -> None:
         for block in re.findall(r"```cel\n(.*?)```", section, re.DOTALL)
         for line in block.splitlines()
     ]
-    assert len(lines) == 9
+    assert len(lines) == 12
     for expression, _, expected in lines:
         assert expected == "true"
         assert evaluate(expression, DEVICE) == SelectorResult(True), expression
