@@ -391,17 +391,23 @@ def _parse(checker: Any, expression: str) -> ParsedAST:
 def _optional_results(expression: str, ast: ParsedAST) -> str:
     """The expression with each call of Kubernetes' format library that returns an optional
     followed by an optional index: ``f.validate(s)`` → ``f.validate(s)[?"errors"]``,
-    ``format.named(n)`` → ``format.named(n)[?"format"]``.
+    ``format.named(n)`` → ``format.named(n)[?"format"]``; ``l.first()`` → ``l[?0]`` and
+    ``l.last()`` → ``l.reverse()[?0]``.
 
     A cel-expr-python function can neither be declared to return an optional nor return
     one; gen's ``validate`` returns ``{"errors": [...]}`` or ``{}`` (and ``format.named`` a
     map likewise), so the optional index yields exactly Kubernetes' ``optional.of(...)`` or
     ``optional.none()``, in the type checker as at run time.
     """
-    inserts: list[tuple[int, str]] = []
+    inserts: list[tuple[int, int, str]] = []
     for node in ast.root.walk():
         target = node.target if node.kind == "call" else None
         if target is None:
+            continue
+        if node.name in _LIST_ENDS and not node.args:
+            span = _member_call_span(expression, ast.positions.get(node.id, -1), node.name)
+            if span is not None:
+                inserts.append((*span, _LIST_ENDS[node.name]))
             continue
         key = OPTIONAL_RESULTS.get(node.name) if node.name == "validate" else (
             OPTIONAL_RESULTS.get("format.named")
@@ -411,10 +417,26 @@ def _optional_results(expression: str, ast: ParsedAST) -> str:
         start = ast.positions.get(node.id, -1)
         end = matching_bracket(expression, start) if key is not None and start >= 0 else None
         if key is not None and end is not None and expression[start] == "(":
-            inserts.append((end + 1, f'[?"{key}"]'))
-    for offset, piece in sorted(inserts, reverse=True):
-        expression = expression[:offset] + piece + expression[offset:]
+            inserts.append((end + 1, end + 1, f'[?"{key}"]'))
+    for start, end, piece in sorted(inserts, reverse=True):
+        expression = expression[:start] + piece + expression[end:]
     return expression
+
+
+_LIST_ENDS = {"first": "[?0]", "last": ".reverse()[?0]"}
+"""The lists extension's ``first()`` / ``last()`` (version 3, which cel-cpp lacks) as the
+optional index that means the same: ``l.first()`` is ``l[?0]``."""
+
+
+def _member_call_span(expression: str, paren: int, name: str) -> tuple[int, int] | None:
+    """(start, end) of ``.name(...)`` of a member call whose ``(`` is at ``paren``."""
+    if not 0 <= paren < len(expression) or expression[paren] != "(":
+        return None
+    end = matching_bracket(expression, paren)
+    match = re.search(rf"\.\s*{name}\s*$", expression[:paren])
+    if end is None or match is None:
+        return None
+    return match.start(), end + 1
 
 
 @memoize(maxsize=4096)

@@ -114,10 +114,7 @@ FEATURES: tuple[Feature, ...] = (
     Feature(
         "the lists extension, version 3", 34,
         frozenset({"slice", "flatten", "lists.range", "distinct", "reverse", "sort",
-                   "sortBy"}),
-    ),
-    Feature(
-        "the lists extension, version 3", 34, frozenset({"first", "last"}), implemented=False,
+                   "sortBy", "first", "last"}),
     ),
 )
 

@@ -56,10 +56,13 @@ def test_the_newest_environment_has_everything_gen_implements() -> None:
     compile_selector("[3, 1].max() == 3 && 'a1'.find('[0-9]') == '1'")
 
 
-def test_unimplemented_features_name_the_version() -> None:
-    message = _error("[1].first() == optional.of(1)")
-    assert "gen does not implement 'first' (the lists extension, version 3), which " \
-        "Kubernetes accepts in new objects from 1.35" in message
+def test_every_feature_of_the_base_environment_is_implemented() -> None:
+    assert all(feature.implemented for feature in FEATURES)
+    assert evaluate("[1, 2].first() == optional.of(1) && [1, 2].last() == optional.of(2) && "
+                    "[].first() == optional.none()", DEVICE) == SelectorResult(True)
+    assert "is available to new objects from Kubernetes 1.35; this cluster runs 1.34" in _error(
+        "[1].last() == optional.of(1)", 34
+    )
     assert "'transformMap' (two-variable comprehensions) is available to new objects from " \
         "Kubernetes 1.33; this cluster runs 1.32" in _error(
             "{'a': 1}.transformMap(k, v, v) == {'a': 1}", 32
