@@ -48,6 +48,7 @@ __all__ = [
     "Validator",
     "build_cluster",
     "build_manifests",
+    "cluster_fingerprints",
     "default_jobs",
     "lint",
     "load_plan",
@@ -76,6 +77,7 @@ def build_cluster(plan: ClusterPlan) -> ClusterPlan:
 
     plan = dataclasses.replace(plan, mig_strategy=nvidia.strategy(plan))
     plan = dataclasses.replace(plan, apple=apple.decide(plan))
+    plan = dataclasses.replace(plan, claim_templates=dra.claim_templates(plan))
     specs = namespaces(plan)
     mig_specs, files = nvidia.build(plan)
     specs += mig_specs
@@ -83,6 +85,7 @@ def build_cluster(plan: ClusterPlan) -> ClusterPlan:
     specs += serving.build(plan)
     apple.extend_cluster(plan, specs, files)
     specs += gitops.build(plan, specs)
+    files += gitops.files(plan)
     return dataclasses.replace(plan, manifests=tuple(specs), files=tuple(files))
 
 
@@ -90,7 +93,11 @@ def build_manifests(plan: Plan) -> Plan:
     """Fill in every cluster's manifests."""
     import dataclasses
 
-    return dataclasses.replace(plan, clusters=tuple(build_cluster(c) for c in plan.clusters))
+    from gen.gitops.fleet import fleet_view
+
+    view = fleet_view(plan.clusters)
+    return dataclasses.replace(plan, clusters=tuple(
+        build_cluster(dataclasses.replace(c, gitops_fleet=view)) for c in plan.clusters))
 
 
 Check = Callable[[Plan], list[Finding]]
@@ -101,12 +108,13 @@ def _checks() -> tuple[Check, ...]:
     from gen.apple.checks import check as apple_check
     from gen.dra.checks import check as dra_check
     from gen.dra.satisfiability import check as satisfiability_check
+    from gen.gitops.checks import check as gitops_check
     from gen.nvidia.checks import check as mig_check
     from gen.security.checks import check as security_check
     from gen.serving.checks import check as serving_check
 
     return (mig_check, dra_check, serving_check, security_check, satisfiability_check,
-            apple_check)
+            apple_check, gitops_check)
 
 
 def run_checks(plan: Plan) -> list[Finding]:
@@ -118,12 +126,20 @@ def run_checks(plan: Plan) -> list[Finding]:
 
 
 def load_plan(profiles_dir: Path, *, base: Path | None = None) -> Plan:
-    """Load, validate and resolve the profiles; build every cluster's manifest list."""
+    """Load, validate and resolve the profiles; build every cluster's manifest list, and
+    its provenance file (:mod:`gen.gitops.provenance`)."""
+    import dataclasses
+
     from gen.fleet.profiles import load_profiles
     from gen.fleet.resolve import build_plan
+    from gen.gitops.provenance import with_provenance
 
     profiles = load_profiles(profiles_dir, base=base)
-    return build_manifests(build_plan(profiles))
+    plan = build_manifests(build_plan(profiles))
+    # The folder the profile paths shown in the output are relative to (gen.fleet.loader).
+    root = base if base is not None else profiles_dir.resolve().parent
+    return dataclasses.replace(plan, clusters=tuple(
+        with_provenance(c, root) for c in plan.clusters))
 
 
 def lint(profiles_dir: Path, *, base: Path | None = None,
@@ -551,6 +567,30 @@ def _fleet_record(
         digest, tuple(c.name for c in plan.clusters), objects, files, warnings))
 
 
+def cluster_fingerprints(
+    profiles_dir: Path, *, templates_dir: Path | None = None, base: Path | None = None,
+    crds_dir: Path | None = None,
+) -> list[dict[str, Any]]:
+    """Every cluster of the fleet, in name order: its name, the render cache's fingerprint
+    of its inputs (None when they cannot be fingerprinted), its GitOps engine and wave.
+    ``templates_dir`` and ``crds_dir`` as for :func:`render`: both count in a fingerprint."""
+    from gen.emit.crd_schemas import load_crd_dir
+
+    plan = load_plan(profiles_dir, base=base)
+    crds, _ = load_crd_dir(crds_dir, base)
+    fingerprints = _fingerprints(plan, templates_dir, crds)
+    rows = []
+    for cluster in sorted(plan.clusters, key=lambda c: c.name):
+        gitops = cluster.cluster.gitops
+        rows.append({
+            "name": cluster.name,
+            "fingerprint": fingerprints[cluster.name],
+            "engine": gitops.engine if gitops is not None else None,
+            "wave": gitops.wave if gitops is not None else None,
+        })
+    return rows
+
+
 def _fingerprints(plan: Plan, templates_dir: Path | None,
                   crds: CRDSet | None = None) -> dict[str, str | None]:
     """Every cluster's fingerprint (None: it cannot be cached), through the loader the
@@ -621,7 +661,7 @@ def _annotated_summary(changes: Changes) -> str:
 
     def note(path: str) -> str:
         if manifest_kind(PurePosixPath(path)) == "resourceclaimtemplate":
-            return "  (ResourceClaimTemplate spec is immutable: it will be replaced on sync)"
+            return "  (ResourceClaimTemplate: named by its content, never updated in place)"
         return ""
 
     return changes.summary(note)

@@ -36,6 +36,7 @@ class Section(enum.Enum):
     SERVING = "Serving"
     SECURITY = "Security"
     APPLE = "Apple Silicon"
+    GITOPS = "GitOps"
 
 
 @dataclass(frozen=True)
@@ -52,9 +53,9 @@ class Rule:
     """The severity a finding of this rule has unless the check says otherwise."""
 
 
-_IO, _MIG, _DRA, _SERVING, _SECURITY, _APPLE = (
+_IO, _MIG, _DRA, _SERVING, _SECURITY, _APPLE, _GITOPS = (
     Section.INPUT_OUTPUT, Section.MIG, Section.DRA, Section.SERVING, Section.SECURITY,
-    Section.APPLE,
+    Section.APPLE, Section.GITOPS,
 )
 _WARNING, _INFO = Severity.WARNING, Severity.INFO
 
@@ -347,6 +348,27 @@ _ALL = (
         "GEN611", "llama-server service without a GGUF file name", _APPLE,
         "an `engine: llama-server` service whose `model` does not name a `.gguf` file and "
         "that sets no `gguf_file`: gen does not guess the file name",
+    ),
+    Rule(
+        "GEN700", "ServiceMonitors asked for on a cluster without the Prometheus Operator",
+        _GITOPS,
+        "`monitoring.service_monitors: true` on a cluster whose `addons` lack "
+        "`prometheus-operator`: without its CRD the ServiceMonitor fails the whole sync",
+    ),
+    Rule(
+        "GEN701", "autoscaling on a cluster without KEDA", _GITOPS,
+        "a service with `autoscaling` in a cluster whose `addons` lack `keda`: without its "
+        "CRD the ScaledObject fails the whole sync, and without KEDA nothing scales",
+    ),
+    Rule(
+        "GEN702", "model-cache access mode the StorageClass cannot provide", _GITOPS,
+        "a model-cache PVC whose access mode (ReadWriteMany for more than one replica) is "
+        "not among those `storage.classes` declares for its StorageClass: it stays Pending",
+    ),
+    Rule(
+        "GEN703", "clusters of one Argo CD root disagree on fleet_mode", _GITOPS,
+        "Argo CD clusters with the same controller namespace, repository, revision and "
+        "path prefix (one root Application) set different `gitops.fleet_mode`s",
     ),
 )
 

@@ -233,7 +233,11 @@ def _cluster(
             gitops["revision"] = draw(st.sampled_from(["main", "v1.2.3", "release-2"]))
         if draw(st.booleans()):
             gitops["path_prefix"] = draw(st.sampled_from(["out", "deploy/out", "fleet/out"]))
+        if engine == "argocd" and draw(st.booleans()):
+            gitops["wave"] = draw(st.integers(0, 3))
         doc["gitops"] = gitops
+    # KEDA everywhere (any service may autoscale); the Prometheus Operator on some clusters.
+    doc["addons"] = ["keda", *(["prometheus-operator"] if draw(st.booleans()) else [])]
     node_pools = []
     used_gpus: set[str] = set()
     for pool_name in pool_names:

@@ -135,7 +135,16 @@ class Storage(Spec):
     """Model cache volume."""
 
     cache_size: Quantity = Field("200Gi", description="Size of the model cache PVC.")
-    storage_class: DNSSubdomain | None = Field(None, description="StorageClass of the PVC.")
+    storage_class: DNSSubdomain | None = Field(
+        None, description="StorageClass of the PVC; default: the cluster's model_cache_class."
+    )
+    access_mode: (
+        Literal["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"] | None
+    ) = Field(
+        None,
+        description="Access mode of the PVC; default: ReadWriteOnce for one replica, "
+        "ReadWriteMany when replicas (or the autoscaling maximum) exceed one.",
+    )
 
 
 class Resources(Spec):
