@@ -73,11 +73,15 @@ def build_cluster(plan: ClusterPlan) -> ClusterPlan:
 
     from gen.apple import build as apple
     from gen.dra import build as dra
+    from gen.dra.admission import cel_refusals
     from gen.fleet.manifests import namespaces
+    from gen.fleet.placement import with_refused_classes
     from gen.gitops import build as gitops
     from gen.nvidia import build as nvidia
     from gen.serving import build as serving
 
+    # Pools each class's raw CEL rejects, as data placement reads (gen.dra.admission).
+    plan = with_refused_classes(plan, cel_refusals(plan))
     plan = dataclasses.replace(plan, mig_strategy=nvidia.strategy(plan))
     plan = dataclasses.replace(plan, apple=apple.decide(plan))
     plan = dataclasses.replace(plan, claim_templates=dra.claim_templates(plan))

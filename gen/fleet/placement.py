@@ -11,16 +11,17 @@ another.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from gen.fleet.plan import PoolPlan, ServicePlan
+from gen.fleet.plan import ClusterPlan, PoolPlan, ServicePlan
 
 if TYPE_CHECKING:
     from gen.models.gpu_class import GPUClass
     from gen.nvidia.gpus import GPU, MIGProfile
 
-__all__ = ["Candidate", "candidates", "class_admits"]
+__all__ = ["Candidate", "candidates", "class_admits", "with_refused_classes"]
 
 
 @dataclass(frozen=True)
@@ -40,8 +41,10 @@ class Candidate:
 def candidates(svc: ServicePlan, *, match_class: bool = True) -> list[Candidate]:
     """Devices of the eligible pools that the first-choice class can take.
 
-    With ``match_class=False`` a whole-GPU class takes every pool's full GPUs (the DRA
-    rules then say, selector by selector, why a device does not match).
+    A pool whose devices the class's raw CEL rejects (``PoolPlan.refused_classes``, which
+    the pipeline records from the DRA capability's evaluation) offers nothing. With
+    ``match_class=False`` a whole-GPU class takes every pool's full GPUs (the DRA rules
+    then say, selector by selector, why a device does not match).
     """
     gpu_class = svc.gpu_class
     out = []
@@ -49,6 +52,8 @@ def candidates(svc: ServicePlan, *, match_class: bool = True) -> list[Candidate]
         gpu = pool.gpu
         if gpu is None:
             continue
+        if match_class and gpu_class is not None and gpu_class.name in pool.refused_classes:
+            continue  # the class's raw CEL selects none of the pool's devices
         if gpu_class is not None and gpu_class.device_type == "mig":
             dynamic = pool.pool.mig == "dynamic"  # every profile of the GPU, carved on demand
             if pool.mig_layout is None and not dynamic:
@@ -124,3 +129,17 @@ def class_admits(gpu_class: GPUClass, pool: PoolPlan) -> bool:
         if version(gpu.compute_capability) < version(match.min_compute_capability):
             return False
     return True
+
+
+def with_refused_classes(
+    plan: ClusterPlan, refused: Mapping[str, frozenset[str]]
+) -> ClusterPlan:
+    """The cluster plan with ``refused`` (pool name → classes whose raw CEL selects none of
+    its devices) recorded on its pools, in the cluster's list and in every service's."""
+    if not refused:
+        return plan
+    pools = {p.name: replace(p, refused_classes=refused.get(p.name, frozenset()))
+             for p in plan.pools}
+    services = tuple(replace(s, pools=tuple(pools.get(p.name, p) for p in s.pools))
+                     for s in plan.services)
+    return replace(plan, pools=tuple(pools[p.name] for p in plan.pools), services=services)

@@ -87,6 +87,11 @@ class PoolPlan:
     mig_layout: MIGLayout | None = None
     mig_checks: tuple[tuple[tuple[int, ...], LayoutCheck], ...] = ()
     """(GPU indices, placement check) per distinct per-GPU layout."""
+    refused_classes: frozenset[str] = frozenset()
+    """GPU classes with raw CEL selectors (``cel:``) whose DeviceClass selects none of the
+    pool's devices: the pipeline evaluates them on the pool's simulated devices
+    (:func:`gen.dra.admission.cel_refusals`) before the builders run, and placement
+    (:func:`gen.fleet.placement.candidates`) leaves the pool out for those classes."""
 
     @property
     def name(self) -> str:
