@@ -277,6 +277,15 @@ _ALL = (
         _WARNING,
     ),
     Rule(
+        "GEN218", "GPU quota another DeviceClass bypasses", _DRA,
+        "a namespace's quota on one GPU class, while another class of the cluster (used by "
+        "a service or a quota) selects some of the same devices: a claim of the other class "
+        "is not counted (a DRA quota counts devices per DeviceClass). Reported at the "
+        "quota's `gpu_class`, naming the other class and a pool they share; a quota on the "
+        "other class in the same namespace silences it",
+        _WARNING,
+    ),
+    Rule(
         "GEN240", "dynamic MIG pools cannot hold all replicas at once", _DRA,
         "the counters of a cluster with dynamic MIG pools cannot hold every replica at once "
         "(minimum replicas: error; autoscaling maximum: warning), found by the scheduler's "

@@ -28,7 +28,29 @@ if TYPE_CHECKING:
     from gen.fleet.plan import ClusterPlan, PoolPlan
     from gen.models.gpu_class import GPUClass
 
-__all__ = ["admitted_pools", "cel_refusals"]
+__all__ = ["admitted_pools", "cel_refusals", "selected_shapes"]
+
+
+def selected_shapes(
+    gpu_class: GPUClass, pools: Iterable[PoolPlan], matcher: Matcher
+) -> dict[str, frozenset[int]] | None:
+    """Pool name → the indices of its device shapes (``NodeInventory.shapes``) that every
+    selector of the class's DeviceClass accepts, for each NVIDIA pool of ``pools`` with
+    one; None when a selector does not compile (unknown)."""
+    selectors = class_cel(gpu_class)
+    out = {}
+    try:
+        for pool in pools:
+            if pool.pool.platform != "nvidia" or pool.gpu is None:
+                continue
+            shapes = matcher.inventory(pool).shapes
+            hit = frozenset(i for i, shape in enumerate(shapes)
+                            if all(matcher.result(s, shape.device).matched for s in selectors))
+            if hit:
+                out[pool.name] = hit
+    except CELCompileError:
+        return None
+    return out
 
 
 def admitted_pools(
@@ -36,19 +58,8 @@ def admitted_pools(
 ) -> frozenset[str] | None:
     """The NVIDIA pools (of ``pools``) with a device every selector of the class's
     DeviceClass accepts; None when a selector does not compile (unknown)."""
-    selectors = class_cel(gpu_class)
-    admitted = set()
-    try:
-        for pool in pools:
-            if pool.pool.platform != "nvidia" or pool.gpu is None:
-                continue
-            shapes = matcher.inventory(pool).shapes
-            if any(all(matcher.result(s, shape.device).matched for s in selectors)
-                   for shape in shapes):
-                admitted.add(pool.name)
-    except CELCompileError:
-        return None
-    return frozenset(admitted)
+    selected = selected_shapes(gpu_class, pools, matcher)
+    return None if selected is None else frozenset(selected)
 
 
 def cel_refusals(

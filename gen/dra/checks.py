@@ -196,7 +196,7 @@ def _selector_findings(plan: Plan) -> list[Finding]:
 
 
 def check(plan: Plan) -> list[Finding]:
-    """GEN201–GEN208, GEN215–GEN217 (satisfiability lives in gen.dra.satisfiability)."""
+    """GEN201–GEN208, GEN215–GEN218 (satisfiability lives in gen.dra.satisfiability)."""
     findings: list[Finding] = []
     for cluster in plan.clusters:
         findings += _version_findings(cluster)
@@ -218,6 +218,74 @@ def check(plan: Plan) -> list[Finding]:
         findings += _chart_floor(cluster)
         if cluster.dra_api_version is None:
             findings += _device_plugin_drops(cluster)
+        else:
+            findings += _quota_bypasses(cluster)
+    return findings
+
+
+def _rendered_classes(cluster: ClusterPlan) -> list[str]:
+    """The classes a DRA cluster's claims and quotas name (the DeviceClasses gen renders,
+    and the chart's own classes a profile names)."""
+    return sorted({
+        name
+        for svc in cluster.services if svc.gpu_class is not None
+        for name in (svc.gpu_class.name, *(c.name for c, _ in svc.alternatives))
+    } | {q.gpu_class for q in cluster.cluster.quotas})
+
+
+def _quota_bypasses(cluster: ClusterPlan) -> list[Finding]:
+    """GEN218: a namespace's quota on one DeviceClass that a claim of another class in the
+    same namespace escapes, though both classes select the same devices.
+
+    A DRA ResourceQuota counts ``<class>.deviceclass.resource.k8s.io/devices``: the devices
+    claims of *that* DeviceClass request ("Resource quota for DRA",
+    https://kubernetes.io/docs/concepts/policy/resource-quotas/). A claim of another class
+    whose selectors accept the same devices is not counted (kubernetes/kubernetes,
+    pkg/quota/v1/evaluator/core/resource_claims.go @v1.34.0: usage is summed per
+    ``DeviceClassName``). A namespace with a quota on the
+    other class too is bounded by the two quotas together, and not reported.
+    """
+    from gen.dra.admission import selected_shapes
+    from gen.dra.satisfiability import Matcher
+    from gen.dra.simulate import shape_summary
+
+    quotas = cluster.cluster.quotas
+    if not quotas:
+        return []
+    matcher = Matcher()
+    pools = [p for p in cluster.pools if p.pool.platform == "nvidia" and p.gpu is not None]
+    selected = {name: selected_shapes(cluster.gpu_classes[name].value, pools, matcher)
+                for name in _rendered_classes(cluster) if name in cluster.gpu_classes}
+    by_pool = {p.name: p for p in pools}
+    findings = []
+    for index, quota in enumerate(quotas):
+        mine = selected.get(quota.gpu_class)
+        if not mine:
+            continue
+        limited = {q.gpu_class for q in quotas if q.namespace == quota.namespace}
+        for other, theirs in selected.items():
+            if other in limited or not theirs:
+                continue
+            shared = [(pool, sorted(mine[pool] & theirs[pool]))
+                      for pool in sorted(mine.keys() & theirs.keys())
+                      if mine[pool] & theirs[pool]]
+            if not shared:
+                continue
+            pool, shapes = shared[0]
+            device = shape_summary(matcher.inventory(by_pool[pool]).shapes[shapes[0]])
+            located = cluster.gpu_classes[other]
+            findings.append(Finding(
+                "GEN218",
+                f"the quota on class {quota.gpu_class!r} in namespace {quota.namespace!r} can "
+                f"be bypassed: class {other!r} selects the same devices ({device} on pool "
+                f"{pool!r}), and claims of {other!r} are not counted by this quota",
+                cluster.located.at("quotas", index, "gpu_class"),
+                f"quotas[{index}].gpu_class", severity=Severity.WARNING,
+                related=(replace(located.document.location, note=f"class {other!r}"),),
+                cluster=cluster.name,
+                hint=f"add a quota on class {other!r} in namespace {quota.namespace!r}, or "
+                "narrow one class's match so that the two share no device",
+            ))
     return findings
 
 

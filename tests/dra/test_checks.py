@@ -86,3 +86,37 @@ def test_cel_function_the_cluster_has(tmp_path: Path) -> None:
     """Near miss: the same selector on a 1.34 cluster compiles."""
     findings = lint_fleet(tmp_path, **{"classes.yaml": _with_cel(_NORMALIZE)})
     assert not [f for f in findings if f.rule == "GEN203"]
+
+
+_HOPPER = "---\nkind: GPUClass\nname: hopper\nmatch: {architecture: Hopper}\n"
+
+
+def _quotas(*entries: str) -> str:
+    return LINT_BASE["cluster.yaml"] + "quotas:\n" + "".join(entries)
+
+
+def test_quota_bypassed_by_a_class_on_the_same_gpus(tmp_path: Path) -> None:
+    cluster = _quotas("  - {namespace: team-a, gpu_class: h100, devices: 8}\n",
+                      "  - {namespace: team-b, gpu_class: hopper, devices: 8}\n")
+    findings = [f for f in lint_fleet(
+        tmp_path, **{"cluster.yaml": cluster,
+                     "classes.yaml": LINT_BASE["classes.yaml"] + _HOPPER})
+        if f.rule == "GEN218"]
+    assert [(f.location.line if f.location else 0, f.key_path) for f in findings] == [
+        (18, "quotas[0].gpu_class"), (19, "quotas[1].gpu_class")]
+    assert "class 'hopper' selects the same devices" in findings[0].message
+    assert "pool 'h100'" in findings[0].message
+
+
+def test_quota_on_both_classes_or_on_disjoint_devices_is_not_bypassed(tmp_path: Path) -> None:
+    both = _quotas("  - {namespace: team-a, gpu_class: h100, devices: 8}\n",
+                   "  - {namespace: team-a, gpu_class: hopper, devices: 8}\n")
+    assert not [f for f in lint_fleet(
+        tmp_path, **{"cluster.yaml": both,
+                     "classes.yaml": LINT_BASE["classes.yaml"] + _HOPPER})
+        if f.rule == "GEN218"]
+    (tmp_path / "profiles").rename(tmp_path / "first")
+    disjoint = _quotas("  - {namespace: team-a, gpu_class: h100, devices: 8}\n",
+                       "  - {namespace: team-b, gpu_class: mig-3g, devices: 8}\n")
+    assert not [f for f in lint_fleet(tmp_path, **{"cluster.yaml": disjoint})
+                if f.rule == "GEN218"]
