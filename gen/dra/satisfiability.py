@@ -400,7 +400,7 @@ def _unsatisfiable(cluster: ClusterPlan, svc: ServicePlan, analysis: ChoiceAnaly
     if source is not None:
         # The class's own match field rejects the devices nearest to matching: that line
         # is the one to edit; the service that uses the class is where it is used.
-        where, key_path = located.at(*source), ".".join(source)
+        where, key_path = located.at(*source[0]), source[1]
         related = (replace(
             choice.where, note=f"used by service {svc.service.name!r} ({choice.key_path})"),)
     return Finding(
@@ -425,9 +425,12 @@ _MATCH_FIELDS = {
 """The device attribute a structured-match term compares → the class field it comes from."""
 
 
-def _rejecting_match_field(analysis: ChoiceAnalysis) -> tuple[str, ...] | None:
-    """The class field (``("match", "min_memory")``) whose term rejects the devices that
-    come nearest to matching, when it is one the class sets; None otherwise."""
+def _rejecting_match_field(
+    analysis: ChoiceAnalysis,
+) -> tuple[tuple[str | int, ...], str] | None:
+    """The class field (``("match", "min_memory")``, or a raw selector ``("cel", 0)``) whose
+    term rejects the devices that come nearest to matching, when it is one the class sets,
+    with its key path; None otherwise (a request selector, or nothing rejects)."""
     best: tuple[int, int, str] | None = None
     for pool in analysis.pools:
         for v in pool.verdicts:
@@ -435,13 +438,19 @@ def _rejecting_match_field(analysis: ChoiceAnalysis) -> tuple[str, ...] | None:
                 candidate = (v.selector, v.depth, v.reason)
                 if best is None or candidate[:2] > best[:2]:
                     best = candidate
-    if best is None or analysis.choice.selectors[best[0]][3] != "match":
+    if best is None:
+        return None
+    key = analysis.choice.selectors[best[0]][3]
+    raw = re.fullmatch(r"cel\[(\d+)\]", key)
+    if raw is not None:  # one of the class's raw CEL selectors: that line is the one to edit
+        return ("cel", int(raw.group(1))), key
+    if key != "match":
         return None
     source = _MATCH_FIELDS.get(best[2].split(" ", 1)[0])
     match = analysis.choice.gpu_class.match
     if source is None or (source[0] == "match" and getattr(match, source[1], None) is None):
         return None
-    return source
+    return source, ".".join(source)
 
 
 def _runtime_errors(cluster: ClusterPlan, analysis: ChoiceAnalysis) -> list[Finding]:

@@ -157,7 +157,10 @@ def test_case(case: Case, example_fleet: Path, tmp_path: Path) -> None:
         shutil.copytree(example_fleet / folder, root / folder, symlinks=True)
     for edit in case.edits:
         _apply(root, edit)
-    findings = _run(case, root)
+    _check(case, root, _run(case, root))
+
+
+def _check(case: Case, root: Path, findings: list[Finding]) -> None:
     if case.expect is None:
         assert findings == [], "\n".join(f.format() for f in findings)
         return
@@ -171,6 +174,46 @@ def test_case(case: Case, example_fleet: Path, tmp_path: Path) -> None:
              for f in of_rule if f.location is not None}
     assert (case.expect["file"], _line(root, case.expect)) in where, "\n".join(
         f.format() for f in of_rule)
+
+
+FLEETS = Path(__file__).resolve().parent / "fleets"
+"""Realistic fleets written from the docs only (``fleets/<name>/profiles``), each with its
+variants in ``fleets/<name>.yaml``: one deliberate mistake per variant."""
+
+VARIANTS = [Case(raw["name"], file.stem, tuple(raw["edits"]), raw["expect"], "", "lint", None)
+            for file in sorted(FLEETS.glob("*.yaml"))
+            for raw in yaml.safe_load(file.read_text(encoding="utf-8"))]
+
+
+@pytest.mark.parametrize("fleet", sorted(p.stem for p in FLEETS.glob("*.yaml")))
+def test_fleet_lints_and_renders_clean(fleet: str, tmp_path: Path) -> None:
+    """The fleet as the docs teach it: no finding at all, and it renders (validated)."""
+    from gen.pipeline import lint, render
+
+    root = tmp_path / "fleet"
+    shutil.copytree(FLEETS / fleet / "profiles", root / "profiles")
+    findings = lint(root / "profiles", base=root)
+    assert findings == [], "\n".join(f.format() for f in findings)
+    result = render(root / "profiles", root / "out", base=root, validator="embedded", jobs=1)
+    assert list(result.findings) == [] and result.objects > 0
+
+
+@pytest.mark.parametrize("case", VARIANTS, ids=[f"{c.group}:{c.name}" for c in VARIANTS])
+def test_fleet_variant(case: Case, tmp_path: Path) -> None:
+    """Each variant of a docs-written fleet is reported with its rule at its file and line."""
+    root = tmp_path / "fleet"
+    shutil.copytree(FLEETS / case.group / "profiles", root / "profiles")
+    for edit in case.edits:
+        _apply(root, edit)
+    _check(case, root, _run(case, root))
+
+
+def test_fleet_variants_count() -> None:
+    """Variants are bad inputs, at least 20 per fleet, names unique within a fleet."""
+    assert all(c.expect is not None for c in VARIANTS)
+    for fleet in {c.group for c in VARIANTS}:
+        names = [c.name for c in VARIANTS if c.group == fleet]
+        assert len(names) >= 20 and len(names) == len(set(names)), fleet
 
 
 def test_every_rule_fires_and_has_a_near_miss() -> None:
