@@ -85,6 +85,7 @@ def test_default_severities() -> None:
         "GEN103": Severity.WARNING,
         "GEN208": Severity.WARNING,
         "GEN217": Severity.WARNING,
+        "GEN218": Severity.WARNING,
         "GEN241": Severity.WARNING,
         "GEN502": Severity.INFO,
         "GEN604": Severity.WARNING,
