@@ -434,11 +434,11 @@ def test_a_hand_edit_is_reported_though_the_stat_table_vouched(
 
     path = stat_rendered / "out" / "prod-us-east" / "kustomization.yaml"
     data = path.read_bytes()
-    before = os.stat(path)
+    before = path.stat()
     if edit == "same size, mtime put back":
         path.write_bytes(data.replace(b"resources:", b"resources;", 1))
         os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
-        assert os.stat(path).st_size == before.st_size
+        assert path.stat().st_size == before.st_size
     elif edit == "replaced by rename":
         tmp = path.with_name("x.tmp")
         tmp.write_bytes(data.replace(b"resources:", b"resources;", 1))
