@@ -392,11 +392,12 @@ def read_record(out_dir: Path, cluster: str) -> tuple[CacheRecord, bytes] | None
     return None if record is None or record.cluster != cluster else (record, data)
 
 
+_UNSAFE = re.compile(r"^$|^/|/$|//|\\|(?:^|/)\.\.?(?:/|$)")
+"""An empty path or part, an absolute path, a backslash, a ``.`` or ``..`` part."""
+
+
 def _safe(rel: str, cache_ok: bool = False) -> bool:
-    parts = rel.split("/")
-    return bool(rel) and not rel.startswith("/") and "\\" not in rel and all(
-        p not in ("", ".", "..") for p in parts
-    ) and (cache_ok or not is_cache_path(rel))
+    return not _UNSAFE.search(rel) and (cache_ok or not is_cache_path(rel))
 
 
 def verified_files(out_dir: Path, record: CacheRecord) -> dict[PurePosixPath, bytes] | None:
@@ -729,24 +730,29 @@ def stat_of(path: str) -> Stat | None:
     return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
 
 
-def write_stat_table(out_dir: Path, hashes: Mapping[str, str], before_ns: int) -> None:
+def write_stat_table(out_dir: Path, hashes: Mapping[str, str],
+                     placed: Mapping[str, tuple[int, int]]) -> None:
     """Record the stat of every file of ``hashes`` (relative to out/ → the SHA-256 of the
-    bytes gen just wrote there) that can vouch for it later: a regular file whose mtime and
-    ctime are both more than :data:`STAT_MARGIN_NS` older than ``before_ns`` (the clock just
-    before out/ was swapped in, when no one else could have written its files yet), on a
-    filesystem with sub-second times (some file's mtime has a fraction of a second). Any
-    other file is left out and is hashed when verified. Best effort: a table that cannot be
-    written is removed, and verification then hashes every file."""
+    bytes gen put there) that can vouch for it later. ``placed``: for each file gen put in
+    out/, its inode and a time (ns) after which only someone else can have changed it (for a
+    file gen wrote, the clock just before the swap; for one it carried over from the old
+    out/, the clock before it compared that file's bytes). A file is recorded only when it
+    is still that inode, a regular file, and its mtime is more than
+    :data:`STAT_MARGIN_NS` older than that time (a change in place after it would have moved
+    the mtime past it), on a filesystem with sub-second times (some file's mtime has a
+    fraction of a second). Any other file is left out and is hashed when verified. Best
+    effort: a table that cannot be written is removed, and verification then hashes every
+    file."""
     root = os.fspath(out_dir)
     entries: dict[str, list[Any]] = {}
     fine = False
     for rel, digest in hashes.items():
+        mine = placed.get(rel)
         found = stat_of(os.path.join(root, rel))  # noqa: PTH118 - str paths, hot loop
-        if found is None:
+        if found is None or mine is None:
             continue
         fine = fine or found[1] % 1_000_000_000 != 0
-        if found[1] < before_ns - STAT_MARGIN_NS and found[2] < before_ns - STAT_MARGIN_NS \
-                and found[3] != 0:
+        if found[3] == mine[0] != 0 and found[1] < mine[1] - STAT_MARGIN_NS:
             entries[rel] = [digest, *found]
     table = out_dir / STAT_TABLE
     try:
@@ -763,8 +769,10 @@ def write_stat_table(out_dir: Path, hashes: Mapping[str, str], before_ns: int) -
             table.unlink(missing_ok=True)
 
 
-def read_stat_table(out_dir: Path) -> dict[str, tuple[str, Stat]]:
-    """The stat table of out/ (rel → (SHA-256, stat)); empty when missing or damaged."""
+def read_stat_table(out_dir: Path) -> dict[str, Any]:
+    """The stat table of out/: rel → ``[SHA-256, *Stat]`` as written; empty when missing or
+    damaged. Entries are not checked one by one: one that is not what
+    :func:`verified_outputs` compares it with is simply not equal to it."""
     try:
         raw = json.loads((out_dir / STAT_TABLE).read_bytes())
     except (OSError, ValueError):
@@ -772,13 +780,8 @@ def read_stat_table(out_dir: Path) -> dict[str, tuple[str, Stat]]:
     if not isinstance(raw, dict) or raw.get("format") != STAT_FORMAT or \
             not isinstance(raw.get("files"), dict):
         return {}
-    table: dict[str, tuple[str, Stat]] = {}
-    for rel, entry in raw["files"].items():
-        if not (isinstance(entry, list) and len(entry) == 6 and isinstance(entry[0], str)
-                and all(type(v) is int for v in entry[1:])):
-            return {}
-        table[rel] = (entry[0], (entry[1], entry[2], entry[3], entry[4], entry[5]))
-    return table
+    files: dict[str, Any] = raw["files"]
+    return files
 
 
 class VerifiedFiles(Mapping[PurePosixPath, bytes]):
@@ -820,18 +823,26 @@ def verified_outputs(out_dir: Path, hashes: Mapping[str, str], *, cache_ok: bool
     being read; any other is read and hashed. None as soon as one is missing or differs.
     Remove ``out/.gen-cache/_stat.json`` to make it hash every file."""
     root = os.fspath(out_dir)
+    prefix = root + os.sep
     table = read_stat_table(out_dir)
     loaded: dict[str, bytes] = {}
     kept: dict[str, str] = {}
+    lstat, regular = os.lstat, stat.S_ISREG
     for rel, digest in hashes.items():
         if not _safe(rel, cache_ok):
             return None
-        path = os.path.join(root, rel)  # noqa: PTH118 - str paths, hot loop
+        path = prefix + rel
         known = table.get(rel)
-        if known is not None and known[0] == digest and stat_of(path) == known[1]:
-            if not skip(rel):
-                kept[rel] = digest
-            continue
+        if known is not None:
+            try:
+                st = lstat(path)
+            except OSError:
+                return None
+            if regular(st.st_mode) and known == [digest, st.st_size, st.st_mtime_ns,
+                                                 st.st_ctime_ns, st.st_ino, st.st_dev]:
+                if not skip(rel):
+                    kept[rel] = digest
+                continue
         try:
             data = _read_all(path)
         except OSError:

@@ -38,6 +38,7 @@ from gen.emit.cache import (
     STAT_TABLE,
     is_cache_path,
     parse_fleet_record,
+    stat_of,
     write_stat_table,
 )
 from gen.errors import OutputError
@@ -393,6 +394,7 @@ def write_tree(
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         with _exclusive(out_dir.parent):
             recover(out_dir)
+            compared = time.time_ns()  # an edit in place after this moves a file's mtime past it
             existing = _existing_files(out_dir)
             index_then = _index_bytes_now(out_dir)
             old_index = _parse_index(index_then)
@@ -403,10 +405,10 @@ def write_tree(
             if (changes.empty and index_then == index_now
                     and (cache_now is None or _same_cache(cache_now, existing))):
                 return changes
-            before = _swap_in(wanted, out_dir, changes, index_now, existing, old_index,
-                              cache_now)
+            placed = _swap_in(wanted, out_dir, changes, index_now, existing, old_index,
+                              cache_now, compared)
             if cache_now is not None and FLEET_RECORD in cache_now:
-                _record_stats(out_dir, cache_now[FLEET_RECORD], before)
+                _record_stats(out_dir, cache_now[FLEET_RECORD], placed)
     except OSError as err:
         reason = err.strerror or str(err)
         raise OutputError(
@@ -444,9 +446,12 @@ def _same_cache(cache: Mapping[str, bytes], existing: Mapping[str, tuple[str, bo
 def _swap_in(
     wanted: dict[str, bytes], out_dir: Path, changes: Changes, index: bytes,
     existing: Mapping[str, tuple[str, bool]], old_index: set[str],
-    cache: Mapping[str, bytes] | None = None,
-) -> int:
-    """Build the new out/ beside it and swap it in; the clock just before the swap (ns)."""
+    cache: Mapping[str, bytes] | None = None, compared: int = 0,
+) -> dict[str, tuple[int, int]]:
+    """Build the new out/ beside it and swap it in. Returns, for each file of the render
+    (the index and the cache files too), its inode and the time after which only someone
+    else can have changed it: the clock just before the swap for a file written here,
+    ``compared`` (when its bytes were compared) for one carried over."""
     tmp = _tmp_path(out_dir)
     _remove(tmp)
     tmp.mkdir()
@@ -477,11 +482,17 @@ def _swap_in(
         (tmp / INDEX_NAME).write_bytes(index)
         if len(wanted) >= SLEEP_BEFORE_SWAP_FILES:
             time.sleep(STAT_MARGIN_NS / 1e9)  # every file written is then old enough
-        before = time.time_ns()  # nothing in out/ can be newer than this but others' writes
+        before = time.time_ns()  # no one but gen has seen the new tree yet
+        placed: dict[str, tuple[int, int]] = {}
+        for rel in [*wanted, INDEX_NAME, *(cache or {})]:
+            found = stat_of(os.path.join(tmp_s, rel))  # noqa: PTH118 - str paths, hot loop
+            if found is not None:
+                carried = rel in wanted and rel in existing and rel not in changed
+                placed[rel] = (found[3], compared if carried else before)
         if out_dir.exists():
             if _exchange(tmp, out_dir):
                 _remove(tmp)
-                return before
+                return placed
             old = out_dir.parent / f".gen-old-{out_dir.name}-{os.getpid()}"
             out_dir.rename(old)
             try:
@@ -495,12 +506,13 @@ def _swap_in(
     except BaseException:
         _remove(tmp)
         raise
-    return before
+    return placed
 
 
-def _record_stats(out_dir: Path, fleet_record: bytes, before: int) -> None:
+def _record_stats(out_dir: Path, fleet_record: bytes,
+                  placed: Mapping[str, tuple[int, int]]) -> None:
     """The stat table of the files the fleet record lists (:func:`gen.emit.cache.
     write_stat_table`), for the next no-op render's fast path."""
     record = parse_fleet_record(fleet_record)
     if record is not None:
-        write_stat_table(out_dir, record.files, before)
+        write_stat_table(out_dir, record.files, placed)

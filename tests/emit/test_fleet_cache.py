@@ -451,10 +451,10 @@ def test_a_hand_edit_is_reported_though_the_stat_table_vouched(
     assert "prod-us-east/kustomization.yaml" in str(err.value.message)
 
 
-def test_files_written_just_before_the_swap_are_not_vouched_for(tmp_path: Path) -> None:
-    """A file whose mtime or ctime is within the margin of the swap is left out of the
-    table (a change right after could keep its stamps); a file on a filesystem with whole
-    second times leaves the table out entirely."""
+def test_only_files_old_enough_and_still_gen_s_are_vouched_for(tmp_path: Path) -> None:
+    """A file whose mtime is within the margin of the time after which only someone else
+    can have changed it, or that is no longer the inode gen put there, is left out of the
+    table; a file on a filesystem with whole-second times leaves the table out entirely."""
     import os
     import time
 
@@ -462,13 +462,20 @@ def test_files_written_just_before_the_swap_are_not_vouched_for(tmp_path: Path) 
 
     out = tmp_path / "out"
     (out / ".gen-cache").mkdir(parents=True)
-    (out / "a.yaml").write_bytes(b"a\n")
-    now = time.time_ns()
-    write_stat_table(out, {"a.yaml": "0" * 64}, now)
+    path = out / "a.yaml"
+    path.write_bytes(b"a\n")
+    inode, now = path.stat().st_ino, time.time_ns()
+    hashes = {"a.yaml": "0" * 64}
+    write_stat_table(out, hashes, {"a.yaml": (inode, now)})
     assert read_stat_table(out) == {}
-    write_stat_table(out, {"a.yaml": "0" * 64}, now + 2 * STAT_MARGIN_NS)
+    later = now + 2 * STAT_MARGIN_NS
+    write_stat_table(out, hashes, {"a.yaml": (inode + 1, later)})
+    assert read_stat_table(out) == {}
+    write_stat_table(out, hashes, {})
+    assert read_stat_table(out) == {}
+    write_stat_table(out, hashes, {"a.yaml": (inode, later)})
     assert set(read_stat_table(out)) == {"a.yaml"}
     whole = (int(time.time()) - 10) * 1_000_000_000
-    os.utime(out / "a.yaml", ns=(whole, whole))
-    write_stat_table(out, {"a.yaml": "0" * 64}, now + 2 * STAT_MARGIN_NS)
+    os.utime(path, ns=(whole, whole))
+    write_stat_table(out, hashes, {"a.yaml": (inode, later)})
     assert not (out / STAT_TABLE).exists()
