@@ -31,9 +31,10 @@ in silence.
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gen.caches import BoundedCache, memoize, once
@@ -284,25 +285,40 @@ def _fill(value: Any, schema: Mapping[str, Any] | None) -> Any:
     return value
 
 
-def _has_null(value: Any) -> bool:
-    """Whether ``value`` holds a ``None`` anywhere (in dicts and lists, as :func:`_fill`
-    walks them)."""
+_NULL, _ODD = 1, 2
+
+
+def _scan(value: Any) -> int:
+    """What :meth:`SchemaChecks.prepare` needs to know of ``value``, in one walk: whether it
+    holds a ``None`` anywhere in its dicts and lists (``_NULL``, as :func:`_fill` walks them)
+    and whether it is not :func:`plain` (``_ODD``)."""
+    found = 0
     stack = [value]
     pop, push = stack.pop, stack.extend
     while stack:
         item = pop()
         kind = type(item)
         if kind is dict:
+            if not found & _ODD:
+                for key in item:
+                    if type(key) is not str:
+                        found |= _ODD
+                        break
             push(item.values())
         elif kind is list:
             push(item)
         elif item is None:
-            return True
-        elif isinstance(item, dict):
-            push(item.values())
-        elif isinstance(item, list):
-            push(item)
-    return False
+            found |= _NULL
+        elif kind is int:
+            if item not in _INT_RANGE:
+                found |= _ODD
+        elif not (kind is str or kind is float or kind is bool):
+            found |= _ODD
+            if isinstance(item, dict):
+                push(item.values())
+            elif isinstance(item, list):
+                push(item)
+    return found
 
 
 @dataclass(frozen=True)
@@ -379,19 +395,43 @@ class SchemaChecks:
 
     schema: Mapping[str, Any]
     root: _Node | None
+    _last: list[Any] = field(default_factory=lambda: [None, False], compare=False, repr=False)
+    """The object :meth:`prepare` returned last and whether it is :func:`plain` as a whole
+    (held, not keyed by ``id``: the check is ``is``)."""
+
+    @functools.cached_property
+    def _defaults_plain(self) -> bool:
+        return _defaults_plain(self.root)
 
     def prepare(self, obj: Mapping[str, Any]) -> Mapping[str, Any]:
         """``obj`` as the API server validates it: nulls pruned, defaults applied
         (``metadata``, ``apiVersion`` and ``kind`` are left as they are). Shares unchanged
         parts with ``obj``: treat the result as read-only."""
-        if any(k != "metadata" and _has_null(v) for k, v in obj.items()):
-            return _defaulted_slowly(obj, self.schema)
+        whole_plain = type(obj) is dict and all(type(key) is str for key in obj)
+        for key, value in obj.items():
+            found = _scan(value)
+            if found & _NULL and key != "metadata":
+                self._last[:] = [None, False]
+                return _defaulted_slowly(obj, self.schema)
+            whole_plain = whole_plain and not found & _ODD
         prepared: Mapping[str, Any] = _apply(obj, self.root)
+        self._last[:] = [prepared, whole_plain and self._defaults_plain]
         return prepared
 
     def errors(self, obj: Mapping[str, Any]) -> list[RuleError]:
         """Every list-map duplicate and CEL rule failure of the prepared ``obj``."""
-        return _walk(obj, self.root, ()) if self.root is not None else []
+        if self.root is None:
+            return []
+        last, whole_plain = self._last
+        return _walk(obj, self.root, (), whole_plain and last is obj)
+
+
+def _defaults_plain(node: _Node | None) -> bool:
+    """Whether every default below ``node`` is :func:`plain`."""
+    if node is None:
+        return True
+    return all(plain(d) for d in node.defaults.values()) and \
+        all(_defaults_plain(n) for n in (*node.props.values(), node.extra, node.items))
 
 
 _CHECKS: BoundedCache[str, SchemaChecks] = BoundedCache("gen.emit.crd_rules.checks", 256)
@@ -443,8 +483,8 @@ def _field_path(base: Path_, field_path: str) -> Path_:
 
 
 def _node_rules(value: Any, rules: tuple[Mapping[str, Any], ...],
-                path: Path_) -> Iterator[RuleError]:
-    is_plain: bool | None = None
+                path: Path_, within_plain: bool = False) -> Iterator[RuleError]:
+    is_plain: bool | None = (type(value) is dict) if within_plain else None
     for rule in rules:
         expression: str = rule["rule"]
         if _OLD_SELF.search(expression):
@@ -497,20 +537,22 @@ def _map_duplicates(value: list[Any], keys: tuple[str, ...],
         seen.add(identity)
 
 
-def _walk(value: Any, node: _Node, path: Path_) -> list[RuleError]:
+def _walk(value: Any, node: _Node, path: Path_, plain_: bool = False) -> list[RuleError]:
+    """The errors at and below ``node``; ``plain_``: ``value`` is part of a plain whole."""
     found: list[RuleError] = []
     if isinstance(value, dict):
         props, extra = node.props, node.extra
         for key, item in value.items():
             sub = props.get(key) if extra is None or key in node.declared else extra
             if sub is not None:
-                found += _walk(item, sub, (*path, key))
+                found += _walk(item, sub, (*path, key), plain_)
     elif isinstance(value, list):
         if node.items is not None:
             for index, item in enumerate(value):
-                found += _walk(item, node.items, (*path, index))
+                found += _walk(item, node.items, (*path, index), plain_)
         found += _map_duplicates(value, node.map_keys, path)
-    found += _node_rules(value, node.rules, path)
+    if node.rules:
+        found += _node_rules(value, node.rules, path, plain_)
     return found
 
 
