@@ -157,17 +157,22 @@ def _custom_findings(validator: Any, data: Mapping[str, Any], crd: CRDSchema,
     the API server does: on a copy with nulls pruned and defaults set."""
     checks = schema_checks(crd.schema, crd.digest)
     prepared = checks.prepare(data)
-    related = (*related, crd.location) if crd.location is not None else related
-    what = f"{crd.kind} does not match its CRD ({crd.source})"
     if not validator.is_valid(prepared):
+        what = f"{crd.kind} does not match its CRD ({crd.source})"
         return [Finding("GEN020", f"{what}: {error.message}", where,
-                        format_key_path(list(error.instance_path)), related=related)
+                        format_key_path(list(error.instance_path)),
+                        related=_with_crd(related, crd))
                 for error in validator.iter_errors(prepared)]
     # A rule gen cannot compile is reported once, at its CRD (GEN025, by load_crd_dir).
+    errors = checks.errors(prepared)
     return [Finding("GEN024", f"{crd.kind} breaks a rule of its CRD ({crd.source}): "
                     f"{error.message}", where, format_key_path(list(error.path)),
-                    related=related)
-            for error in checks.errors(prepared) if error.evaluated]
+                    related=_with_crd(related, crd))
+            for error in errors if error.evaluated] if errors else []
+
+
+def _with_crd(related: tuple[SourceLocation, ...], crd: CRDSchema) -> tuple[SourceLocation, ...]:
+    return (*related, crd.location) if crd.location is not None else related
 
 
 def _findings(validator: Any, data: Mapping[str, Any], minor: int, where: SourceLocation,
