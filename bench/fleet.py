@@ -27,6 +27,7 @@ def _cluster(i: int, services: int) -> str:
         kubernetes_version: "{version}"
         allocation: dra
         gitops: {{engine: {"argocd" if i % 2 else "flux"}, repo_url: "https://git.example.com/fleet.git"}}
+        addons: [prometheus-operator, keda]
         node_pools:
           - name: h100
             gpu: h100-sxm5-80gb

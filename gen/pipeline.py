@@ -41,6 +41,7 @@ from gen.fleet.plan import ClusterPlan, Plan
 
 if TYPE_CHECKING:
     from gen.emit.crd_schemas import CRDSet
+    from gen.fleet.suppress import SuppressionReport
 
 __all__ = [
     "Progress",
@@ -48,8 +49,11 @@ __all__ = [
     "Validator",
     "build_cluster",
     "build_manifests",
+    "check_report",
+    "cluster_fingerprints",
     "default_jobs",
     "lint",
+    "lint_report",
     "load_plan",
     "render",
     "render_outputs",
@@ -76,6 +80,7 @@ def build_cluster(plan: ClusterPlan) -> ClusterPlan:
 
     plan = dataclasses.replace(plan, mig_strategy=nvidia.strategy(plan))
     plan = dataclasses.replace(plan, apple=apple.decide(plan))
+    plan = dataclasses.replace(plan, claim_templates=dra.claim_templates(plan))
     specs = namespaces(plan)
     mig_specs, files = nvidia.build(plan)
     specs += mig_specs
@@ -83,6 +88,7 @@ def build_cluster(plan: ClusterPlan) -> ClusterPlan:
     specs += serving.build(plan)
     apple.extend_cluster(plan, specs, files)
     specs += gitops.build(plan, specs)
+    files += gitops.files(plan)
     return dataclasses.replace(plan, manifests=tuple(specs), files=tuple(files))
 
 
@@ -90,7 +96,11 @@ def build_manifests(plan: Plan) -> Plan:
     """Fill in every cluster's manifests."""
     import dataclasses
 
-    return dataclasses.replace(plan, clusters=tuple(build_cluster(c) for c in plan.clusters))
+    from gen.gitops.fleet import fleet_view
+
+    view = fleet_view(plan.clusters)
+    return dataclasses.replace(plan, clusters=tuple(
+        build_cluster(dataclasses.replace(c, gitops_fleet=view)) for c in plan.clusters))
 
 
 Check = Callable[[Plan], list[Finding]]
@@ -101,39 +111,77 @@ def _checks() -> tuple[Check, ...]:
     from gen.apple.checks import check as apple_check
     from gen.dra.checks import check as dra_check
     from gen.dra.satisfiability import check as satisfiability_check
+    from gen.gitops.checks import check as gitops_check
     from gen.nvidia.checks import check as mig_check
     from gen.security.checks import check as security_check
+    from gen.serving.capacity import check as capacity_check
     from gen.serving.checks import check as serving_check
 
     return (mig_check, dra_check, serving_check, security_check, satisfiability_check,
-            apple_check)
+            apple_check, gitops_check, capacity_check)
 
 
-def run_checks(plan: Plan) -> list[Finding]:
-    """All findings of all capabilities' rules (and those resolve recorded in the Plan)."""
+def check_report(plan: Plan) -> SuppressionReport:
+    """All findings of all capabilities' rules (and those resolve recorded in the Plan),
+    split by the fleet's suppressions (:mod:`gen.fleet.suppress`) into those that count
+    and those silenced. Unused suppressions are reported only when the plan holds every
+    cluster (a ``--cluster`` render checks part of the fleet)."""
+    from gen.fleet.suppress import apply_suppressions
+    from gen.rules import RULES
+
     findings: list[Finding] = list(plan.findings)
     for check in _checks():
         findings.extend(check(plan))
-    return findings
+    whole = {c.name for c in plan.clusters} == set(plan.profiles.clusters)
+    return apply_suppressions(findings, plan.profiles.suppressions, RULES,
+                              report_unused=whole, profiles=plan.profiles)
+
+
+def run_checks(plan: Plan) -> list[Finding]:
+    """The findings that count: :func:`check_report` less the suppressed ones."""
+    return list(check_report(plan).findings)
 
 
 def load_plan(profiles_dir: Path, *, base: Path | None = None) -> Plan:
-    """Load, validate and resolve the profiles; build every cluster's manifest list."""
+    """Load, validate and resolve the profiles; build every cluster's manifest list, and
+    its provenance file (:mod:`gen.gitops.provenance`)."""
+    import dataclasses
+
     from gen.fleet.profiles import load_profiles
     from gen.fleet.resolve import build_plan
+    from gen.gitops.provenance import with_provenance
 
     profiles = load_profiles(profiles_dir, base=base)
-    return build_manifests(build_plan(profiles))
+    plan = build_manifests(build_plan(profiles))
+    # The folder the profile paths shown in the output are relative to (gen.fleet.loader).
+    root = base if base is not None else profiles_dir.resolve().parent
+    return dataclasses.replace(plan, clusters=tuple(
+        with_provenance(c, root) for c in plan.clusters))
 
 
 def lint(profiles_dir: Path, *, base: Path | None = None,
          crds_dir: Path | None = None) -> list[Finding]:
     """Every check on the profiles (and on the CRDs of ``crds_dir``, when given), nothing
-    written. Raises on unreadable or invalid input."""
+    written. Raises on unreadable or invalid input.
+
+    Suppressed findings are left out (:func:`lint_report` has them)."""
+    return list(lint_report(profiles_dir, base=base, crds_dir=crds_dir).findings)
+
+
+def lint_report(profiles_dir: Path, *, base: Path | None = None,
+                crds_dir: Path | None = None) -> SuppressionReport:
+    """:func:`lint` with the suppressed findings too, each with what silenced it. The
+    findings about the CRDs of ``crds_dir`` cannot be suppressed (they are input errors)."""
+    import dataclasses
+
     from gen.emit.crd_schemas import load_crd_dir
 
-    plan = load_plan(profiles_dir, base=base)
-    return sort_findings([*run_checks(plan), *load_crd_dir(crds_dir, base)[1]])
+    report = check_report(load_plan(profiles_dir, base=base))
+    crd_findings = load_crd_dir(crds_dir, base)[1]
+    return dataclasses.replace(
+        report, findings=tuple(sort_findings([*report.findings, *crd_findings])),
+        suppressed=tuple(sorted(report.suppressed, key=lambda fs: fs[0].sort_key())),
+    )
 
 
 @dataclass(frozen=True)
@@ -551,6 +599,30 @@ def _fleet_record(
         digest, tuple(c.name for c in plan.clusters), objects, files, warnings))
 
 
+def cluster_fingerprints(
+    profiles_dir: Path, *, templates_dir: Path | None = None, base: Path | None = None,
+    crds_dir: Path | None = None,
+) -> list[dict[str, Any]]:
+    """Every cluster of the fleet, in name order: its name, the render cache's fingerprint
+    of its inputs (None when they cannot be fingerprinted), its GitOps engine and wave.
+    ``templates_dir`` and ``crds_dir`` as for :func:`render`: both count in a fingerprint."""
+    from gen.emit.crd_schemas import load_crd_dir
+
+    plan = load_plan(profiles_dir, base=base)
+    crds, _ = load_crd_dir(crds_dir, base)
+    fingerprints = _fingerprints(plan, templates_dir, crds)
+    rows = []
+    for cluster in sorted(plan.clusters, key=lambda c: c.name):
+        gitops = cluster.cluster.gitops
+        rows.append({
+            "name": cluster.name,
+            "fingerprint": fingerprints[cluster.name],
+            "engine": gitops.engine if gitops is not None else None,
+            "wave": gitops.wave if gitops is not None else None,
+        })
+    return rows
+
+
 def _fingerprints(plan: Plan, templates_dir: Path | None,
                   crds: CRDSet | None = None) -> dict[str, str | None]:
     """Every cluster's fingerprint (None: it cannot be cached), through the loader the
@@ -621,7 +693,7 @@ def _annotated_summary(changes: Changes) -> str:
 
     def note(path: str) -> str:
         if manifest_kind(PurePosixPath(path)) == "resourceclaimtemplate":
-            return "  (ResourceClaimTemplate spec is immutable: it will be replaced on sync)"
+            return "  (ResourceClaimTemplate: named by its content, never updated in place)"
         return ""
 
     return changes.summary(note)

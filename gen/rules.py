@@ -36,6 +36,7 @@ class Section(enum.Enum):
     SERVING = "Serving"
     SECURITY = "Security"
     APPLE = "Apple Silicon"
+    GITOPS = "GitOps"
 
 
 @dataclass(frozen=True)
@@ -52,9 +53,9 @@ class Rule:
     """The severity a finding of this rule has unless the check says otherwise."""
 
 
-_IO, _MIG, _DRA, _SERVING, _SECURITY, _APPLE = (
+_IO, _MIG, _DRA, _SERVING, _SECURITY, _APPLE, _GITOPS = (
     Section.INPUT_OUTPUT, Section.MIG, Section.DRA, Section.SERVING, Section.SECURITY,
-    Section.APPLE,
+    Section.APPLE, Section.GITOPS,
 )
 _WARNING, _INFO = Severity.WARNING, Severity.INFO
 
@@ -80,6 +81,18 @@ _ALL = (
         "GEN003", "reference to something that does not exist", _IO,
         "a reference to something that does not exist (GPU class, cluster, MIG layout, model, "
         "node pool, catalog GPU)",
+    ),
+    Rule(
+        "GEN004", "suppression matches no finding", _IO,
+        "a suppression (`# gen: ignore[RULE] reason`, a profile's `lint.ignore`, an entry of "
+        "the fleet's `gen.yaml`) that silences no finding: the problem is gone, or the "
+        "suppression is on the wrong line; remove it",
+        _WARNING,
+    ),
+    Rule(
+        "GEN005", "suppression cannot be used", _IO,
+        "a suppression without a reason, naming no rule, an unknown rule id, or a rule that "
+        "cannot be suppressed (input, render and validation errors, and GEN004/GEN005)",
     ),
     Rule(
         "GEN010", "template failed", _IO,
@@ -245,6 +258,25 @@ _ALL = (
         _WARNING,
     ),
     Rule(
+        "GEN215", "DRA driver chart requires a newer Kubernetes", _DRA,
+        "a DRA cluster older than the NVIDIA DRA driver chart's `kubeVersion` floor (1.32 for "
+        "every chart since 25.3.1): Helm refuses to install it; reported at the cluster's "
+        "`kubernetes_version`",
+    ),
+    Rule(
+        "GEN216", "more than 32 selectors in a DeviceClass or request", _DRA,
+        "a GPU class with more than 32 selectors (the structured match counts as one) or a "
+        "request with more than 32: the API server refuses the object "
+        "(`DeviceSelectorsMaxSize`)",
+    ),
+    Rule(
+        "GEN217", "setting a device-plugin cluster cannot honour", _DRA,
+        "a request selector, `same`, `allocation_mode: All` or a class's DRA sharing on a "
+        "device-plugin cluster: gen cannot render it there and says so instead of dropping "
+        "it silently",
+        _WARNING,
+    ),
+    Rule(
         "GEN240", "dynamic MIG pools cannot hold all replicas at once", _DRA,
         "the counters of a cluster with dynamic MIG pools cannot hold every replica at once "
         "(minimum replicas: error; autoscaling maximum: warning), found by the scheduler's "
@@ -285,6 +317,13 @@ _ALL = (
         "GEN306", "max_num_batched_tokens below max_num_seqs", _SERVING,
         "`serving.max_num_batched_tokens` is smaller than `serving.max_num_seqs`, which vLLM's "
         "scheduler config refuses at start-up",
+    ),
+    Rule(
+        "GEN330", "device-plugin cluster cannot run all replicas at once", _SERVING,
+        "on a device-plugin cluster, the replicas of the services (min_replicas when "
+        "autoscaled) need more `nvidia.com/gpu` or `nvidia.com/mig-<profile>` per node than "
+        "the pools they may use have: the rest stay Pending; reported at the service's "
+        "`replicas`, the pools as related locations",
     ),
     Rule(
         "GEN501", "literal secret in a profile", _SECURITY,
@@ -347,6 +386,27 @@ _ALL = (
         "GEN611", "llama-server service without a GGUF file name", _APPLE,
         "an `engine: llama-server` service whose `model` does not name a `.gguf` file and "
         "that sets no `gguf_file`: gen does not guess the file name",
+    ),
+    Rule(
+        "GEN700", "ServiceMonitors asked for on a cluster without the Prometheus Operator",
+        _GITOPS,
+        "`monitoring.service_monitors: true` on a cluster whose `addons` lack "
+        "`prometheus-operator`: without its CRD the ServiceMonitor fails the whole sync",
+    ),
+    Rule(
+        "GEN701", "autoscaling on a cluster without KEDA", _GITOPS,
+        "a service with `autoscaling` in a cluster whose `addons` lack `keda`: without its "
+        "CRD the ScaledObject fails the whole sync, and without KEDA nothing scales",
+    ),
+    Rule(
+        "GEN702", "model-cache access mode the StorageClass cannot provide", _GITOPS,
+        "a model-cache PVC whose access mode (ReadWriteMany for more than one replica) is "
+        "not among those `storage.classes` declares for its StorageClass: it stays Pending",
+    ),
+    Rule(
+        "GEN703", "clusters of one Argo CD root disagree on fleet_mode", _GITOPS,
+        "Argo CD clusters with the same controller namespace, repository, revision and "
+        "path prefix (one root Application) set different `gitops.fleet_mode`s",
     ),
 )
 

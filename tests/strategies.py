@@ -225,6 +225,9 @@ def _cluster(
     if allocation == "dra" and minor in _RUNTIME_CONFIG:
         doc["runtime_config"] = [_RUNTIME_CONFIG[minor]]
         doc["feature_gates"] = {"DynamicResourceAllocation": True}
+    if allocation == "dra" and minor < 32:
+        # Every DRA driver chart since 25.3.1 needs Kubernetes >= 1.32 (GEN215).
+        doc["dra_driver"] = {"version": "25.3.0"}
     engine = draw(st.sampled_from(["argocd", "flux", None]))
     if engine is not None:
         gitops: dict[str, Any] = {"engine": engine,
@@ -233,7 +236,11 @@ def _cluster(
             gitops["revision"] = draw(st.sampled_from(["main", "v1.2.3", "release-2"]))
         if draw(st.booleans()):
             gitops["path_prefix"] = draw(st.sampled_from(["out", "deploy/out", "fleet/out"]))
+        if engine == "argocd" and draw(st.booleans()):
+            gitops["wave"] = draw(st.integers(0, 3))
         doc["gitops"] = gitops
+    # KEDA everywhere (any service may autoscale); the Prometheus Operator on some clusters.
+    doc["addons"] = ["keda", *(["prometheus-operator"] if draw(st.booleans()) else [])]
     node_pools = []
     used_gpus: set[str] = set()
     for pool_name in pool_names:

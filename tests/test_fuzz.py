@@ -507,11 +507,13 @@ def test_a_huge_quantity_is_located_at_its_line(tmp_path: Path, quantity: str, r
     cannot compute with is a profile error; one it can is judged like any other."""
     shutil.copytree(Path(__file__).resolve().parent.parent / "profiles", tmp_path / "profiles")
     path = tmp_path / "profiles/services/llama-8b-vulkan.yaml"
-    path.write_text(path.read_text("utf-8").replace("memory: 8Gi", f"memory: {quantity}"))
+    text = path.read_text("utf-8")
+    line = text[:text.index("memory: 8Gi")].count("\n") + 1
+    path.write_text(text.replace("memory: 8Gi", f"memory: {quantity}"))
     result = lint(tmp_path)
     assert result.exit_code == 1
     assert result.stdout.startswith(
-        f"profiles/services/llama-8b-vulkan.yaml:29:3: error {rule}: resources.memory: "
+        f"profiles/services/llama-8b-vulkan.yaml:{line}:3: error {rule}: resources.memory: "
     ), result.stdout
 
 

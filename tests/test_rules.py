@@ -66,7 +66,7 @@ def test_rule_fields(rule_id: str) -> None:
 
 _SECTION_OF_HUNDREDS = {
     "0": Section.INPUT_OUTPUT, "1": Section.MIG, "2": Section.DRA, "3": Section.SERVING,
-    "5": Section.SECURITY, "6": Section.APPLE,
+    "5": Section.SECURITY, "6": Section.APPLE, "7": Section.GITOPS,
 }
 
 
@@ -80,9 +80,11 @@ def test_default_severities() -> None:
     """The rules that are not errors by default."""
     relaxed = {i: r.severity for i, r in RULES.items() if r.severity is not Severity.ERROR}
     assert relaxed == {
+        "GEN004": Severity.WARNING,
         "GEN025": Severity.WARNING,
         "GEN103": Severity.WARNING,
         "GEN208": Severity.WARNING,
+        "GEN217": Severity.WARNING,
         "GEN241": Severity.WARNING,
         "GEN502": Severity.INFO,
         "GEN604": Severity.WARNING,

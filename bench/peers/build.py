@@ -136,7 +136,10 @@ def export(objects: Mapping[str, Any], minors: Mapping[str, int]) -> Export:
         for path, leaves in members:
             record: dict[str, Any] = {"path": path}
             record.update({f"v{j}": leaves[i] for j, i in enumerate(variable)})
-            clusters[cluster_of(path)]["objects"].setdefault(shape.name, []).append(record)
+            # An object a group of clusters shares (``_root/_fleet/...``) goes with the first.
+            owner = cluster_of(path)
+            owner = owner if owner in clusters else min(clusters)
+            clusters[owner]["objects"].setdefault(shape.name, []).append(record)
     return Export(shapes, clusters)
 
 

@@ -40,7 +40,14 @@ from gen.apple.decide import (
     decisions,
 )
 from gen.fleet.generated import GENERATED_COMMENT
-from gen.fleet.manifests import labels, manifest, tolerations
+from gen.fleet.manifests import (
+    has_addon,
+    labels,
+    manifest,
+    model_cache_storage,
+    progress_deadline_seconds,
+    tolerations,
+)
 from gen.fleet.plan import HOSTS_DIR, ClusterPlan, FileSpec, ManifestSpec, PoolPlan, ServicePlan
 
 if TYPE_CHECKING:
@@ -242,6 +249,7 @@ def _llama_specs(
     }
     node_selector, tolerations = _placement(pools)
     claim = f"{name}-models"
+    cache_access, cache_class = model_cache_storage(plan, service, service.replicas)
     specs = [
         manifest(
             "apple/deployment.yaml.j2", origin, note=LLAMA_NOTE,
@@ -252,6 +260,8 @@ def _llama_specs(
                  {"name": "XDG_CACHE_HOME", "value": f"{HOME}/.cache"}],
             port=LLAMA_PORT, port_name=PORT_NAME, resources=resources,
             probe_period=PROBE_PERIOD, startup_failure_threshold=_startup_threshold(svc),
+            progress_deadline_seconds=progress_deadline_seconds(
+                PROBE_PERIOD, _startup_threshold(svc)),
             grace_seconds=SHUTDOWN_SECONDS, uid=RUN_AS,
             node_selector=node_selector, tolerations=tolerations,
             models_mount=MODELS_MOUNT, models_claim=claim, home=HOME,
@@ -266,8 +276,8 @@ def _llama_specs(
         manifest(
             "apple/pvc.yaml.j2", origin,
             name=claim, namespace=ns, labels=meta,
-            access_mode="ReadWriteOnce" if service.replicas <= 1 else "ReadWriteMany",
-            size=service.storage.cache_size, storage_class=service.storage.storage_class,
+            access_mode=cache_access, size=service.storage.cache_size,
+            storage_class=cache_class,
         ),
         manifest(
             "apple/pdb.yaml.j2", origin,
@@ -280,7 +290,7 @@ def _llama_specs(
                                plan.cluster.monitoring.namespace}),
         ),
     ]
-    if plan.cluster.monitoring.service_monitors:
+    if plan.cluster.monitoring.service_monitors and has_addon(plan, "prometheus-operator"):
         specs.append(manifest(
             "apple/servicemonitor.yaml.j2", origin,
             name=name, namespace=ns, labels=meta, selector=selector, port_name=PORT_NAME,

@@ -31,6 +31,8 @@ _COMMANDS: dict[str, tuple[str, str]] = {
                   "Does a model fit an Apple GPU (Mac or krunkit VM)?"),
     "cel": ("gen.cli._cel:cel_command", "Compile and evaluate DRA CEL selectors."),
     "explain": ("gen.cli._explain:explain_command", "Which devices a service's claims match."),
+    "clusters": ("gen.cli._clusters:clusters_command",
+                 "List the clusters and a fingerprint of each one's inputs (CI fan-out)."),
     "plan": ("gen.cli._plan:plan_command", "MIG layouts from the services' demand; dynamic MIG."),
     "init": ("gen.cli._init:init_command", "Create a new fleet repository."),
 }

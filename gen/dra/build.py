@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from gen.dra.selectors import class_cel
-from gen.fleet.manifests import claim_template_name, labels, manifest
+from gen.fleet.manifests import claim_template_name, extended_resource_name, labels, manifest
 from gen.fleet.plan import ClusterPlan, ManifestSpec, ServicePlan
 from gen.models import GPUClass
 
@@ -22,8 +22,8 @@ CHART_CLASSES = frozenset({
 
 IMMUTABLE_NOTE = (
     "ResourceClaimTemplate.spec is immutable: the API server rejects edits.\n"
-    "A changed template must be replaced (delete + create); gen marks it for that\n"
-    "(Argo CD Force=true,Replace=true; Flux force)."
+    "Its name ends in a hash of its content: a changed claim is a new template, the\n"
+    "Deployment that names it rolls, and the old template is pruned after the rollout."
 )
 
 
@@ -83,10 +83,80 @@ def claim_requests(plan: ClusterPlan, svc: ServicePlan) -> list[dict[str, Any]]:
     return [{"name": "gpu", "exactly": body}]
 
 
-def build(plan: ClusterPlan) -> list[ManifestSpec]:
-    """DeviceClasses, ResourceClaimTemplates and quotas of a DRA cluster."""
+def _extended_resource(plan: ClusterPlan, gpu_class: GPUClass) -> str:
+    """The device-plugin resource a class's devices are counted as (whole GPUs, or the MIG
+    profile's own resource under the mixed strategy)."""
+    profile = gpu_class.match.mig_profile if gpu_class.device_type == "mig" else None
+    return extended_resource_name(profile, "single" if plan.mig_strategy == "single"
+                                  else "mixed")
+
+
+def _quota_name(resource: str) -> str:
+    """``gpu-quota`` for whole GPUs, ``gpu-quota-mig-3g-40gb`` for a MIG profile."""
+    if resource == "nvidia.com/gpu":
+        return "gpu-quota"
+    return ("gpu-quota-" + resource.removeprefix("nvidia.com/")).replace(".", "-")[:63]
+
+
+def device_plugin_quotas(plan: ClusterPlan) -> list[ManifestSpec]:
+    """The GPU quotas of a device-plugin cluster: extended-resource ResourceQuotas
+    (``requests.nvidia.com/gpu``, ``requests.nvidia.com/mig-<profile>``). Kubernetes quotas
+    extended resources by their ``requests.`` name only ("Resource quota for extended
+    resources", https://kubernetes.io/docs/concepts/policy/resource-quotas/)."""
+    hard: dict[tuple[str, str], dict[str, int]] = {}
+    for quota in plan.cluster.quotas:
+        resource = _extended_resource(plan, plan.gpu_classes[quota.gpu_class].value)
+        per_ns = hard.setdefault((quota.namespace, resource), {})
+        per_ns[f"requests.{resource}"] = per_ns.get(f"requests.{resource}", 0) + quota.devices
+    return [
+        manifest(
+            "dra/resourcequota.yaml.j2", plan.located.at("quotas"), stage="gpu",
+            name=_quota_name(resource),
+            namespace=namespace,
+            labels=labels(_quota_name(resource), "gpu-quota"),
+            hard={key: str(value) for key, value in sorted(items.items())},
+        )
+        for (namespace, resource), items in sorted(hard.items())
+    ]
+
+
+def _claimed(plan: ClusterPlan) -> list[ServicePlan]:
+    """The services of the cluster that get a ResourceClaimTemplate."""
     if plan.dra_api_version is None:
         return []
+    return [
+        svc for svc in plan.services
+        if svc.service.gpu is not None and svc.gpu_class is not None
+        and svc.service.engine == "vllm"
+    ]
+
+
+def claim_content(plan: ClusterPlan, svc: ServicePlan) -> dict[str, Any]:
+    """What a service's ResourceClaimTemplate holds under ``spec`` (all of it immutable)."""
+    assert svc.service.gpu is not None
+    devices: dict[str, Any] = {"requests": claim_requests(plan, svc)}
+    constraints = [{"requests": [], "matchAttribute": attr} for attr in svc.service.gpu.same]
+    if constraints:
+        devices["constraints"] = constraints
+    return {
+        "metadata": {"labels": labels(svc.service.name, "gpu-claim")},
+        "spec": {"devices": devices},
+    }
+
+
+def claim_templates(plan: ClusterPlan) -> dict[str, str]:
+    """Service name → the name of its ResourceClaimTemplate (derived from the content)."""
+    return {
+        svc.service.name: claim_template_name(svc.service, claim_content(plan, svc))
+        for svc in _claimed(plan)
+    }
+
+
+def build(plan: ClusterPlan) -> list[ManifestSpec]:
+    """DeviceClasses, ResourceClaimTemplates and quotas of a DRA cluster; the quotas of a
+    device-plugin cluster as extended-resource quotas."""
+    if plan.dra_api_version is None:
+        return device_plugin_quotas(plan)
     specs = []
     used = sorted({
         name
@@ -108,20 +178,19 @@ def build(plan: ClusterPlan) -> list[ManifestSpec]:
             config=[{"opaque": config}] if config else [],
             extended_resource_name=gpu_class.extended_resource_name,
         ))
-    for svc in plan.services:
+    for svc in _claimed(plan):
         service = svc.service
-        if service.gpu is None or svc.gpu_class is None or service.engine != "vllm":
-            continue
-        constraints = [{"requests": [], "matchAttribute": attr} for attr in service.gpu.same]
+        content = claim_content(plan, svc)
+        devices = content["spec"]["devices"]
         specs.append(manifest(
             "dra/resourceclaimtemplate.yaml.j2", svc.located.document.location,
             note=IMMUTABLE_NOTE,
             api_version=plan.dra_api_version,
-            name=claim_template_name(service),
+            name=claim_template_name(service, content),
             namespace=service.namespace,
-            labels=labels(service.name, "gpu-claim"),
-            requests=claim_requests(plan, svc),
-            constraints=constraints,
+            labels=content["metadata"]["labels"],
+            requests=devices["requests"],
+            constraints=devices.get("constraints", []),
         ))
     for quota in plan.cluster.quotas:
         specs.append(manifest(

@@ -279,7 +279,7 @@ def render_manifest(
     if spec.note:
         header += "".join(f"# {line}\n" if line else "#\n" for line in spec.note.splitlines())
     return RenderedObject(
-        path=manifest_path(cluster, data, spec.folder, spec.stage),
+        path=manifest_path(spec.owner or cluster, data, spec.folder, spec.stage),
         data=data,
         text=header + (dump_yaml(data) if body is None else body),
         origin=spec.origin,

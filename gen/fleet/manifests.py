@@ -7,7 +7,9 @@ reads, the extended resource the device plugin advertises) is defined here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from gen.errors import SourceLocation
@@ -19,11 +21,15 @@ if TYPE_CHECKING:
 __all__ = [
     "MANAGED_BY",
     "MIG_CONFIGMAP_NAME",
+    "PROGRESS_MARGIN_SECONDS",
     "claim_template_name",
     "extended_resource_name",
+    "has_addon",
     "labels",
     "manifest",
+    "model_cache_storage",
     "namespaces",
+    "progress_deadline_seconds",
     "tolerations",
 ]
 
@@ -34,10 +40,63 @@ MIG_CONFIGMAP_NAME = "gen-mig-parted-config"
 GPU Operator's values name it (``migManager.config.name``) for mig-manager to read."""
 
 
-def claim_template_name(service: InferenceService) -> str:
+CLAIM_HASH_LENGTH = 8
+"""Hex digits of the content hash in a claim template's name (32 bits: a collision needs
+two templates of one service in one namespace, alive together, with the same 8 digits)."""
+
+
+def claim_template_name(service: InferenceService, content: Mapping[str, Any]) -> str:
     """Name of the service's ResourceClaimTemplate (the DRA builder's object, the vLLM pod's
-    ``resourceClaimTemplateName``)."""
-    return f"{service.name}-gpu"
+    ``resourceClaimTemplateName``): ``<service>-gpu-<hash>``.
+
+    ``content`` is what the template holds under ``spec`` (the claim's metadata and device
+    requests), which the API server never lets change. The name carries a short SHA-256 of
+    it, so a changed claim is a new template with a new name, the Deployment that names it
+    changes and rolls, and the GitOps engine prunes the old template: no object is ever
+    updated in place, deleted and recreated, or forced.
+    """
+    digest = hashlib.sha256(
+        json.dumps(content, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    ).hexdigest()
+    return f"{service.name}-gpu-{digest[:CLAIM_HASH_LENGTH]}"
+
+
+PROGRESS_MARGIN_SECONDS = 600
+"""What a new pod may take beyond its startup probe before the rollout counts as stuck:
+pulling the image (a vLLM image is about 10 GB), scheduling, allocating its claim, and
+its first readiness probe."""
+DEFAULT_PROGRESS_DEADLINE_SECONDS = 600
+"""Kubernetes' default ``progressDeadlineSeconds``."""
+
+
+def progress_deadline_seconds(probe_period: int, startup_failure_threshold: int) -> int:
+    """A Deployment's ``progressDeadlineSeconds``, from its startup probe.
+
+    The deployment controller marks a rollout failed (``ProgressDeadlineExceeded``; Argo CD
+    reports the Deployment Degraded, Flux fails the Kustomization's health check) when no
+    new pod has become available for that long. A pod is allowed ``periodSeconds ×
+    failureThreshold`` by its startup probe, so the deadline is that budget plus
+    :data:`PROGRESS_MARGIN_SECONDS`, rounded up to a whole minute, and never below the
+    Kubernetes default of 600 s.
+    """
+    seconds = probe_period * startup_failure_threshold + PROGRESS_MARGIN_SECONDS
+    return max(DEFAULT_PROGRESS_DEADLINE_SECONDS, -(-seconds // 60) * 60)
+
+
+def model_cache_storage(
+    plan: ClusterPlan, service: InferenceService, replicas: int
+) -> tuple[str, str | None]:
+    """(access mode, StorageClass or None for the cluster default) of a service's model
+    cache PVC: the service's own, else ReadWriteOnce for one replica and ReadWriteMany for
+    more (every replica mounts the same cache), and the cluster's ``model_cache_class``."""
+    storage = service.storage
+    mode = storage.access_mode or ("ReadWriteOnce" if replicas <= 1 else "ReadWriteMany")
+    return mode, storage.storage_class or plan.cluster.storage.model_cache_class
+
+
+def has_addon(plan: ClusterPlan, addon: str) -> bool:
+    """Whether the cluster declares ``addon`` (so the CRDs of its kinds exist there)."""
+    return addon in plan.cluster.addons
 
 
 def extended_resource_name(profile: str | None, strategy: Literal["single", "mixed"]) -> str:
@@ -90,12 +149,13 @@ def manifest(
     note: str = "",
     folder: str = "",
     stage: str = "workloads",
+    owner: str = "",
     **context: Any,
 ) -> ManifestSpec:
     """A ManifestSpec with its context as keyword arguments."""
     return ManifestSpec(
         template=template, context=context, origin=origin, note=note, folder=folder,
-        stage=stage,
+        stage=stage, owner=owner,
     )
 
 

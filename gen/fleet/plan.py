@@ -26,7 +26,9 @@ if TYPE_CHECKING:
 __all__ = [
     "BOOTSTRAP_DIR",
     "HOSTS_DIR",
+    "META_DIR",
     "REPORTS_DIR",
+    "ROOT_DIR",
     "STAGES",
     "ClusterPlan",
     "FileSpec",
@@ -40,6 +42,10 @@ __all__ = [
 BOOTSTRAP_DIR = "_bootstrap"
 STAGES = ("platform", "gpu", "workloads")
 """Sub-folders of out/<cluster>/, applied in this order (Flux dependsOn, Argo sync waves)."""
+ROOT_DIR = "_root"
+"""Root GitOps objects, applied once by hand; they sync ``_bootstrap`` (never synced themselves)."""
+META_DIR = "_meta"
+"""Per-cluster metadata for tools (provenance, ApplicationSet generator files); never synced."""
 REPORTS_DIR = "_reports"
 HOSTS_DIR = "_hosts"
 
@@ -57,6 +63,9 @@ class ManifestSpec:
     """Empty: the cluster's synced folder. Otherwise a folder under out/ (bootstrap)."""
     stage: str = "workloads"
     """Apply stage inside out/<cluster>/: 'platform', 'gpu' or 'workloads' (in that order)."""
+    owner: str = ""
+    """With a ``folder``: the folder under it instead of the cluster's name, for an object
+    several clusters share (each renders the same bytes there); starts with ``_``."""
 
 
 @dataclass(frozen=True)
@@ -133,6 +142,14 @@ class ClusterPlan:
     """The Apple Silicon decisions (``gen.apple.decide.AppleDecisions``), recorded by the
     pipeline before the builders run; ``None`` until then. Typed ``object``: the fleet layer
     sits below the capabilities and does not know their types."""
+    claim_templates: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """Service name → the name of its ResourceClaimTemplate (a hash of the template's
+    content, :func:`gen.fleet.manifests.claim_template_name`): decided by the DRA builder,
+    read by the serving builder; empty until the pipeline records it."""
+    gitops_fleet: object = None
+    """The GitOps decisions that span clusters (``gen.gitops.fleet.FleetView``: the group
+    of clusters one root object syncs, fleet mode, rollout waves), recorded by the pipeline
+    from the whole fleet before the builders run; ``None`` until then."""
 
     @property
     def cluster(self) -> Cluster:

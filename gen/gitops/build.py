@@ -20,14 +20,26 @@ pools get no platform charts.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any
 
 from gen.errors import SourceLocation
 from gen.fleet.manifests import MIG_CONFIGMAP_NAME, labels, manifest, tolerations
-from gen.fleet.plan import BOOTSTRAP_DIR, STAGES, ClusterPlan, ManifestSpec, PoolPlan
+from gen.fleet.plan import (
+    BOOTSTRAP_DIR,
+    META_DIR,
+    ROOT_DIR,
+    STAGES,
+    ClusterPlan,
+    FileSpec,
+    ManifestSpec,
+    PoolPlan,
+)
+from gen.gitops.fleet import ARGO_NAMESPACE, FLUX_NAMESPACE, ArgoGroup, FleetView, fleet_view
 
 __all__ = [
     "ARGO_NAMESPACE",
@@ -36,13 +48,11 @@ __all__ = [
     "Chart",
     "build",
     "dra_driver_values",
+    "files",
     "flux_git_url",
     "gpu_operator_values",
     "platform_charts",
 ]
-
-ARGO_NAMESPACE = "argocd"
-FLUX_NAMESPACE = "flux-system"
 
 NVIDIA_HELM_REPO = "https://helm.ngc.nvidia.com/nvidia"
 """NGC Helm repository: ``gpu-operator`` and the calendar-versioned ``nvidia-dra-driver-gpu``."""
@@ -82,13 +92,42 @@ WAVE_DRA_DRIVER = -15
 WAVE_CLUSTER = 0
 
 ARGO_RETRY = {"limit": 10, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"}}
+ARGO_SYNC_OPTIONS = ("ServerSideApply=true", "ApplyOutOfSyncOnly=true")
+"""Every Application: server-side apply (the GPU Operator's CRDs are too large for the
+last-applied annotation); apply only what is out of sync (a sync touches only changed
+objects, not every object of the cluster)."""
+RESOURCES_FINALIZER = "resources-finalizer.argocd.argoproj.io"
+"""Deleting an Application deletes what it deployed (a cluster removed from the profiles is
+removed from the cluster); the root has none, so deleting the root orphans everything."""
+GENERATE_PATHS = {"argocd.argoproj.io/manifest-generate-paths": "."}
+"""A Git webhook refreshes an Application only when a commit touches its own path."""
+APPLICATIONSET_GUARD = {"argocd.argoproj.io/sync-options": "Prune=confirm,Delete=confirm"}
+"""The root never prunes or deletes the ApplicationSet (and so every cluster) unconfirmed."""
+WAVE_LABEL = "gen.dev/wave"
+"""Label of a cluster Application with its rollout wave (the RollingSync steps select on it)."""
+FLEET_OWNER = "_fleet"
+"""The folder under ``_root``/``_bootstrap`` of the objects a group of clusters shares."""
+GENERATOR_FILE = "argocd.json"
+"""Per-cluster ApplicationSet generator file, in ``_meta/<cluster>/``."""
+IN_CLUSTER = "https://kubernetes.default.svc"
+ROOT_NOTE = (
+    "The root of the GitOps tree: apply this file once by hand (see docs/gitops.md).\n"
+    "It syncs everything else under _bootstrap from Git, prune on; it is never synced."
+)
 FLUX_SOURCE_INTERVAL = "1m"
 FLUX_HELM_REPO_INTERVAL = "1h"
 FLUX_INTERVAL = "10m"
 FLUX_RETRY_INTERVAL = "2m"
 FLUX_TIMEOUTS = {"platform": "15m", "gpu": "5m", "workloads": "30m"}
-"""Kustomization timeouts per stage: charts install slowly; vLLM pods load models for minutes."""
+"""Kustomization timeouts per stage: charts install slowly; vLLM pods load models for minutes
+(the workloads stage waits longer when a Deployment's progress deadline is longer)."""
+FLUX_WORKLOADS_TIMEOUT_MINUTES = 30
 HELM_TIMEOUT = "15m"
+HELM_RETRY_INTERVAL = "5m"
+"""``install``/``upgrade.strategy.retryInterval`` of ``RetryOnFailure`` (helm-controller's
+recommended settings)."""
+HELM_CHART_LAYER = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
+"""The OCI layer of a Helm chart (the OCIRepository ``layerSelector``)."""
 
 
 @dataclass(frozen=True)
@@ -243,40 +282,65 @@ def _wave(value: int) -> dict[str, str]:
     return {"argocd.argoproj.io/sync-wave": str(value)}
 
 
+def _argo_sync_policy(*options: str) -> dict[str, Any]:
+    """Automated sync with prune and self-heal, never to an empty source, with retries."""
+    return {
+        "automated": {"prune": True, "selfHeal": True, "allowEmpty": False},
+        "syncOptions": [*ARGO_SYNC_OPTIONS, *options],
+        "retry": ARGO_RETRY,
+    }
+
+
+def _argo_cluster_app(plan: ClusterPlan) -> dict[str, Any]:
+    """What the cluster's own Application syncs: ``<path_prefix>/<cluster>`` (Kustomize)."""
+    gitops = plan.cluster.gitops
+    assert gitops is not None
+    return {
+        "path": f"{gitops.path_prefix.strip('/')}/{plan.name}",
+        "server": gitops.destination_server,
+        "project": gitops.project,
+        "wave": str(gitops.wave),
+    }
+
+
 def _argo(plan: ClusterPlan, charts: Sequence[Chart]) -> list[ManifestSpec]:
     gitops = plan.cluster.gitops
     assert gitops is not None
-    namespace = gitops.namespace or ARGO_NAMESPACE
-    common: dict[str, Any] = {
-        "namespace": namespace, "project": gitops.project,
-        "server": gitops.destination_server, "retry": ARGO_RETRY,
-    }
-    specs = [manifest(
-        "gitops/application.yaml.j2", plan.located.at("gitops"), folder=BOOTSTRAP_DIR,
-        name=plan.name, labels=labels(plan.name, "gitops"), sync_wave=str(WAVE_CLUSTER),
-        repo_url=gitops.repo_url, revision=gitops.revision, chart="",
-        path=f"{gitops.path_prefix.strip('/')}/{plan.name}",
-        destination_namespace="", sync_options=["ServerSideApply=true"],
-        managed_namespace_labels={}, managed_namespace_annotations={},
-        ignore_differences=[], **common,
-    )]
+    group = _group(plan)
+    namespace = group.namespace
+    common: dict[str, Any] = {"namespace": namespace, "finalizers": [RESOURCES_FINALIZER]}
+    specs: list[ManifestSpec] = []
+    if not group.applicationset:
+        app = _argo_cluster_app(plan)
+        specs.append(manifest(
+            "gitops/application.yaml.j2", plan.located.at("gitops"), folder=BOOTSTRAP_DIR,
+            name=plan.name, labels=_cluster_labels(plan.name, app["wave"]),
+            annotations={**_wave(WAVE_CLUSTER), **GENERATE_PATHS},
+            project=app["project"], server=app["server"],
+            repo_url=gitops.repo_url, revision=gitops.revision, chart="",
+            path=app["path"], directory=None, destination_namespace="",
+            sync_policy=_argo_sync_policy(), ignore_differences=[], **common,
+        ))
     for chart in charts:
         is_operator = chart.release == GPU_OPERATOR_RELEASE
+        policy = _argo_sync_policy(
+            "CreateNamespace=true",
+            *(["RespectIgnoreDifferences=true"] if is_operator else []),
+        )
+        policy["managedNamespaceMetadata"] = {
+            "labels": PRIVILEGED_NAMESPACE,
+            "annotations": _exception(charts, chart.namespace),
+        }
         specs.append(manifest(
             "gitops/application.yaml.j2", _chart_origin(plan, chart), folder=BOOTSTRAP_DIR,
             name=f"{plan.name}-{chart.release}",
             labels=labels(chart.release, "platform", **{"gen.dev/cluster": plan.name}),
-            sync_wave=str(chart.wave),
+            annotations=_wave(chart.wave),
+            project=gitops.project, server=gitops.destination_server,
             # Argo CD names an OCI Helm repository without the scheme.
             repo_url=chart.repo_url.removeprefix("oci://"), revision=chart.version,
             chart=chart.chart, release=chart.release, values=chart.values,
-            destination_namespace=chart.namespace,
-            sync_options=[
-                "CreateNamespace=true", "ServerSideApply=true",
-                *(["RespectIgnoreDifferences=true"] if is_operator else []),
-            ],
-            managed_namespace_labels=PRIVILEGED_NAMESPACE,
-            managed_namespace_annotations=_exception(charts, chart.namespace),
+            destination_namespace=chart.namespace, sync_policy=policy,
             # ClusterPolicy.spec.cdi.default: a CRD default the chart no longer renders
             # (NVIDIA/gpu-operator#2795); without this the app never reports Synced.
             ignore_differences=[{
@@ -285,7 +349,88 @@ def _argo(plan: ClusterPlan, charts: Sequence[Chart]) -> list[ManifestSpec]:
             }] if is_operator else [],
             **common,
         ))
+    return specs + _argo_shared(group)
+
+
+def _group(plan: ClusterPlan) -> ArgoGroup:
+    view = plan.gitops_fleet
+    if not isinstance(view, FleetView) or plan.name not in view.argo:
+        view = fleet_view([plan])  # built alone (tests, library callers): a group of one
+    return view.argo[plan.name]
+
+
+def _cluster_labels(cluster: str, wave: str) -> dict[str, str]:
+    return labels(cluster, "gitops", **{"gen.dev/cluster": cluster, WAVE_LABEL: wave})
+
+
+def _argo_shared(group: ArgoGroup) -> list[ManifestSpec]:
+    """The objects every member of the group renders alike: the root Application (applied
+    by hand, in ``_root/_fleet``) and, in fleet mode, the ApplicationSet it syncs."""
+    prefix = group.path_prefix
+    # Argo CD matches directory.include against each file's path relative to source.path
+    # (argo-cd reposerver/repository/repository.go, findManifests): only the Argo CD
+    # folders of the group's members, never a Flux cluster's objects in the same tree.
+    include = [f"{m}/{group.namespace}/*" for m in group.members]
+    if group.applicationset:
+        include.append(f"{FLEET_OWNER}/{group.namespace}/*")
+    specs = [manifest(
+        "gitops/application.yaml.j2", group.origin, folder=ROOT_DIR, owner=FLEET_OWNER,
+        note=ROOT_NOTE,
+        name=group.root, namespace=group.namespace, labels=labels(group.root, "gitops-root"),
+        annotations=GENERATE_PATHS, finalizers=[], project=group.project,
+        server=IN_CLUSTER, repo_url=group.repo_url, revision=group.revision, chart="",
+        path=f"{prefix}/{BOOTSTRAP_DIR}",
+        directory={"recurse": True, "include": "{" + ",".join(include) + "}"},
+        destination_namespace=group.namespace, sync_policy=_argo_sync_policy(),
+        ignore_differences=[],
+    )]
+    if not group.applicationset:
+        return specs
+    name = f"{group.root}-clusters"
+    template = {
+        "metadata": {
+            "name": "{{.cluster}}",
+            "labels": {**labels("{{.cluster}}", "gitops"),
+                       "gen.dev/cluster": "{{.cluster}}", WAVE_LABEL: "{{.wave}}"},
+            "annotations": {**GENERATE_PATHS},
+            "finalizers": [RESOURCES_FINALIZER],
+        },
+        "spec": {
+            "project": "{{.project}}",
+            "source": {"repoURL": group.repo_url, "targetRevision": group.revision,
+                       "path": "{{.path}}"},
+            "destination": {"server": "{{.server}}"},
+            "syncPolicy": _argo_sync_policy(),
+        },
+    }
+    specs.append(manifest(
+        "gitops/applicationset.yaml.j2", group.origin, folder=BOOTSTRAP_DIR,
+        owner=FLEET_OWNER, name=name, namespace=group.namespace,
+        labels=labels(name, "gitops"), annotations=APPLICATIONSET_GUARD,
+        repo_url=group.repo_url, revision=group.revision,
+        files=[{"path": f"{prefix}/{META_DIR}/{m}/{GENERATOR_FILE}"} for m in group.members],
+        steps=[{"matchExpressions": [
+            {"key": WAVE_LABEL, "operator": "In", "values": [str(wave)]},
+        ]} for wave in group.waves],
+        app_template=template,
+    ))
     return specs
+
+
+def files(plan: ClusterPlan) -> list[FileSpec]:
+    """Files outside synced paths: in fleet mode, the cluster's ApplicationSet generator
+    file ``_meta/<cluster>/argocd.json`` (the parameters of its Application)."""
+    gitops = plan.cluster.gitops
+    if gitops is None or gitops.engine != "argocd" or not _group(plan).applicationset:
+        return []
+    from gen.fleet.generated import JSON_KEY, json_header
+
+    origin = plan.located.at("gitops")
+    params = {JSON_KEY: json_header(origin.path), "cluster": plan.name,
+              **_argo_cluster_app(plan)}
+    text = json.dumps(params, indent=2, sort_keys=True) + "\n"
+    return [FileSpec(PurePosixPath(META_DIR, plan.name, GENERATOR_FILE), text.encode("utf-8"),
+                     origin)]
 
 
 def _flux_platform(plan: ClusterPlan, charts: Sequence[Chart]) -> list[ManifestSpec]:
@@ -304,52 +449,87 @@ def _flux_platform(plan: ClusterPlan, charts: Sequence[Chart]) -> list[ManifestS
             name=ns, labels={**labels(ns, "namespace"), **PRIVILEGED_NAMESPACE},
             annotations=_exception(charts, ns),
         ))
-    repos = {c.repo_name: c for c in charts}
-    for name, chart in sorted(repos.items()):
+    for name, chart in sorted({c.repo_name: c for c in charts if not c.oci}.items()):
         specs.append(manifest(
             "gitops/helmrepository.yaml.j2", _chart_origin(plan, chart), stage="platform",
             name=name, namespace=namespace, labels=labels(name, "platform"),
-            url=chart.repo_url,
-            type="oci" if chart.oci else "default",
-            interval=FLUX_HELM_REPO_INTERVAL,
+            url=chart.repo_url, type="default", interval=FLUX_HELM_REPO_INTERVAL,
         ))
     for chart in charts:
+        if chart.oci:
+            # helm-controller's recommended source for OCI charts: an OCIRepository pinned
+            # to the chart's tag, named by the HelmRelease's chartRef.
+            specs.append(manifest(
+                "gitops/ocirepository.yaml.j2", _chart_origin(plan, chart), stage="platform",
+                name=chart.release, namespace=namespace, labels=labels(chart.release, "platform"),
+                url=f"{chart.repo_url}/{chart.chart}", tag=chart.version,
+                interval=FLUX_HELM_REPO_INTERVAL, layer_media_type=HELM_CHART_LAYER,
+            ))
         specs.append(manifest(
             "gitops/helmrelease.yaml.j2", _chart_origin(plan, chart), stage="platform",
             name=chart.release, namespace=namespace, labels=labels(chart.release, "platform"),
             chart=chart.chart, version=chart.version, repo=chart.repo_name,
+            chart_ref={"kind": "OCIRepository", "name": chart.release} if chart.oci else None,
             release=chart.release, target_namespace=chart.namespace,
             values=chart.values, timeout=HELM_TIMEOUT, interval=FLUX_INTERVAL,
+            retry_interval=HELM_RETRY_INTERVAL,
             depends_on=[{"name": d} for d in chart.depends_on],
         ))
     return specs
 
 
-def _flux_bootstrap(plan: ClusterPlan, stages: Sequence[str]) -> list[ManifestSpec]:
+def _workloads_timeout(specs: Sequence[ManifestSpec]) -> str:
+    """The workloads Kustomization's health-check timeout: the default, or longer than the
+    slowest Deployment's ``progressDeadlineSeconds`` plus a minute, so that Flux reports a
+    stuck rollout as the deployment controller does instead of giving up first."""
+    deadline = max((int(s.context.get("progress_deadline_seconds", 0)) for s in specs),
+                   default=0)
+    minutes = max(FLUX_WORKLOADS_TIMEOUT_MINUTES, -(-deadline // 60) + 1)
+    return f"{minutes}m"
+
+
+def _flux_bootstrap(
+    plan: ClusterPlan, stages: Sequence[str], specs: Sequence[ManifestSpec]
+) -> list[ManifestSpec]:
     gitops = plan.cluster.gitops
     assert gitops is not None
     namespace = gitops.namespace or FLUX_NAMESPACE
     origin = plan.located.at("gitops")
-    specs = [manifest(
+    prefix = gitops.path_prefix.strip("/")
+    bootstrap = f"{prefix}/{BOOTSTRAP_DIR}/{plan.name}"
+    out = [manifest(
         "gitops/gitrepository.yaml.j2", origin, folder=BOOTSTRAP_DIR,
         name=plan.name, namespace=namespace, labels=labels(plan.name, "gitops"),
         url=flux_git_url(gitops.repo_url), ref=_flux_ref(gitops.revision),
         interval=FLUX_SOURCE_INTERVAL,
+        # Clone only what this cluster's Kustomizations read.
+        sparse_checkout=[f"{prefix}/{plan.name}", bootstrap],
     )]
+    timeouts = {**FLUX_TIMEOUTS, "workloads": _workloads_timeout(specs)}
     previous: str | None = None
     for stage in stages:
         name = f"{plan.name}-{stage}"
-        specs.append(manifest(
+        out.append(manifest(
             "gitops/kustomization.yaml.j2", origin, folder=BOOTSTRAP_DIR,
             name=name, namespace=namespace,
             labels=labels(plan.name, "gitops", **{"gen.dev/stage": stage}),
-            path=f"./{gitops.path_prefix.strip('/')}/{plan.name}/{stage}",
+            path=f"./{prefix}/{plan.name}/{stage}",
             source=plan.name, interval=FLUX_INTERVAL, retry_interval=FLUX_RETRY_INTERVAL,
-            timeout=FLUX_TIMEOUTS[stage],
+            timeout=timeouts[stage], deletion_policy="MirrorPrune",
             depends_on=[{"name": previous}] if previous else [],
         ))
         previous = name
-    return specs
+    out.append(manifest(
+        "gitops/kustomization.yaml.j2", origin, folder=ROOT_DIR, note=ROOT_NOTE,
+        name=f"{plan.name}-bootstrap", namespace=namespace,
+        labels=labels(plan.name, "gitops-root"),
+        path=f"./{bootstrap}", source=plan.name, interval=FLUX_INTERVAL,
+        retry_interval=FLUX_RETRY_INTERVAL, timeout=FLUX_TIMEOUTS["gpu"],
+        # Deleting the root leaves everything in place (mass-deletion guard); removing a
+        # cluster's files prunes its Kustomizations, which delete what they applied.
+        deletion_policy="Orphan", depends_on=[],
+    ))
+    return out
 
 
 def build(plan: ClusterPlan, specs: Sequence[ManifestSpec] = ()) -> list[ManifestSpec]:
@@ -366,4 +546,4 @@ def build(plan: ClusterPlan, specs: Sequence[ManifestSpec] = ()) -> list[Manifes
         return _argo(plan, charts)
     out = _flux_platform(plan, charts)
     present = {s.stage for s in (*specs, *out) if not s.folder}
-    return out + _flux_bootstrap(plan, [s for s in STAGES if s in present])
+    return out + _flux_bootstrap(plan, [s for s in STAGES if s in present], specs)

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from gen.models._base import Spec
+from gen.models._base import ProfileKind, Spec
 from gen.models._types import (
     DNSLabel,
     DNSSubdomain,
@@ -130,6 +130,18 @@ class GitOps(Spec):
     destination_server: str = Field(
         "https://kubernetes.default.svc", description="Argo CD destination API server URL."
     )
+    fleet_mode: Literal["auto", "applications", "applicationset"] = Field(
+        "auto",
+        description="Argo CD: one Application per cluster ('applications'), or one "
+        "ApplicationSet with progressive syncs for all the clusters of the same Argo CD "
+        "namespace, repository and revision ('applicationset'). 'auto': an ApplicationSet "
+        "when more than 10 clusters share them. Every cluster of the group must agree.",
+    )
+    wave: int = Field(
+        0, ge=0, le=99,
+        description="Rollout wave in fleet mode: the ApplicationSet syncs the clusters of "
+        "wave 0 first, and the next wave only once those are healthy.",
+    )
 
     @field_validator("path_prefix")
     @classmethod
@@ -175,7 +187,9 @@ class Monitoring(Spec):
     """Where metrics go: Prometheus Operator and the Prometheus KEDA queries."""
 
     service_monitors: bool = Field(
-        True, description="Render a ServiceMonitor per service (Prometheus Operator)."
+        True,
+        description="Render a ServiceMonitor per service (needs 'prometheus-operator' in "
+        "the cluster's addons).",
     )
     prometheus_url: str = Field(
         "http://prometheus-operated.monitoring.svc:9090",
@@ -187,7 +201,39 @@ class Monitoring(Spec):
     )
 
 
-class Cluster(Spec):
+AccessMode = Literal["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"]
+"""A PersistentVolumeClaim access mode."""
+
+Addon = Literal["prometheus-operator", "keda"]
+"""A cluster add-on whose custom resources gen renders: Prometheus Operator
+(``ServiceMonitor``), KEDA (``ScaledObject``)."""
+
+
+class StorageClassInfo(Spec):
+    """A StorageClass of the cluster and what its provisioner can do."""
+
+    name: DNSSubdomain = Field(description="StorageClass name.")
+    access_modes: tuple[AccessMode, ...] = Field(
+        min_length=1,
+        description="Access modes its volumes support, e.g. [ReadWriteOnce] for a block "
+        "disk class, [ReadWriteOnce, ReadWriteMany] for NFS or CephFS.",
+    )
+
+
+class ClusterStorage(Spec):
+    """Storage classes of the cluster, for model-cache volumes."""
+
+    model_cache_class: DNSSubdomain | None = Field(
+        None,
+        description="StorageClass of model-cache PVCs whose service names none; default: "
+        "the cluster's default StorageClass.",
+    )
+    classes: tuple[StorageClassInfo, ...] = Field(
+        (), description="StorageClasses and their access modes (checked by gen lint)."
+    )
+
+
+class Cluster(ProfileKind):
     """A Kubernetes cluster of the fleet."""
 
     kind: Literal["Cluster"] = Field(description="Document kind.")
@@ -212,8 +258,21 @@ class Cluster(Spec):
         default_factory=DRADriver, description="NVIDIA DRA driver settings (allocation 'dra')."
     )
     node_pools: tuple[NodePool, ...] = Field(min_length=1, description="GPU node pools.")
-    quotas: tuple[GPUQuota, ...] = Field((), description="DRA device quotas per namespace.")
+    quotas: tuple[GPUQuota, ...] = Field(
+        (), description="GPU quotas per namespace: a DRA ResourceQuota (devices of the class) "
+        "on DRA clusters, an extended-resource ResourceQuota (requests.nvidia.com/gpu or "
+        "requests.nvidia.com/mig-<profile>) on device-plugin clusters.",
+    )
     monitoring: Monitoring = Field(default_factory=Monitoring, description="Metrics settings.")
+    addons: tuple[Addon, ...] = Field(
+        (),
+        description="Add-ons installed in the cluster whose custom resources gen may "
+        "render: 'prometheus-operator' (ServiceMonitors), 'keda' (ScaledObjects). An "
+        "object whose CRD the cluster lacks fails the whole sync, so gen renders none.",
+    )
+    storage: ClusterStorage = Field(
+        default_factory=ClusterStorage, description="Model-cache storage classes."
+    )
 
     @model_validator(mode="after")
     def _unique_pools(self) -> Cluster:

@@ -14,10 +14,12 @@ import math
 from typing import Any
 
 from gen.fleet.manifests import (
-    claim_template_name,
     extended_resource_name,
+    has_addon,
     labels,
     manifest,
+    model_cache_storage,
+    progress_deadline_seconds,
     tolerations,
 )
 from gen.fleet.placement import candidates
@@ -180,7 +182,7 @@ def build_service(plan: ClusterPlan, svc: ServicePlan) -> list[ManifestSpec]:
         resources["requests"][resource] = str(devices)
     node_selector, pod_tolerations = _placement(svc)
     grace = PRESTOP_SECONDS + service.serving.shutdown_timeout_seconds + 15
-    replicas_access = "ReadWriteOnce" if service.max_replicas <= 1 else "ReadWriteMany"
+    cache_access, cache_class = model_cache_storage(plan, service, service.max_replicas)
     specs = [
         manifest(
             "vllm/deployment.yaml.j2", origin,
@@ -193,12 +195,14 @@ def build_service(plan: ClusterPlan, svc: ServicePlan) -> list[ManifestSpec]:
             resources=resources,
             startup_failure_threshold=math.ceil(startup / PROBE_PERIOD),
             probe_period=PROBE_PERIOD,
+            progress_deadline_seconds=progress_deadline_seconds(
+                PROBE_PERIOD, math.ceil(startup / PROBE_PERIOD)),
             shm_size=shm_size(devices),
             cache_claim=f"{name}-model-cache",
             node_selector=node_selector,
             tolerations=pod_tolerations,
             resource_claims=(
-                [{"name": "gpu", "resourceClaimTemplateName": claim_template_name(service)}]
+                [{"name": "gpu", "resourceClaimTemplateName": plan.claim_templates[name]}]
                 if dra else []
             ),
             grace_seconds=grace,
@@ -214,8 +218,8 @@ def build_service(plan: ClusterPlan, svc: ServicePlan) -> list[ManifestSpec]:
         manifest(
             "vllm/pvc.yaml.j2", origin,
             name=f"{name}-model-cache", namespace=ns, labels=meta,
-            access_mode=replicas_access, size=service.storage.cache_size,
-            storage_class=service.storage.storage_class,
+            access_mode=cache_access, size=service.storage.cache_size,
+            storage_class=cache_class,
         ),
         manifest(
             "vllm/pdb.yaml.j2", origin,
@@ -229,13 +233,13 @@ def build_service(plan: ClusterPlan, svc: ServicePlan) -> list[ManifestSpec]:
                                plan.cluster.monitoring.namespace}),
         ),
     ]
-    if plan.cluster.monitoring.service_monitors:
+    if plan.cluster.monitoring.service_monitors and has_addon(plan, "prometheus-operator"):
         specs.append(manifest(
             "vllm/servicemonitor.yaml.j2", origin,
             name=name, namespace=ns, labels=meta, selector=selector_labels,
             port_name=PORT_NAME,
         ))
-    if service.autoscaling is not None:
+    if service.autoscaling is not None and has_addon(plan, "keda"):
         auto = service.autoscaling
         query = (
             f'sum(vllm:num_requests_waiting{{namespace="{ns}",'

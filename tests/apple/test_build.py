@@ -24,6 +24,7 @@ CLUSTER = """\
     name: lab
     kubernetes_version: "1.34.2"
     allocation: device-plugin
+    addons: [prometheus-operator]
     node_pools:
       - name: studio
         platform: apple-vm
@@ -262,10 +263,12 @@ def test_mac_hosts_launchd_plists_and_readme(tmp_path: Path) -> None:
 
 
 def test_hosts_files_are_outside_synced_paths(tmp_path: Path) -> None:
-    """Plists and READMEs are FileSpecs under _hosts/, never under a cluster folder."""
+    """Plists and READMEs are FileSpecs under _hosts/, never under a cluster folder (the
+    other files of the plan are gen's own metadata, under _meta/)."""
     plan = cluster_plan(tmp_path)
     assert plan.files
-    assert all(f.path.parts[0] == "_hosts" for f in plan.files)
+    assert all(f.path.parts[0] in ("_hosts", "_meta") for f in plan.files)
+    assert any(f.path.parts[0] == "_hosts" for f in plan.files)
 
 
 def test_mac_llama_server_reads_gguf_from_service_folder(tmp_path: Path) -> None:

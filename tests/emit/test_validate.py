@@ -273,6 +273,10 @@ WIDGET_CRD = """
 
 def _widget_fleet(tmp_path: Path, size: int, rule: str = "true") -> Path:
     root = copy_fleet(tmp_path)
+    # The override replaces the ServiceMonitor, rendered where the Prometheus Operator is.
+    cluster = root / "profiles/clusters/edge-l4.yaml"
+    cluster.write_text(cluster.read_text("utf-8").replace(
+        "node_pools:", "addons: [prometheus-operator]\nnode_pools:", 1), encoding="utf-8")
     write_tree(root, {
         "templates/vllm/servicemonitor.yaml.j2": WIDGET_TEMPLATE.replace("SIZE", str(size)),
         "crds/widget.yaml": WIDGET_CRD.replace("RULE", rule),

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
 from gen.errors import SourceLocation
-from gen.fleet.manifests import claim_template_name, extended_resource_name, tolerations
+from gen.fleet.manifests import (
+    PROGRESS_MARGIN_SECONDS,
+    claim_template_name,
+    extended_resource_name,
+    progress_deadline_seconds,
+    tolerations,
+)
 from gen.fleet.plan import PoolPlan
 from gen.models import InferenceService, NodePool
 
@@ -48,7 +56,24 @@ def test_claim_template_name() -> None:
         "model": "meta-llama/Llama-3.1-8B-Instruct", "clusters": ["c"],
         "gpu": {"gpu_class": "h100"},
     })
-    assert claim_template_name(service) == "llama-gpu"
+    content = {"spec": {"devices": {"requests": [{"name": "gpu"}]}}}
+    name = claim_template_name(service, content)
+    assert re.fullmatch(r"llama-gpu-[0-9a-f]{8}", name)
+    # The same content (any key order) keeps the name; other content gets another.
+    assert claim_template_name(service, dict(reversed(list(content.items())))) == name
+    other = {"spec": {"devices": {"requests": [{"name": "gpu", "count": 2}]}}}
+    assert claim_template_name(service, other) != name
+
+
+def test_progress_deadline_covers_the_startup_budget() -> None:
+    """The deadline is the startup budget plus the margin, in whole minutes, at least 600."""
+    assert progress_deadline_seconds(10, 3) == 660  # 30 + 600 → 11 minutes
+    assert progress_deadline_seconds(10, 111) == 1740  # 1110 + 600 → 29 minutes
+    assert progress_deadline_seconds(1, 1) >= 600
+    for period, threshold in ((10, 5), (10, 200), (7, 33)):
+        deadline = progress_deadline_seconds(period, threshold)
+        assert deadline % 60 == 0
+        assert deadline >= period * threshold + PROGRESS_MARGIN_SECONDS
 
 
 def test_extended_resource_name() -> None:

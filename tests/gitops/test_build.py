@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -10,9 +11,11 @@ import pytest
 import yaml
 
 from gen.emit.render import BUILTIN_TEMPLATES
-from gen.fleet.manifests import MIG_CONFIGMAP_NAME
-from gen.fleet.plan import BOOTSTRAP_DIR, ClusterPlan
+from gen.errors import SourceLocation
+from gen.fleet.manifests import MIG_CONFIGMAP_NAME, manifest
+from gen.fleet.plan import BOOTSTRAP_DIR, ROOT_DIR, ClusterPlan
 from gen.gitops import build as gitops
+from gen.gitops.fleet import FLEET_MODE_THRESHOLD
 from gen.pipeline import load_plan, render
 from tests.helpers import copy_fleet, write_tree
 
@@ -93,17 +96,18 @@ def _wave(obj: dict[str, Any]) -> int:
 
 
 def test_example_bootstraps_render_and_validate(fleet_out: Path) -> None:
-    """The example fleet renders its bootstrap objects, schema-valid, under _bootstrap/."""
+    """The example fleet renders its bootstrap objects, schema-valid, under _bootstrap/; in
+    fleet mode the Argo CD cluster's Application comes from the shared ApplicationSet."""
     boot = fleet_out / BOOTSTRAP_DIR
     found = sorted(p.relative_to(boot).as_posix() for p in boot.rglob("*.yaml"))
-    assert [f for f in found if f.split("/")[0] in EXAMPLE_CLUSTERS] == [
+    assert [f for f in found if f.split("/")[0] in (*EXAMPLE_CLUSTERS, "_fleet")] == [
+        "_fleet/argocd/applicationset-gen-root-clusters.yaml",
         "edge-l4/flux-system/gitrepository-edge-l4.yaml",
         "edge-l4/flux-system/kustomization-edge-l4-gpu.yaml",
         "edge-l4/flux-system/kustomization-edge-l4-platform.yaml",
         "edge-l4/flux-system/kustomization-edge-l4-workloads.yaml",
         "prod-us-east/argocd/application-prod-us-east-gpu-operator.yaml",
         "prod-us-east/argocd/application-prod-us-east-nvidia-dra-driver-gpu.yaml",
-        "prod-us-east/argocd/application-prod-us-east.yaml",
         "research-eu/flux-system/gitrepository-research-eu.yaml",
         "research-eu/flux-system/kustomization-research-eu-gpu.yaml",
         "research-eu/flux-system/kustomization-research-eu-platform.yaml",
@@ -111,38 +115,127 @@ def test_example_bootstraps_render_and_validate(fleet_out: Path) -> None:
     ]
 
 
+def test_one_root_per_engine_is_all_that_is_applied_by_hand(fleet_out: Path) -> None:
+    """out/_root holds one object per Argo CD root and one per Flux cluster, nothing else;
+    each syncs the bootstrap objects from Git, prune on, and has no finalizer (deleting a
+    root orphans what it synced)."""
+    roots = _docs(fleet_out / ROOT_DIR)
+    assert sorted(roots) == [
+        "_fleet/argocd/application-gen-root.yaml",
+        "edge-l4/flux-system/kustomization-edge-l4-bootstrap.yaml",
+        "mac-lab/flux-system/kustomization-mac-lab-bootstrap.yaml",
+        "research-eu/flux-system/kustomization-research-eu-bootstrap.yaml",
+    ]
+    argo = roots["_fleet/argocd/application-gen-root.yaml"]
+    assert "finalizers" not in argo["metadata"]
+    assert argo["spec"]["source"]["path"] == "out/_bootstrap"
+    assert argo["spec"]["source"]["directory"] == {
+        "recurse": True, "include": "{prod-us-east/argocd/*,_fleet/argocd/*}",
+    }
+    assert argo["spec"]["syncPolicy"]["automated"] == {
+        "prune": True, "selfHeal": True, "allowEmpty": False,
+    }
+    flux = roots["research-eu/flux-system/kustomization-research-eu-bootstrap.yaml"]["spec"]
+    assert (flux["path"], flux["prune"], flux["deletionPolicy"]) == (
+        "./out/_bootstrap/research-eu", True, "Orphan")
+    # Everything the Flux root syncs exists and reads the source it adopts.
+    assert (fleet_out / "_bootstrap/research-eu/flux-system/gitrepository-research-eu.yaml"
+            ).is_file()
+
+
 def test_bootstrap_kinds_never_in_synced_folders(fleet_out: Path) -> None:
-    """Applications, GitRepositories and Flux Kustomizations live only in _bootstrap/."""
+    """Applications, GitRepositories and Flux Kustomizations live only outside the synced
+    folders (_bootstrap/, and the roots in _root/)."""
     for rel, obj in _docs(fleet_out).items():
-        bootstrap_kind = obj["kind"] in ("Application", "GitRepository") or (
+        bootstrap_kind = obj["kind"] in ("Application", "ApplicationSet", "GitRepository") or (
             obj["apiVersion"].startswith("kustomize.toolkit.fluxcd.io/")
         )
-        assert bootstrap_kind == rel.startswith(f"{BOOTSTRAP_DIR}/"), rel
+        assert bootstrap_kind == rel.startswith((f"{BOOTSTRAP_DIR}/", f"{ROOT_DIR}/")), rel
 
 
-def test_argo_cluster_application(fleet_out: Path) -> None:
-    """The Argo CD Application syncs out/<cluster> automatically, with prune and self-heal."""
-    app = yaml.safe_load((
-        fleet_out / BOOTSTRAP_DIR / "prod-us-east/argocd/application-prod-us-east.yaml"
+def test_argo_applicationset_fleet_mode(fleet_out: Path) -> None:
+    """Fleet mode: one ApplicationSet, a Git files generator over the members' _meta files,
+    RollingSync steps by wave, every generated Application with the resources finalizer and
+    manifest-generate-paths; each generator file holds what the template names."""
+    appset = yaml.safe_load((
+        fleet_out / BOOTSTRAP_DIR / "_fleet/argocd/applicationset-gen-root-clusters.yaml"
     ).read_text("utf-8"))
+    spec = appset["spec"]
+    files = spec["generators"][0]["git"]["files"]
+    assert files == [{"path": "out/_meta/prod-us-east/argocd.json"}]
+    assert spec["strategy"]["type"] == "RollingSync"
+    assert spec["strategy"]["rollingSync"]["steps"] == [{"matchExpressions": [
+        {"key": "gen.dev/wave", "operator": "In", "values": ["1"]}]}]
+    meta = spec["template"]["metadata"]
+    assert meta["finalizers"] == ["resources-finalizer.argocd.argoproj.io"]
+    assert meta["annotations"]["argocd.argoproj.io/manifest-generate-paths"] == "."
+    assert meta["labels"]["gen.dev/wave"] == "{{.wave}}"
+    assert "Delete=confirm" in appset["metadata"]["annotations"][
+        "argocd.argoproj.io/sync-options"]
+    params = json.loads((fleet_out / "_meta/prod-us-east/argocd.json").read_text("utf-8"))
+    assert params["path"] == "out/prod-us-east" and params["wave"] == "1"
+    keys = set(re.findall(r"\{\{\.(\w+)\}\}", json.dumps(spec["template"])))
+    assert keys <= set(params), keys - set(params)
+
+
+def test_argo_cluster_application(tmp_path: Path) -> None:
+    """Without fleet mode, the cluster's Application syncs out/<cluster> automatically, with
+    prune, self-heal, never to an empty source, only what is out of sync, the resources
+    finalizer and manifest-generate-paths."""
+    plan = _plan(tmp_path, {"profiles/c1.yaml": _cluster(engine="argocd")})
+    app = _render_one(plan)["_bootstrap/c1/argocd/application-c1.yaml"]
     spec = app["spec"]
     assert app["metadata"]["namespace"] == "argocd"
-    assert spec["project"] == "default"
+    assert app["metadata"]["finalizers"] == ["resources-finalizer.argocd.argoproj.io"]
+    assert app["metadata"]["annotations"]["argocd.argoproj.io/manifest-generate-paths"] == "."
     assert spec["source"] == {
-        "repoURL": "https://github.com/example-org/gpu-fleet.git",
-        "targetRevision": "main",
-        "path": "out/prod-us-east",
+        "repoURL": "https://github.com/org/fleet.git", "targetRevision": "main", "path": "out/c1",
     }
     assert spec["destination"] == {"server": "https://kubernetes.default.svc"}
-    assert spec["syncPolicy"]["automated"] == {"prune": True, "selfHeal": True}
-    assert "ServerSideApply=true" in spec["syncPolicy"]["syncOptions"]
+    assert spec["syncPolicy"]["automated"] == {"prune": True, "selfHeal": True,
+                                               "allowEmpty": False}
+    options = spec["syncPolicy"]["syncOptions"]
+    assert {"ServerSideApply=true", "ApplyOutOfSyncOnly=true"} <= set(options)
+    assert not any(o.startswith(("Force", "Replace")) for o in options)
+
+
+def test_fleet_mode_is_the_default_above_the_threshold(tmp_path: Path) -> None:
+    """fleet_mode auto: Applications up to FLEET_MODE_THRESHOLD clusters, an ApplicationSet
+    with one RollingSync step per wave above it."""
+    count = FLEET_MODE_THRESHOLD + 1
+    files = {
+        f"profiles/c{i}.yaml": _cluster(f"c{i}", engine="argocd").replace(
+            "fleet.git\n", f"fleet.git\n  wave: {i % 3}\n", 1)
+        for i in range(count)
+    }
+    write_tree(tmp_path, files)
+    plan = load_plan(tmp_path / "profiles", base=tmp_path)
+    objects = _render_one(plan.clusters[0])
+    appset = objects["_bootstrap/_fleet/argocd/applicationset-gen-root-clusters.yaml"]
+    steps = appset["spec"]["strategy"]["rollingSync"]["steps"]
+    assert [s["matchExpressions"][0]["values"] for s in steps] == [["0"], ["1"], ["2"]]
+    assert len(appset["spec"]["generators"][0]["git"]["files"]) == count
+    assert "_bootstrap/c0/argocd/application-c0.yaml" not in objects
+    # Every member renders the shared objects with the same bytes.
+    from gen.emit.render import make_environment, render_cluster
+
+    env = make_environment()
+    shared = [{str(o.path): o.text for o in render_cluster(env, c)[0]
+               if o.path.parts[1] == "_fleet"} for c in plan.clusters]
+    assert all(s == shared[0] for s in shared) and len(shared[0]) == 2
+    # One fewer cluster: Applications.
+    write_tree(tmp_path / "small", dict(list(files.items())[:FLEET_MODE_THRESHOLD]))
+    small = load_plan(tmp_path / "small/profiles", base=tmp_path / "small")
+    objects = _render_one(small.clusters[0])
+    assert "_bootstrap/c0/argocd/application-c0.yaml" in objects
+    assert not any("applicationset" in p for p in objects)
 
 
 def test_argo_platform_applications_sync_first(fleet_out: Path) -> None:
     """The GPU Operator and DRA driver Applications carry waves before the cluster's own."""
     folder = fleet_out / BOOTSTRAP_DIR / "prod-us-east/argocd"
     apps = {p.name: yaml.safe_load(p.read_text("utf-8")) for p in folder.glob("*.yaml")}
-    main = _wave(apps["application-prod-us-east.yaml"])
+    main = 0  # the cluster's Application (from the ApplicationSet) syncs at the default wave
     operator = apps["application-prod-us-east-gpu-operator.yaml"]
     dra = apps["application-prod-us-east-nvidia-dra-driver-gpu.yaml"]
     assert _wave(operator) < _wave(dra) < main
@@ -230,14 +323,62 @@ def test_sync_waves_order_dra_objects(fleet_out: Path) -> None:
     assert min(_wave(o) for o in workloads) >= 0
 
 
-def test_every_claim_template_is_replaced_on_change(fleet_out: Path) -> None:
-    """Every rendered ResourceClaimTemplate carries Argo Replace=true and Flux force."""
+def test_claim_templates_are_never_forced_or_replaced(fleet_out: Path) -> None:
+    """A claim template is named by its content: no Force/Replace, no Flux force; pruned
+    last, after the rollout onto its successor."""
     claims = [o for o in _docs(fleet_out).values() if o["kind"] == "ResourceClaimTemplate"]
     assert len(claims) >= 3
     for claim in claims:
         annotations = claim["metadata"]["annotations"]
-        assert "Replace=true" in annotations["argocd.argoproj.io/sync-options"].split(",")
-        assert annotations["kustomize.toolkit.fluxcd.io/force"].lower() == "enabled"
+        assert annotations["argocd.argoproj.io/sync-options"] == "PruneLast=true"
+        assert "kustomize.toolkit.fluxcd.io/force" not in annotations
+        assert re.fullmatch(r".+-gpu-[0-9a-f]{8}", claim["metadata"]["name"])
+
+
+def test_prune_protection_on_namespaces_and_model_caches(fleet_out: Path) -> None:
+    """Namespaces are pruned or deleted by Argo CD only when confirmed; model-cache PVCs are
+    never deleted with their Application; Flux prunes neither."""
+    docs = {r: o for r, o in _docs(fleet_out).items() if not r.startswith("_")}
+    namespaces = [o for o in docs.values() if o["kind"] == "Namespace"]
+    pvcs = [o for o in docs.values() if o["kind"] == "PersistentVolumeClaim"]
+    assert namespaces and pvcs
+    for obj in namespaces:
+        annotations = obj["metadata"]["annotations"]
+        assert annotations["argocd.argoproj.io/sync-options"] == "Prune=confirm,Delete=confirm"
+        assert annotations["kustomize.toolkit.fluxcd.io/prune"] == "disabled"
+    for obj in pvcs:
+        annotations = obj["metadata"]["annotations"]
+        assert annotations["argocd.argoproj.io/sync-options"] == "Prune=confirm,Delete=false"
+        assert annotations["kustomize.toolkit.fluxcd.io/prune"] == "disabled"
+
+
+def test_flux_sources_check_out_only_their_cluster(fleet_out: Path) -> None:
+    """Each Flux GitRepository clones only its cluster's synced folder and bootstrap."""
+    for cluster in ("research-eu", "edge-l4"):
+        repo = yaml.safe_load((fleet_out / BOOTSTRAP_DIR / cluster / "flux-system" /
+                               f"gitrepository-{cluster}.yaml").read_text("utf-8"))
+        assert repo["spec"]["sparseCheckout"] == [f"out/{cluster}", f"out/_bootstrap/{cluster}"]
+
+
+def test_helm_releases_follow_helm_controller_recommendations(fleet_out: Path) -> None:
+    """RetryOnFailure for install and upgrade (retry instead of uninstall or rollback),
+    CRDs upgraded, drift detection on."""
+    releases = [o for o in _docs(fleet_out).values() if o["kind"] == "HelmRelease"]
+    assert releases
+    for release in releases:
+        spec = release["spec"]
+        for action in ("install", "upgrade"):
+            assert spec[action]["strategy"] == {"name": "RetryOnFailure", "retryInterval": "5m"}
+            assert "remediation" not in spec[action]
+        assert spec["driftDetection"] == {"mode": "enabled"}
+
+
+def test_workloads_timeout_covers_the_slowest_progress_deadline(tmp_path: Path) -> None:
+    """The workloads Kustomization waits longer than its slowest Deployment's deadline."""
+    specs = [manifest("vllm/deployment.yaml.j2", SourceLocation("x"),
+                             progress_deadline_seconds=3000)]
+    assert gitops._workloads_timeout(specs) == "51m"
+    assert gitops._workloads_timeout([]) == "30m"
 
 
 # --- Helm values from the plan -------------------------------------------------------------
@@ -362,10 +503,14 @@ def test_semver_dra_driver_comes_from_oci(tmp_path: Path) -> None:
     })
     render(tmp_path / "profiles", tmp_path / "out", validator="embedded", base=tmp_path)
     docs = _docs(tmp_path / "out")
-    repo = docs["c1/platform/flux-system/helmrepository-dra-driver-nvidia.yaml"]["spec"]
-    assert (repo["type"], repo["url"]) == ("oci", gitops.DRA_OCI_REPO)
+    assert "c1/platform/flux-system/helmrepository-dra-driver-nvidia.yaml" not in docs
+    repo = docs["c1/platform/flux-system/ocirepository-dra-driver-nvidia-gpu.yaml"]["spec"]
+    assert repo["url"] == f"{gitops.DRA_OCI_REPO}/dra-driver-nvidia-gpu"
+    assert repo["ref"] == {"tag": "0.4.1"}
+    assert repo["layerSelector"]["mediaType"] == gitops.HELM_CHART_LAYER
     release = docs["c1/platform/flux-system/helmrelease-dra-driver-nvidia-gpu.yaml"]["spec"]
-    assert release["chart"]["spec"]["version"] == "0.4.1"
+    assert release["chartRef"] == {"kind": "OCIRepository", "name": "dra-driver-nvidia-gpu"}
+    assert "chart" not in release
     app = docs["_bootstrap/c2/argocd/application-c2-dra-driver-nvidia-gpu.yaml"]["spec"]
     assert app["source"]["repoURL"] == "registry.k8s.io/dra-driver-nvidia/charts"
     assert app["source"]["chart"] == "dra-driver-nvidia-gpu"
@@ -398,9 +543,9 @@ def test_gitops_namespace_override(tmp_path: Path) -> None:
     plan = _plan(tmp_path, {"profiles/c1.yaml": text})
     objects = _render_one(plan)
     apps = {p: o for p, o in objects.items() if o["kind"] == "Application"}
-    assert len(apps) == 3
+    assert len(apps) == 4
     for path, app in apps.items():
-        assert PurePosixPath(path).parts[:3] == (BOOTSTRAP_DIR, "c1", "gitops")
+        assert PurePosixPath(path).parts[1:3] in (("c1", "gitops"), ("_fleet", "gitops")), path
         assert app["spec"]["project"] == "gpu"
 
 
@@ -432,3 +577,38 @@ def test_gitops_templates_emit_scalars_through_tojson() -> None:
     for template in sorted((BUILTIN_TEMPLATES / "gitops").glob("*.yaml.j2")):
         for expression in re.findall(r"{{(.*?)}}", template.read_text("utf-8")):
             assert expression.strip().endswith("|tojson"), (template.name, expression)
+
+
+# --- syncs that never surprise ---------------------------------------------------------------
+
+
+def test_changing_a_services_gpu_class_rolls_its_deployment(tmp_path: Path) -> None:
+    """Switching llama-70b to another GPU class in the example fleet writes a new claim
+    template under a new name, removes the old one, and changes the Deployment (it names the
+    new template), so the pods roll onto the new claim."""
+    root = copy_fleet(tmp_path / "fleet")
+    render(root / "profiles", root / "out", validator="embedded", base=root)
+    before = _docs(root / "out")
+    (root / "profiles/gpu-classes/h100-large.yaml").write_text(
+        "kind: GPUClass\nname: h100-large\nmatch:\n  product: h100-sxm5-80gb\n"
+        "  min_memory: 79Gi\n", encoding="utf-8")
+    service = root / "profiles/services/llama-70b.yaml"
+    service.write_text(service.read_text("utf-8").replace(
+        "gpu_class: h100\n", "gpu_class: h100-large\n", 1), encoding="utf-8")
+    render(root / "profiles", root / "out", validator="embedded", base=root)
+    after = _docs(root / "out")
+
+    def claims(docs: dict[str, dict[str, Any]]) -> set[str]:
+        return {r for r, o in docs.items() if o["kind"] == "ResourceClaimTemplate"
+                and o["metadata"]["labels"]["app.kubernetes.io/name"] == "llama-70b"}
+
+    old, new = claims(before), claims(after)
+    assert len(old) == len(new) == 1 and old != new
+    deployment = "prod-us-east/workloads/inference/deployment-llama-70b.yaml"
+    assert before[deployment] != after[deployment]
+    [claim] = after[deployment]["spec"]["template"]["spec"]["resourceClaims"]
+    assert claim["resourceClaimTemplateName"] == after[next(iter(new))]["metadata"]["name"]
+    assert not (root / "out" / next(iter(old))).exists()
+    # The other service's template and Deployment are untouched.
+    other = "prod-us-east/workloads/inference/deployment-llama-8b.yaml"
+    assert before[other] == after[other]

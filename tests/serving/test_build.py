@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -115,8 +116,9 @@ def test_secrets_by_reference_only(objects: dict[str, dict[str, Any]]) -> None:
 def test_gpu_through_claim_or_extended_resource(objects: dict[str, dict[str, Any]]) -> None:
     """DRA clusters reference the claim template; device-plugin clusters ask nvidia.com/gpu."""
     dra = _deployment(objects, "llama-70b")["spec"]["template"]["spec"]
-    assert dra["resourceClaims"] == [{"name": "gpu",
-                                      "resourceClaimTemplateName": "llama-70b-gpu"}]
+    [claim] = dra["resourceClaims"]
+    assert claim["name"] == "gpu"
+    assert re.fullmatch(r"llama-70b-gpu-[0-9a-f]{8}", claim["resourceClaimTemplateName"])
     assert dra["containers"][0]["resources"]["claims"] == [{"name": "gpu"}]
     edge = _deployment(objects, "qwen-7b")["spec"]["template"]["spec"]
     assert "resourceClaims" not in edge

@@ -15,9 +15,10 @@ Public API (stable; other capabilities call it):
 The environment is Kubernetes' DRA selector environment (kubernetes/dynamic-resource-allocation
 ``cel/compile.go``@v0.36.0) on top of the versioned base environment (:mod:`._versions`):
 one variable ``device`` with ``driver`` (string), ``attributes`` (domain → name → value) and
-``capacity`` (domain → name → quantity); Kubernetes' quantity, semver, list, regex, IP and CIDR
-libraries; the strings (version 2) and sets extensions, optionals and ``cel.bind``; the
-compile-time validators of literals and aggregates (:mod:`._validate`).
+``capacity`` (domain → name → quantity); Kubernetes' quantity, semver, list, regex, URL, IP,
+CIDR and format libraries; the strings (version 2), sets and lists (version 3) extensions,
+two-variable comprehensions, optionals and ``cel.bind``; the compile-time validators of
+literals and aggregates (:mod:`._validate`).
 
 Kubernetes semantics kept:
 

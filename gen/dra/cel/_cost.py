@@ -31,6 +31,9 @@ DEVICE_MAP_ENTRIES = 32
 """``ResourceSliceMaxAttributesAndCapacitiesPerDevice``: entries of each attribute or
 capacity map."""
 DRIVER_NAME_LENGTH = 63
+FORMAT_SIZE = 60
+"""The size gen gives a named format (the largest ``MaxRegexSize`` of the DNS and name
+formats in kubernetes/apiserver ``pkg/cel/library/format.go`` @ v0.36.0)."""
 
 # (size, element size) of each step of a path through the ``device`` variable.
 _DEVICE_PATH = {
@@ -73,13 +76,20 @@ _STRING_WORK = {
     "bytes",
     "quantity",
     "isQuantity",
+    "url",
+    "isURL",
     "semver",
     "isSemver",
     "@in",
 }
 _COMPARISONS = {"_==_", "_!=_", "_<_", "_<=_", "_>_", "_>=_"}
 _LIST_TRAVERSAL = {"isSorted", "sum", "min", "max"}
+_LIST_SEARCH = {"indexOf", "lastIndexOf"}  # on a list; on a string they are string work
 _SETS = {"sets.contains", "sets.equivalent", "sets.intersects"}
+_LISTS_EXTENSION = {"reverse", "slice", "flatten", "distinct", "sort", "@sortByAssociatedKeys"}
+_UNBOUNDED = 1 << 64
+"""cel-go's ``math.MaxUint``: the size of ``lists.range(n)`` or the depth of ``flatten(n)``
+when ``n`` is not a literal."""
 _NAMESPACES = {"sets", "ip", "format", "optional", "lists", "strings"}
 
 
@@ -88,10 +98,48 @@ class _Est:
     cost: int
     size: int  # length of a string / list / map; 1 for scalars
     elem: int  # the largest size of an element (lists, maps)
+    is_list: bool = False  # known to be a list (indexOf costs a traversal, not a string scan)
 
 
 def _tenth(n: int) -> int:
     return math.ceil(n / 10)
+
+
+def _lists_extension(name: str, parts: list[_Est]) -> _Est:
+    """cel-go ext/lists.go@v0.26.0 (estimateAllocatingListCall): the call, the new list (10)
+    and a factor times the list size; distinct and sort compare every pair."""
+    items = parts[-1] if name == "@sortByAssociatedKeys" else parts[0]
+    n = items.size
+    if name in {"distinct", "sort", "@sortByAssociatedKeys"}:
+        strings = _tenth(n * n) if items.elem > 1 else 0
+        return _Est(11 + 2 * n * n + strings, parts[0].size, parts[0].elem, True)
+    if name == "flatten":
+        depth = parts[1].size if len(parts) > 1 else 1
+        size = n * max(1, items.elem)
+        return _Est(11 + depth * size, size, 1, True)
+    return _Est(11 + n, n, items.elem, True)  # reverse, slice
+
+
+def _library_call(name: str, parts: list[_Est]) -> _Est | None:
+    """Kubernetes' list and format libraries, cel-go's lists and sets extensions."""
+    if parts and (name in _LIST_TRAVERSAL or (name in _LIST_SEARCH and parts[0].is_list)):
+        # Kubernetes' list library walks the receiver: per element one step plus its
+        # comparison (library/cost.go@v0.36.0), 0.1 per character for strings.
+        items = parts[0]
+        return _Est(1 + items.size * (1 + _tenth(items.elem)), items.elem, 1)
+    if name in _LISTS_EXTENSION and parts:
+        return _lists_extension(name, parts)
+    if name == "validate" and len(parts) == 2:
+        # library/cost.go: the value's length × 0.1 × MaxNameFormatRegexSize (128) × 0.25.
+        return _Est(1 + _tenth(parts[1].size) * 32, 1, 1)
+    if name.startswith("format."):
+        return _Est(1, FORMAT_SIZE, 1)
+    if name in _SETS and len(parts) == 2:
+        # cel-go ext/sets.go: every element of one list against every element of the other;
+        # equivalent() does it both ways.
+        pairs = parts[0].size * parts[1].size
+        return _Est(1 + pairs * (2 if name == "sets.equivalent" else 1), 1, 1)
+    return None
 
 
 def _call(name: str, parts: list[_Est]) -> _Est:
@@ -100,21 +148,14 @@ def _call(name: str, parts: list[_Est]) -> _Est:
     elem = max((p.elem for p in parts), default=1)
     if name == "_+_" and len(parts) == 2:
         size = parts[0].size + parts[1].size
-        return _Est(1 + _tenth(size), size, elem)
+        return _Est(1 + _tenth(size), size, elem, parts[0].is_list)
     if name in _COMPARISONS:
         return _Est(1 + _tenth(min(p.size for p in parts)), 1, 1)
     if name in {"_[_]", "_[?_]"} and parts:
         return _Est(1, parts[0].elem, parts[0].elem)
-    if name in _LIST_TRAVERSAL and parts:
-        # Kubernetes' list library walks the receiver: per element one step plus its
-        # comparison (library/cost.go@v0.36.0), 0.1 per character for strings.
-        items = parts[0]
-        return _Est(1 + items.size * (1 + _tenth(items.elem)), items.elem, 1)
-    if name in _SETS and len(parts) == 2:
-        # cel-go ext/sets.go: every element of one list against every element of the other;
-        # equivalent() does it both ways.
-        pairs = parts[0].size * parts[1].size
-        return _Est(1 + pairs * (2 if name == "sets.equivalent" else 1), 1, 1)
+    library = _library_call(name, parts)
+    if library is not None:
+        return library
     if name in {"matches", "find", "findAll"} and len(parts) >= 2:
         return _Est(1 + _tenth(parts[0].size) * max(1, math.ceil(parts[1].size / 4)), 1, 1)
     if name == "replace" and len(parts) >= 3:
@@ -155,7 +196,7 @@ def _estimate(node: Node, scope: dict[str, _Est]) -> _Est:
     if kind == "ident":
         known = scope.get(node.name)
         if known is not None:
-            return _Est(1, known.size, known.elem)
+            return _Est(1, known.size, known.elem, known.is_list)
         return _Est(1, DEVICE_VALUE_SIZE, DEVICE_VALUE_SIZE)
     if kind == "select":
         operand = _estimate(node.children[0], scope)
@@ -164,7 +205,9 @@ def _estimate(node: Node, scope: dict[str, _Est]) -> _Est:
         kids = [_estimate(c, scope) for c in node.children]
         values = kids if kind == "list" else kids[1::2]
         cost = (10 if kind == "list" else 30) + sum(k.cost for k in kids)
-        return _Est(cost, len(values), max((v.size for v in values), default=1))
+        return _Est(
+            cost, len(values), max((v.size for v in values), default=1), kind == "list"
+        )
     if kind == "call":
         children, name = node.children, node.name
         first = children[0] if node.has_target else None
@@ -173,6 +216,15 @@ def _estimate(node: Node, scope: dict[str, _Est]) -> _Est:
         ):
             children, name = children[1:], f"{first.name}.{name}"  # sets.contains(a, b)
         parts = [_estimate(c, scope) for c in children]
+        if name in {"lists.range", "flatten"} and len(children) == (1 if name == "lists.range"
+                                                                     else 2):
+            literal = children[-1]
+            # cel-go's nodeAsIntValue: a negative literal counts as 0.
+            bound = max(0, literal.value) if literal.kind == "const" and type(
+                literal.value) is int else _UNBOUNDED
+            parts[-1] = _Est(parts[-1].cost, bound, 1)
+            if name == "lists.range":
+                return _Est(11 + bound + parts[0].cost, bound, 1, True)
         if node.name == "@in" and len(node.args) == 2 and _device_path(
             node.args[1], scope
         ) in {"maps", "domain"}:
@@ -196,11 +248,13 @@ def _comprehension(node: Node, scope: dict[str, _Est]) -> _Est:
     loop_step = _estimate(step, inner)
     # Macro accumulators grow additively (map / filter append one element per iteration).
     growth = max(0, loop_step.size - start.size)
-    final = _Est(0, start.size + rng.size * growth, max(start.elem, loop_step.elem))
+    final = _Est(
+        0, start.size + rng.size * growth, max(start.elem, loop_step.elem), start.is_list
+    )
     inner[node.accu_var] = final
     res = _estimate(result, inner)
     cost = rng.cost + start.cost + rng.size * (loop_cond.cost + loop_step.cost) + res.cost
-    return _Est(cost, res.size, res.elem)
+    return _Est(cost, res.size, res.elem, res.is_list)
 
 
 def estimate_cost(root: Node) -> int:

@@ -9,11 +9,23 @@ from typing import Any
 from cel_expr_python import cel
 
 from gen.caches import memoize, once
-from gen.dra.cel._ast import Node, ParsedAST, decode_checked_expr, decode_parsed_expr
+from gen.dra.cel._ast import (
+    Node,
+    ParsedAST,
+    decode_checked_expr,
+    decode_parsed_expr,
+    type_name,
+)
 from gen.dra.cel._cost import estimate_cost
-from gen.dra.cel._library import checker_env, device_data, runtime_env
+from gen.dra.cel._library import (
+    OPTIONAL_RESULTS,
+    TIME_LIST_FUNCTIONS,
+    checker_env,
+    device_data,
+    runtime_env,
+)
 from gen.dra.cel._source import matching_bracket
-from gen.dra.cel._validate import aggregate_errors, literal_errors
+from gen.dra.cel._validate import aggregate_errors, literal_errors, regex_program_errors
 from gen.dra.cel._versions import first_new_object_minor, unavailable
 from gen.dra.devices import Device
 from gen.errors import CELCompileError, CELRuntimeError
@@ -149,7 +161,33 @@ def _domain_lookups(node: Node, scope: dict[str, bool], out: list[Node]) -> None
         _domain_lookups(child, scope, out)
 
 
-def _domain_default_source(expression: str, ast: ParsedAST) -> str:
+_TIME_TYPES = {"google.protobuf.Duration": "duration", "google.protobuf.Timestamp": "timestamp"}
+_CALL_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*$")
+
+
+def _time_list_renames(
+    expression: str, ast: ParsedAST, root: Node, types: dict[int, bytes]
+) -> list[tuple[int, int, str]]:
+    """(start, end, name) edits that run ``min`` / ``max`` / ``sum`` of a list of durations
+    or timestamps as the runtime functions declared to return one (a cel-expr-python
+    function returns a duration only where its declaration says so; the untyped runtime
+    cannot tell a list of durations from a list of ints)."""
+    edits = []
+    for node in root.walk():
+        if node.kind != "call" or node.name not in TIME_LIST_FUNCTIONS or not node.has_target:
+            continue
+        kind = _TIME_TYPES.get(type_name(types.get(node.id, b"")))
+        offset = ast.positions.get(node.id, -1)
+        match = _CALL_NAME.search(expression, 0, max(offset, 0))
+        if kind is None or match is None or match[1] != node.name:
+            continue
+        edits.append((match.start(1), match.end(1), TIME_LIST_FUNCTIONS[node.name][kind]))
+    return edits
+
+
+def _domain_default_source(
+    expression: str, ast: ParsedAST, renames: list[tuple[int, int, str]] = ()  # type: ignore[assignment]
+) -> str:
     """Rewrite each look-up of a domain in ``device.attributes`` / ``device.capacity`` to
     default to an empty map (``m[?d].orValue({})``, ``m.?d.orValue({})``), as Kubernetes'
     ``newStringInterfaceMapWithDefault`` answers: directly, through ``cel.bind`` or in a
@@ -170,9 +208,10 @@ def _domain_default_source(expression: str, ast: ParsedAST) -> str:
         if end is None:
             continue
         inserts += [(start + 1, "?"), (end + 1, ".orValue({})")]
+    edits = [(offset, offset, piece) for offset, piece in inserts] + list(renames)
     text = expression
-    for offset, piece in sorted(inserts, reverse=True):
-        text = text[:offset] + piece + text[offset:]
+    for start, end, piece in sorted(edits, reverse=True):
+        text = text[:start] + piece + text[end:]
     return text
 
 
@@ -232,7 +271,10 @@ def _at(expression: str, ast: ParsedAST, node: Node) -> str:
 
 
 def _version_error(expression: str, ast: ParsedAST, minor: int | None) -> str | None:
-    uses = sorted(unavailable(ast.root, minor), key=lambda u: ast.positions.get(u[2].id, 0))
+    uses = sorted(
+        unavailable(ast.root, minor, expression, ast.positions),
+        key=lambda u: ast.positions.get(u[2].id, 0),
+    )
     for feature, name, node in uses:
         first = first_new_object_minor(feature)
         where = _at(expression, ast, node)
@@ -339,6 +381,64 @@ def _cross_numeric(checker: Any, expression: str, ast: ParsedAST, errors: str) -
         return None
 
 
+def _parse(checker: Any, expression: str) -> ParsedAST:
+    try:
+        return decode_parsed_expr(checker.compile(expression, disable_check=True).serialize())
+    except _BINDING_ERRORS as err:  # a syntax error; ASTDecodeError is a ValueError
+        raise CELCompileError(_compile_message(expression, str(err))) from None
+
+
+def _optional_results(expression: str, ast: ParsedAST) -> str:
+    """The expression with each call of Kubernetes' format library that returns an optional
+    followed by an optional index: ``f.validate(s)`` → ``f.validate(s)[?"errors"]``,
+    ``format.named(n)`` → ``format.named(n)[?"format"]``; ``l.first()`` → ``l[?0]`` and
+    ``l.last()`` → ``l.reverse()[?0]``.
+
+    A cel-expr-python function can neither be declared to return an optional nor return
+    one; gen's ``validate`` returns ``{"errors": [...]}`` or ``{}`` (and ``format.named`` a
+    map likewise), so the optional index yields exactly Kubernetes' ``optional.of(...)`` or
+    ``optional.none()``, in the type checker as at run time.
+    """
+    inserts: list[tuple[int, int, str]] = []
+    for node in ast.root.walk():
+        target = node.target if node.kind == "call" else None
+        if target is None:
+            continue
+        if node.name in _LIST_ENDS and not node.args:
+            span = _member_call_span(expression, ast.positions.get(node.id, -1), node.name)
+            if span is not None:
+                inserts.append((*span, _LIST_ENDS[node.name]))
+            continue
+        key = OPTIONAL_RESULTS.get(node.name) if node.name == "validate" else (
+            OPTIONAL_RESULTS.get("format.named")
+            if node.name == "named" and target.kind == "ident" and target.name == "format"
+            else None
+        )
+        start = ast.positions.get(node.id, -1)
+        end = matching_bracket(expression, start) if key is not None and start >= 0 else None
+        if key is not None and end is not None and expression[start] == "(":
+            inserts.append((end + 1, end + 1, f'[?"{key}"]'))
+    for start, end, piece in sorted(inserts, reverse=True):
+        expression = expression[:start] + piece + expression[end:]
+    return expression
+
+
+_LIST_ENDS = {"first": "[?0]", "last": ".reverse()[?0]"}
+"""The lists extension's ``first()`` / ``last()`` (version 3, which cel-cpp lacks) as the
+optional index that means the same: ``l.first()`` is ``l[?0]``."""
+
+
+def _member_call_span(expression: str, paren: int, name: str) -> tuple[int, int] | None:
+    """(start, end) of ``.name(...)`` of a member call whose ``(`` is at ``paren``."""
+    if not 0 <= paren < len(expression) or expression[paren] != "(":
+        return None
+    end = matching_bracket(expression, paren)
+    match = re.search(rf"\.\s*{name}\s*$", expression[:paren])
+    if end is None or match is None:
+        return None
+    return match.start(), end + 1
+
+
 @memoize(maxsize=4096)
 def compile_selector(
     expression: str, kubernetes_version: str | int | None = None
@@ -362,13 +462,14 @@ def compile_selector(
             f"Too long: may not be more than {MAX_EXPRESSION_LENGTH} bytes (got {size})"
         )
     checker, runtime = _envs()
-    try:
-        ast = decode_parsed_expr(runtime.compile(expression, disable_check=True).serialize())
-    except _BINDING_ERRORS as err:  # a syntax error; ASTDecodeError is a ValueError
-        raise CELCompileError(_compile_message(expression, str(err))) from None
+    original = expression
+    ast = _parse(checker, expression)
     message = _version_error(expression, ast, minor)
     if message is not None:
         raise CELCompileError(message)
+    expression = _optional_results(expression, ast)
+    if expression != original:
+        ast = _parse(checker, expression)
     try:
         checked = checker.compile(expression)
     except _BINDING_ERRORS as err:
@@ -391,11 +492,20 @@ def compile_selector(
         raise CELCompileError(
             f"too complex, exceeds cost limit (estimated cost {cost} > {MAX_COST})"
         )
+    program_errors = regex_program_errors(root)
+    if program_errors:
+        raise CELCompileError(min(program_errors, key=lambda p: ast.positions.get(p[0].id, 0))[1])
     try:
-        program = runtime.compile(_domain_default_source(expression, ast), disable_check=True)
+        # Parsed where the two-variable comprehension macros are, run where their
+        # cel.@mapInsert is implemented (gen.dra.cel._library.runtime_env).
+        source = _domain_default_source(
+            expression, ast, _time_list_renames(expression, ast, root, types)
+        )
+        parsed = checker.compile(source, disable_check=True)
+        program = runtime.deserialize(parsed.serialize())
     except _BINDING_ERRORS as err:
         raise CELCompileError(f"compilation failed: {_clean(str(err))}") from None
-    return CompiledSelector(expression, cost, program)
+    return CompiledSelector(original, cost, program)
 
 
 @dataclass(frozen=True)

@@ -30,13 +30,20 @@ from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 from gen.caches import memoize
 from gen.dra.devices import Device
 from gen.errors import QuantityError
+from gen.k8s.formats import FORMATS
+from gen.k8s.formats import validate as validate_format
 from gen.k8s.netip import Addr, NetIPError, Prefix, parse_addr, parse_prefix
 from gen.k8s.quantity import parse_quantity
 from gen.k8s.semver import Version, parse_version, version_or_reason
+from gen.k8s.urls import URL, URLError, parse_request_uri
+from gen.k8s.urls import parse as parse_url
 
 __all__ = [
+    "OPTIONAL_RESULTS",
     "QUANTITY_KEY",
     "SEMVER_KEY",
+    "TIME_LIST_FUNCTIONS",
+    "TWO_VARIABLE_COMPREHENSIONS",
     "checker_env",
     "device_data",
     "quantity_value",
@@ -233,11 +240,35 @@ def _is_sorted(value: object) -> bool:
 
 def _returnable(name: str, value: object) -> object:
     if isinstance(value, timedelta | datetime):
+        # Reached only through dyn (a list whose element type the checker does not know);
+        # a typed list of durations runs as the functions of TIME_LIST_FUNCTIONS.
         raise _LibraryError(
-            f"gen cannot evaluate {name}() of durations or timestamps (cel-expr-python cannot "
-            "return one from a function); see docs/cel.md, Deviations"
+            f"gen cannot evaluate {name}() of durations or timestamps in a list typed dyn "
+            "(cel-expr-python cannot return one from a function declared dyn); see "
+            "docs/cel.md, Deviations"
         )
     return value
+
+
+TIME_LIST_FUNCTIONS = {
+    name: {"duration": f"gen_{name}_duration", "timestamp": f"gen_{name}_timestamp"}
+    for name in ("min", "max", "sum")
+}
+"""Runtime names of ``min`` / ``max`` / ``sum`` over a list of durations or timestamps."""
+
+
+def _time_extreme(name: str) -> Callable[[object], object]:
+    def pick(value: object) -> object:
+        items = _items(value)
+        if not items:
+            raise _LibraryError(f"{name} called on empty list")
+        return min(items) if name == "min" else max(items)
+
+    return pick
+
+
+def _duration_sum(value: object) -> object:
+    return sum(_items(value), timedelta())
 
 
 def _extreme(name: str) -> Callable[[object], object]:
@@ -324,6 +355,51 @@ def _find_all(text: object, pattern: object, limit: object = -1) -> list[str]:
         out.append(match[0])
         end = match.end()
     return out
+
+
+def _index_of(items: object, value: object) -> int:
+    """Kubernetes' ``list.indexOf``: the first index of an element equal to ``value``, or -1."""
+    return next((i for i, x in enumerate(_items(items)) if _cel_equal(x, value)), -1)
+
+
+def _last_index_of(items: object, value: object) -> int:
+    found = _items(items)
+    return next(
+        (i for i in range(len(found) - 1, -1, -1) if _cel_equal(found[i], value)), -1
+    )
+
+
+# --- cel-go's two-variable comprehensions (ext/comprehensions.go @ v0.26.0) ----------------
+
+
+def _map_insert(
+    target: object, key: object, value: object = None, *, pair: bool = False
+) -> dict[Any, Any]:
+    """``cel.@mapInsert``: the accumulator of ``transformMap`` / ``transformMapEntry``.
+
+    cel-go refuses a key that is already there ("insert failed: key K already exists").
+    """
+    if not isinstance(target, dict):
+        raise _LibraryError("no such overload")
+    entries = list(key.items()) if pair and isinstance(key, dict) else [(key, value)]
+    if pair and not isinstance(key, dict):
+        raise _LibraryError("no such overload")
+    out = dict(target)
+    for k, v in entries:
+        if any(_cel_equal(k, old) for old in out):
+            raise _LibraryError(f"insert failed: key {_go_value(k)} already exists")
+        if k in out:  # a bool key and an int key: distinct in CEL, one key in Python
+            raise _LibraryError(
+                "gen cannot build a map with both a bool and an int key of the same value "
+                "(cel-expr-python's map conversion); see docs/cel.md, Deviations"
+            )
+        out[k] = v
+    return out
+
+
+def _go_value(value: object) -> str:
+    """Go's ``%v`` of a CEL key (bool, int, string)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _sets_contains(left: object, right: object) -> bool:
@@ -433,6 +509,81 @@ def _masked(value: object) -> dict[str, str]:
 def _contains_cidr(outer: object, inner: object) -> bool:
     a, b = _cidr_of(outer), _cidr_of(inner)
     return a.overlaps(b) and a.bits <= b.bits
+
+
+# --- Kubernetes' URL library (pkg/cel/library/urls.go @ v0.36.0) ---------------------------
+URL_KEY = "kubernetes.URL"
+_URL = cel.Type.AbstractType(URL_KEY)
+
+
+def _url(text: object) -> dict[str, str]:
+    """``url(string)``: checked with ``ParseRequestURI``, parsed with ``Parse``; the carrier
+    holds ``URL.String()``, which is what Kubernetes' ``URL.Equal`` compares."""
+    if not isinstance(text, str):
+        raise _LibraryError("no such overload")
+    try:
+        parse_request_uri(text)
+        parsed = parse_url(text)
+    except URLError as err:
+        raise _LibraryError(f"URL parse error during conversion from string: {err}") from None
+    return {URL_KEY: parsed.string()}
+
+
+@memoize(maxsize=1024)
+def _parsed_url(text: str) -> URL:
+    return parse_url(text)
+
+
+def _url_part(read: Callable[[URL], object]) -> Callable[[object], object]:
+    def part(value: object) -> object:
+        text = _carried(value, URL_KEY)
+        if text is None:
+            raise _LibraryError("no such overload")
+        return read(_parsed_url(text))
+
+    return part
+
+
+def _is_url(text: object) -> bool:
+    if not isinstance(text, str):
+        raise _LibraryError("no such overload")
+    try:
+        parse_request_uri(text)
+    except URLError:
+        return False
+    return True
+
+
+# --- Kubernetes' format library (pkg/cel/library/format.go @ v0.36.0) ----------------------
+FORMAT_KEY = "kubernetes.NamedFormat"
+_FORMAT = cel.Type.AbstractType(FORMAT_KEY)
+OPTIONAL_RESULTS = {"validate": "errors", "format.named": "format"}
+"""The entry under which gen's ``validate`` / ``format.named`` return what Kubernetes wraps
+in an optional; the engine reads it with an optional index (``[?"errors"]``)."""
+
+
+def _format_of(value: object) -> str:
+    name = _carried(value, FORMAT_KEY)
+    if name is None or name not in FORMATS:
+        raise _LibraryError("no such overload")
+    return name
+
+
+def _format_validate(fmt: object, value: object) -> dict[str, list[str]]:
+    if not isinstance(value, str):
+        raise _LibraryError("no such overload")
+    errors = validate_format(_format_of(fmt), value)
+    return {OPTIONAL_RESULTS["validate"]: errors} if errors else {}
+
+
+def _format_named(name: object) -> dict[str, dict[str, str]]:
+    if not isinstance(name, str):
+        raise _LibraryError("no such overload")
+    return {OPTIONAL_RESULTS["format.named"]: {FORMAT_KEY: name}} if name in FORMATS else {}
+
+
+def _constant_format(name: str) -> Callable[[], dict[str, str]]:
+    return lambda: {FORMAT_KEY: name}
 
 
 _COMPARABLE = {
@@ -550,10 +701,54 @@ _LIBRARY: dict[str, list[_Overload]] = {
     "prefixLength": [("cidr_prefix_length", _INT, [_CIDR], True,
                       lambda c: _cidr_of(c).bits)],
     "masked": [("cidr_masked", _CIDR, [_CIDR], True, _masked)],
+    "url": [("string_to_url", _URL, [_STR], False, _url)],
+    "isURL": [("is_url_string", _BOOL, [_STR], False, _is_url)],
+    "getScheme": [("url_get_scheme", _STR, [_URL], True, _url_part(lambda u: u.scheme.decode()))],
+    "getHost": [("url_get_host", _STR, [_URL], True,
+                 _url_part(lambda u: u.host.decode("utf-8", "replace")))],
+    "getHostname": [("url_get_hostname", _STR, [_URL], True, _url_part(URL.hostname))],
+    "getPort": [("url_get_port", _STR, [_URL], True, _url_part(URL.port))],
+    "getEscapedPath": [("url_get_escaped_path", _STR, [_URL], True,
+                        _url_part(URL.escaped_path))],
+    "getQuery": [("url_get_query", cel.Type.Map(_STR, cel.Type.List(_STR)), [_URL], True,
+                  _url_part(URL.query))],
+    "validate": [("format-validate", cel.Type.Map(_STR, cel.Type.List(_STR)), [_FORMAT, _STR],
+                  True, _format_validate)],
+    "format.named": [("format-named", cel.Type.Map(_STR, _FORMAT), [_STR], False,
+                      _format_named)],
+    **{
+        f"format.{name}": [(f"format.{name}", _FORMAT, [], False, _constant_format(name))]
+        for name in FORMATS
+    },
     "major": [("semver_major", _INT, [_S], True, _version_part(0))],
     "minor": [("semver_minor", _INT, [_S], True, _version_part(1))],
     "patch": [("semver_patch", _INT, [_S], True, _version_part(2))],
 }
+
+
+# Kubernetes' list library declares indexOf / lastIndexOf on ``list(A), A``; the strings
+# extension declares them on strings. cel-expr-python merges the two only when the list
+# overloads come in an extension registered after the strings extension.
+_SEARCHABLE = {**_COMPARABLE, "list": _LIST_DYN, "map": cel.Type.Map(_DYN, _DYN)}
+_LIST_SEARCH: dict[str, list[_Overload]] = {
+    name: [
+        (f"list_{n}_{oid}_int", _INT, [cel.Type.List(t), t], True, impl)
+        for n, t in _SEARCHABLE.items()
+    ]
+    for name, oid, impl in (
+        ("indexOf", "index_of", _index_of),
+        ("lastIndexOf", "last_index_of", _last_index_of),
+    )
+}
+TWO_VARIABLE_COMPREHENSIONS = cel.NewEnvConfigFromYaml(
+    "extensions:\n- name: two-var-comprehensions\n- name: lists\n  version: 2\n"
+)
+"""cel-cpp's two-variable comprehension macros and declarations (cel-go's
+``ext.TwoVarComprehensions``) and its lists extension version 2 (``slice``, ``flatten``,
+``lists.range``, ``distinct``, ``reverse``, ``sort``, ``sortBy``), which cel-expr-python
+compiles in but does not expose as extension classes; the runtime half of the comprehensions,
+``cel.@mapInsert``, is gen's (:func:`_map_insert`)."""
+_LISTS = cel.NewEnvConfigFromYaml("extensions:\n- name: lists\n  version: 2\n")
 
 
 def _standard_extensions() -> list[cel.CelExtensionBase]:
@@ -587,7 +782,18 @@ def checker_env() -> cel.Env:
     }
     # Declared as plain functions, not an extension: an extension would also register lazy
     # run-time overloads, and those collide (both abstract types are "opaque" at run time).
-    return cel.NewEnv(variables=variables, extensions=_standard_extensions(), functions=decls)
+    # The list search functions must be an extension after the strings one (_LIST_SEARCH).
+    search = cel.CelExtension("kubernetes.lists", [
+        cel.FunctionDecl(name, [cel.Overload(oid, ret, params, is_member=member)
+                                for oid, ret, params, member, _ in ovs])
+        for name, ovs in _LIST_SEARCH.items()
+    ])
+    return cel.NewEnv(
+        config=TWO_VARIABLE_COMPREHENSIONS,
+        variables=variables,
+        extensions=[*_standard_extensions(), search],
+        functions=decls,
+    )
 
 
 def runtime_env() -> cel.Env:
@@ -612,8 +818,31 @@ def runtime_env() -> cel.Env:
                 ],
             )
         )
+    for name, kinds in TIME_LIST_FUNCTIONS.items():
+        for kind, runtime_name in kinds.items():
+            if name == "sum" and kind == "timestamp":
+                continue
+            impl = _duration_sum if name == "sum" else _time_extreme(name)
+            returns = cel.Type.DURATION if kind == "duration" else cel.Type.TIMESTAMP
+            decls.append(cel.FunctionDecl(runtime_name, [
+                cel.Overload(f"{runtime_name}_list", returns, [_LIST_DYN], is_member=True,
+                             impl=impl)
+            ]))
+    for name, ovs in _LIST_SEARCH.items():
+        impl = ovs[0][4]
+        decls.append(cel.FunctionDecl(name, [
+            cel.Overload(f"{name}_list_dyn", _DYN, [_LIST_DYN, _DYN], is_member=True, impl=impl)
+        ]))
+    decls.append(cel.FunctionDecl("cel.@mapInsert", [
+        cel.Overload("map_insert_key_value", _DYN, [_DYN, _DYN, _DYN], impl=_map_insert),
+        cel.Overload("map_insert_map", _DYN, [_DYN, _DYN],
+                     impl=lambda m, entries: _map_insert(m, entries, pair=True)),
+    ]))
     extensions = [*_standard_extensions(), cel.CelExtension("kubernetes", decls)]
-    return cel.NewEnv(variables={"device": _DYN}, extensions=extensions)
+    # No two-variable comprehension config here: it would declare cel.@mapInsert without an
+    # implementation. Expressions are parsed by the checker environment (which has the
+    # macros) and deserialized here.
+    return cel.NewEnv(config=_LISTS, variables={"device": _DYN}, extensions=extensions)
 
 
 def _split_name(qualified: str, driver: str) -> tuple[str, str]:

@@ -20,6 +20,7 @@ __all__ = [
     "RE2_ONLY",
     "aggregate_errors",
     "literal_errors",
+    "regex_program_errors",
     "valid_duration",
     "valid_regex",
     "valid_timestamp",
@@ -87,6 +88,36 @@ def valid_regex(pattern: str) -> bool:
 
 _LITERAL_CHECKS = {"duration": valid_duration, "timestamp": valid_timestamp,
                    "matches": valid_regex}
+
+
+def _go_regex_error(pattern: str) -> str:
+    """Go's ``regexp.Compile`` wording for the commonest mistakes; a generic one otherwise."""
+    depth = 0
+    for ch in re.sub(r"\\.|\[(?:\\.|[^\]])*\]", "", pattern):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth < 0:
+            return f"unexpected ): `{pattern}`"
+    if depth > 0:
+        return f"missing closing ): `{pattern}`"
+    return f"invalid regular expression: `{pattern}`"
+
+
+def regex_program_errors(root: Node) -> list[tuple[Node, str]]:
+    """(pattern node, message) for each constant pattern of ``find`` / ``findAll`` that RE2
+    refuses: Kubernetes' regex library compiles constant patterns when the program is
+    instantiated (``cel.OptimizeRegex``), which DRA's compiler does at validation
+    ("program instantiation failed: error parsing regexp: unexpected ): `)`")."""
+    out = []
+    for node in root.walk():
+        if node.kind != "call" or node.name not in {"find", "findAll"} or not node.has_target:
+            continue
+        arg = node.args[0] if node.args else None
+        if arg is not None and arg.kind == "const" and isinstance(arg.value, str) and (
+            not valid_regex(arg.value)
+        ):
+            out.append((arg, "program instantiation failed: error parsing regexp: "
+                        + _go_regex_error(arg.value)))
+    return out
 
 
 def literal_errors(root: Node) -> list[tuple[Node, str]]:

@@ -22,6 +22,7 @@ gen renders DRA for has them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -34,6 +35,9 @@ __all__ = [
     "first_new_object_minor",
     "unavailable",
 ]
+
+TWO_VARIABLE = "two-variable comprehensions"
+"""A macro, not a call: found as a comprehension with two iteration variables."""
 
 BASE_GO = (
     "kubernetes/kubernetes staging/src/k8s.io/apiserver/pkg/cel/environment/base.go@v1.36.0"
@@ -65,7 +69,6 @@ FEATURES: tuple[Feature, ...] = (
         "Kubernetes' URL library", 0,
         frozenset({"url", "isURL", "getScheme", "getHost", "getHostname", "getPort",
                    "getEscapedPath", "getQuery"}),
-        implemented=False,
     ),
     Feature(
         "Kubernetes' quantity library", 28,
@@ -98,16 +101,11 @@ FEATURES: tuple[Feature, ...] = (
             "dns1123LabelPrefix", "dns1123SubdomainPrefix", "dns1035LabelPrefix",
             "labelValue", "uri", "uuid", "byte", "date", "datetime",
         )} | {"validate"}),
-        implemented=False,
     ),
     Feature(
-        "two-variable comprehensions", 32,
-        frozenset({"transformList", "transformMap", "transformMapEntry"}),
-        implemented=False,
-    ),
-    Feature(
-        "two-variable comprehensions", 32,
-        frozenset({"all", "exists", "existsOne"}), implemented=False, arity=3,
+        TWO_VARIABLE, 32,
+        frozenset({"all", "exists", "existsOne", "exists_one", "transformList", "transformMap",
+                   "transformMapEntry"}),
     ),
     Feature(
         "the semver library's normalize overloads", 33,
@@ -117,7 +115,6 @@ FEATURES: tuple[Feature, ...] = (
         "the lists extension, version 3", 34,
         frozenset({"slice", "flatten", "lists.range", "distinct", "reverse", "sort",
                    "sortBy", "first", "last"}),
-        implemented=False,
     ),
 )
 
@@ -137,9 +134,21 @@ def _call_name(node: Node) -> str:
     return node.name
 
 
-def features_used(root: Node) -> Iterator[tuple[Feature, str, Node]]:
-    """Each (feature, function as written, call node) a parsed expression uses."""
+_MACRO_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*$")
+
+
+def features_used(
+    root: Node, source: str = "", positions: dict[int, int] | None = None
+) -> Iterator[tuple[Feature, str, Node]]:
+    """Each (feature, function as written, call or comprehension node) a parsed expression
+    uses; ``source`` and ``positions`` name the macro of a two-variable comprehension."""
     for node in root.walk():
+        if node.kind == "comp" and len(node.iter_vars) == 2:
+            offset = (positions or {}).get(node.id, 0)
+            match = _MACRO_NAME.search(source[:offset])
+            feature = next(f for f in FEATURES if f.name == TWO_VARIABLE)
+            yield feature, match[1] if match else "all", node
+            continue
         if node.kind != "call":
             continue
         name = _call_name(node)
@@ -149,13 +158,15 @@ def features_used(root: Node) -> Iterator[tuple[Feature, str, Node]]:
                 yield feature, name, node
 
 
-def unavailable(root: Node, minor: int | None) -> list[tuple[Feature, str, Node]]:
+def unavailable(
+    root: Node, minor: int | None, source: str = "", positions: dict[int, int] | None = None
+) -> list[tuple[Feature, str, Node]]:
     """The uses whose feature gen cannot compile, or that a ``1.minor`` cluster lacks.
 
     ``minor`` None means the newest environment: only unimplemented features count.
     """
     out = []
-    for feature, name, node in features_used(root):
+    for feature, name, node in features_used(root, source, positions):
         too_new = minor is not None and first_new_object_minor(feature) > minor
         if too_new or not feature.implemented:
             out.append((feature, name, node))

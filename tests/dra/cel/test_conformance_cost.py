@@ -18,7 +18,7 @@ import yaml
 from gen.dra.cel import compile_selector
 from gen.dra.cel._ast import decode_parsed_expr
 from gen.dra.cel._cost import estimate_cost
-from gen.dra.cel._library import runtime_env
+from gen.dra.cel._library import checker_env
 from gen.errors import CELCompileError
 
 CORPUS = Path(__file__).parent / "corpus" / "cost.yaml"
@@ -37,17 +37,14 @@ def test_corpus_counts() -> None:
         "TestQuantityCost": 17, "TestTwoVariableComprehensionCost": 12, "TestSemverCost": 10,
         "TestURLsCost": 8, "TestNameFormatCost": 5,
     }
-    assert Counter(_test(c) for c in CASES if "known_difference" in c) == {
-        "TestIndexOfCost": 16, "TestTwoVariableComprehensionCost": 12, "TestURLsCost": 8,
-        "TestNameFormatCost": 5,
-    }
+    assert not [c for c in CASES if "known_difference" in c]
     assert sum("base_environment" in c for c in CASES) == 19
     assert len(DATA["not_applicable"]) == 10
 
 
 def _gen_cost(expression: str) -> int:
     return estimate_cost(
-        decode_parsed_expr(runtime_env().compile(expression, disable_check=True).serialize()).root
+        decode_parsed_expr(checker_env().compile(expression, disable_check=True).serialize()).root
     )
 
 

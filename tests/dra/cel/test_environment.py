@@ -56,14 +56,40 @@ def test_the_newest_environment_has_everything_gen_implements() -> None:
     compile_selector("[3, 1].max() == 3 && 'a1'.find('[0-9]') == '1'")
 
 
-def test_unimplemented_features_name_the_version() -> None:
-    assert "gen does not implement 'isURL' (Kubernetes' URL library), which Kubernetes " \
-        "accepts in new objects in every version" in _error("isURL('https://x')")
-    message = _error("[1].all(i, v, v > 0)")
-    assert "'all' (two-variable comprehensions)" in message and "from 1.33" in message
-    assert "is available to new objects from Kubernetes 1.33" in _error(
-        "[1].all(i, v, v > 0)", 32
+def test_every_feature_of_the_base_environment_is_implemented() -> None:
+    assert all(feature.implemented for feature in FEATURES)
+    assert evaluate("[1, 2].first() == optional.of(1) && [1, 2].last() == optional.of(2) && "
+                    "[].first() == optional.none()", DEVICE) == SelectorResult(True)
+    assert "is available to new objects from Kubernetes 1.35; this cluster runs 1.34" in _error(
+        "[1].last() == optional.of(1)", 34
     )
+    assert "'transformMap' (two-variable comprehensions) is available to new objects from " \
+        "Kubernetes 1.33; this cluster runs 1.32" in _error(
+            "{'a': 1}.transformMap(k, v, v) == {'a': 1}", 32
+        )
+
+
+@pytest.mark.parametrize("expression", [
+    "[1, 2].all(i, v, v > i)",
+    "{'a': 1}.exists(k, v, k == 'a' && v == 1)",
+    "[1, 2, 1].existsOne(i, v, v == 2)",
+    "[1, 2].transformList(i, v, v * i) == [0, 2]",
+    "[1, 2].transformList(i, v, i > 0, v) == [2]",
+    "{'a': 1}.transformMap(k, v, v + 1) == {'a': 2}",
+    "{'a': 1, 'b': 2}.transformMap(k, v, k != 'a', v) == {'b': 2}",
+    "{'a': 1}.transformMapEntry(k, v, {v: k}) == {1: 'a'}",
+    "[1, 2].indexOf(2) == 1 && [[1], [2]].lastIndexOf([2]) == 1 && 'ab'.indexOf('b') == 1",
+    "url('https://example.com:80/x').getPort() == '80' && isURL('/path')",
+])
+def test_two_variable_comprehensions_urls_and_list_search(expression: str) -> None:
+    """Kubernetes 1.33's two-variable comprehensions (new objects from 1.33, the base
+    environment of 1.32), the list library's indexOf / lastIndexOf and the URL library."""
+    assert evaluate(expression, DEVICE, 33) == SelectorResult(True)
+
+
+def test_transform_map_entry_refuses_a_repeated_key() -> None:
+    outcome = evaluate("{'a': 1, 'b': 2}.transformMapEntry(k, v, {'x': v}) == {}", DEVICE)
+    assert outcome.error == "CEL runtime error: insert failed: key x already exists"
 
 
 def test_feature_table_is_consistent() -> None:
@@ -154,8 +180,20 @@ def test_library_run_time_errors(expression: str, error: str) -> None:
     assert outcome.error is not None and error in outcome.error
 
 
-def test_durations_from_list_functions_are_a_documented_gap() -> None:
-    outcome = evaluate("[duration('1s'), duration('2s')].sum() == duration('3s')", DEVICE)
+@pytest.mark.parametrize("expression", [
+    "[duration('1s'), duration('2s')].sum() == duration('3s')",
+    "[duration('1s')].filter(x, false).sum() == duration('0s')",
+    "[duration('2s'), duration('1s')].min() == duration('1s')",
+    "[timestamp('2000-01-01T00:00:00Z'), timestamp('2010-01-01T00:00:00Z')].max() == "
+    "timestamp('2010-01-01T00:00:00Z')",
+    "cel.bind(ds, [duration('1h')], ds.max() + duration('1s') == duration('3601s'))",
+])
+def test_list_functions_of_durations_and_timestamps(expression: str) -> None:
+    assert evaluate(expression, DEVICE) == SelectorResult(True)
+
+
+def test_durations_in_a_dyn_list_are_a_documented_gap() -> None:
+    outcome = evaluate("dyn([duration('1s'), duration('2s')]).sum() == duration('3s')", DEVICE)
     assert outcome.error is not None and "gen cannot evaluate sum() of durations" in outcome.error
 
 
@@ -190,7 +228,7 @@ def test_doc_examples_hold() -> None:
         for block in re.findall(r"```cel\n(.*?)```", section, re.DOTALL)
         for line in block.splitlines()
     ]
-    assert len(lines) == 6
+    assert len(lines) == 12
     for expression, _, expected in lines:
         assert expected == "true"
         assert evaluate(expression, DEVICE) == SelectorResult(True), expression

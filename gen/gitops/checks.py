@@ -1,0 +1,115 @@
+"""GitOps rules: objects whose CRDs the cluster lacks, storage it cannot provide, and
+settings the clusters of one Argo CD root must agree on."""
+
+from __future__ import annotations
+
+from gen.errors import Finding
+from gen.fleet.manifests import has_addon, model_cache_storage
+from gen.fleet.plan import ClusterPlan, Plan, ServicePlan
+from gen.gitops.fleet import fleet_view
+
+__all__ = ["check"]
+
+
+def _addons(cluster: ClusterPlan) -> list[Finding]:
+    findings: list[Finding] = []
+    monitoring = cluster.cluster.monitoring
+    if (monitoring.service_monitors and "service_monitors" in monitoring.model_fields_set
+            and not has_addon(cluster, "prometheus-operator")):
+        findings.append(Finding(
+            "GEN700",
+            f"cluster {cluster.name!r} asks for ServiceMonitors but does not declare the "
+            "Prometheus Operator: without its CRD, Argo CD's dry run fails the whole sync "
+            "and Flux the whole workloads stage",
+            cluster.located.at("monitoring", "service_monitors"), "monitoring.service_monitors",
+            hint="add 'prometheus-operator' to the cluster's addons once it is installed, "
+            "or set service_monitors: false", cluster=cluster.name,
+        ))
+    for svc in cluster.services:
+        if svc.service.autoscaling is not None and not has_addon(cluster, "keda"):
+            findings.append(Finding(
+                "GEN701",
+                f"service {svc.service.name!r} autoscales in cluster {cluster.name!r}, which "
+                "does not declare KEDA: its ScaledObject would fail the sync (no CRD) and "
+                "nothing would scale it",
+                svc.located.at("autoscaling"), "autoscaling",
+                hint="add 'keda' to the cluster's addons once KEDA is installed there, or "
+                "remove autoscaling and set replicas",
+                related=(cluster.located.at("addons"),),
+                service=svc.service.name, cluster=cluster.name,
+            ))
+    return findings
+
+
+def _storage(cluster: ClusterPlan, svc: ServicePlan) -> Finding | None:
+    service = svc.service
+    if service.mac_hosts:
+        return None  # served outside the cluster: no model-cache PVC
+    replicas = service.max_replicas if service.engine == "vllm" else service.replicas
+    mode, klass = model_cache_storage(cluster, service, replicas)
+    declared = {c.name: c for c in cluster.cluster.storage.classes}
+    if klass is None or klass not in declared or mode in declared[klass].access_modes:
+        return None
+    storage = service.storage
+    if storage.access_mode is not None:
+        where, key = svc.located.at("storage", "access_mode"), "storage.access_mode"
+    elif storage.storage_class is not None:
+        where, key = svc.located.at("storage", "storage_class"), "storage.storage_class"
+    else:
+        where, key = svc.located.at("replicas"), "replicas"
+    why = "" if storage.access_mode else f" (the default for {replicas} replica(s))"
+    return Finding(
+        "GEN702",
+        f"the model cache of service {service.name!r} needs {mode}{why}, which StorageClass "
+        f"{klass!r} of cluster {cluster.name!r} does not provide "
+        f"({', '.join(declared[klass].access_modes)}): the PVC stays Pending",
+        where, key,
+        hint="name a class that offers it (storage.storage_class), or one replica with "
+        "ReadWriteOnce", related=(cluster.located.at("storage"),),
+        service=service.name, cluster=cluster.name,
+    )
+
+
+def _fleet_modes(plan: Plan) -> list[Finding]:
+    findings: list[Finding] = []
+    view = fleet_view(plan.clusters)
+    by_name = {c.name: c for c in plan.clusters}
+    seen: set[str] = set()
+    for group in view.argo.values():
+        if group.root in seen:
+            continue
+        seen.add(group.root)
+        chosen: tuple[str, ClusterPlan] | None = None
+        for name in group.members:
+            member = by_name[name]
+            gitops = member.cluster.gitops
+            assert gitops is not None
+            if gitops.fleet_mode == "auto":
+                continue
+            if chosen is None:
+                chosen = (gitops.fleet_mode, member)
+            elif gitops.fleet_mode != chosen[0]:
+                findings.append(Finding(
+                    "GEN703",
+                    f"cluster {name!r} sets fleet_mode {gitops.fleet_mode!r}, but "
+                    f"{chosen[1].name!r}, synced by the same Argo CD root "
+                    f"{group.root!r}, sets {chosen[0]!r}",
+                    member.located.at("gitops", "fleet_mode"), "gitops.fleet_mode",
+                    hint="one root Application delivers its clusters one way: give them the "
+                    "same fleet_mode (or leave it 'auto')",
+                    related=(chosen[1].located.at("gitops", "fleet_mode"),), cluster=name,
+                ))
+    return findings
+
+
+def check(plan: Plan) -> list[Finding]:
+    """Every GitOps finding of the fleet."""
+    findings: list[Finding] = []
+    for cluster in plan.clusters:
+        findings.extend(_addons(cluster))
+        for svc in cluster.services:
+            finding = _storage(cluster, svc)
+            if finding is not None:
+                findings.append(finding)
+    findings.extend(_fleet_modes(plan))
+    return findings
