@@ -195,7 +195,8 @@ def _domain_default_edits(
     expression: str, ast: ParsedAST, renames: list[tuple[int, int, str]] = ()  # type: ignore[assignment]
 ) -> list[tuple[int, int, str]]:
     """(start, end, text) edits that rewrite each look-up of a domain in
-    ``device.attributes`` / ``device.capacity`` to default to an empty map (``m[?d].orValue({})``, ``m.?d.orValue({})``), as Kubernetes'
+    ``device.attributes`` / ``device.capacity`` to default to an empty map
+    (``m[?d].orValue({})``, ``m.?d.orValue({})``), as Kubernetes'
     ``newStringInterfaceMapWithDefault`` answers: directly, through ``cel.bind`` or in a
     comprehension."""
     lookups: list[Node] = []
