@@ -59,6 +59,9 @@ class SourceLocation:
     path: str
     line: int = 0
     column: int = 0
+    note: str = field(default="", compare=False)
+    """What the place is to the finding, for a related location: ``used by service
+    llama-70b``. Not part of equality or order."""
 
     def __str__(self) -> str:
         if self.line and self.column:
@@ -90,7 +93,9 @@ class Finding:
         return (loc.path, loc.line, loc.column, self.rule, self.message)
 
     def format(self) -> str:
-        """``path:line:col: severity RULE: key.path: message`` plus an indented hint."""
+        """``path:line:col: severity RULE: key.path: message``, then indented related
+        locations and the hint. Control characters of echoed values are escaped, so a
+        value with a line break cannot print a line that looks like another finding."""
         parts = []
         if self.location is not None:
             parts.append(f"{self.location}: ")
@@ -98,9 +103,12 @@ class Finding:
         if self.key_path:
             parts.append(f"{self.key_path}: ")
         parts.append(self.message)
-        text = "".join(parts)
+        text = escape_controls("".join(parts))
+        for related in self.related:
+            note = f"{related.note} at " if related.note else "see "
+            text += "\n    " + escape_controls(f"{note}{related}")
         if self.hint:
-            text += f"\n    hint: {self.hint}"
+            text += "\n    hint: " + escape_controls(self.hint)
         return text
 
     def to_json(self) -> dict[str, object]:
@@ -115,7 +123,22 @@ class Finding:
             "column": loc.column if loc and loc.column else None,
             "key_path": self.key_path or None,
             "hint": self.hint or None,
+            "related": [
+                {"path": r.path, "line": r.line or None, "column": r.column or None,
+                 "note": r.note or None}
+                for r in self.related
+            ],
         }
+
+
+_CONTROL_ESCAPES = {
+    i: ascii(chr(i))[1:-1] for i in (*range(0x20), 0x7F, 0x85, 0x2028, 0x2029)
+}
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with control and line-break characters written as escapes (``\\n``)."""
+    return text.translate(_CONTROL_ESCAPES)
 
 
 def sort_findings(findings: Iterable[Finding]) -> list[Finding]:

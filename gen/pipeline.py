@@ -41,6 +41,7 @@ from gen.fleet.plan import ClusterPlan, Plan
 
 if TYPE_CHECKING:
     from gen.emit.crd_schemas import CRDSet
+    from gen.fleet.suppress import SuppressionReport
 
 __all__ = [
     "Progress",
@@ -48,9 +49,11 @@ __all__ = [
     "Validator",
     "build_cluster",
     "build_manifests",
+    "check_report",
     "cluster_fingerprints",
     "default_jobs",
     "lint",
+    "lint_report",
     "load_plan",
     "render",
     "render_outputs",
@@ -111,18 +114,32 @@ def _checks() -> tuple[Check, ...]:
     from gen.gitops.checks import check as gitops_check
     from gen.nvidia.checks import check as mig_check
     from gen.security.checks import check as security_check
+    from gen.serving.capacity import check as capacity_check
     from gen.serving.checks import check as serving_check
 
     return (mig_check, dra_check, serving_check, security_check, satisfiability_check,
-            apple_check, gitops_check)
+            apple_check, gitops_check, capacity_check)
 
 
-def run_checks(plan: Plan) -> list[Finding]:
-    """All findings of all capabilities' rules (and those resolve recorded in the Plan)."""
+def check_report(plan: Plan) -> SuppressionReport:
+    """All findings of all capabilities' rules (and those resolve recorded in the Plan),
+    split by the fleet's suppressions (:mod:`gen.fleet.suppress`) into those that count
+    and those silenced. Unused suppressions are reported only when the plan holds every
+    cluster (a ``--cluster`` render checks part of the fleet)."""
+    from gen.fleet.suppress import apply_suppressions
+    from gen.rules import RULES
+
     findings: list[Finding] = list(plan.findings)
     for check in _checks():
         findings.extend(check(plan))
-    return findings
+    whole = {c.name for c in plan.clusters} == set(plan.profiles.clusters)
+    return apply_suppressions(findings, plan.profiles.suppressions, RULES,
+                              report_unused=whole, profiles=plan.profiles)
+
+
+def run_checks(plan: Plan) -> list[Finding]:
+    """The findings that count: :func:`check_report` less the suppressed ones."""
+    return list(check_report(plan).findings)
 
 
 def load_plan(profiles_dir: Path, *, base: Path | None = None) -> Plan:
@@ -145,11 +162,26 @@ def load_plan(profiles_dir: Path, *, base: Path | None = None) -> Plan:
 def lint(profiles_dir: Path, *, base: Path | None = None,
          crds_dir: Path | None = None) -> list[Finding]:
     """Every check on the profiles (and on the CRDs of ``crds_dir``, when given), nothing
-    written. Raises on unreadable or invalid input."""
+    written. Raises on unreadable or invalid input.
+
+    Suppressed findings are left out (:func:`lint_report` has them)."""
+    return list(lint_report(profiles_dir, base=base, crds_dir=crds_dir).findings)
+
+
+def lint_report(profiles_dir: Path, *, base: Path | None = None,
+                crds_dir: Path | None = None) -> SuppressionReport:
+    """:func:`lint` with the suppressed findings too, each with what silenced it. The
+    findings about the CRDs of ``crds_dir`` cannot be suppressed (they are input errors)."""
+    import dataclasses
+
     from gen.emit.crd_schemas import load_crd_dir
 
-    plan = load_plan(profiles_dir, base=base)
-    return sort_findings([*run_checks(plan), *load_crd_dir(crds_dir, base)[1]])
+    report = check_report(load_plan(profiles_dir, base=base))
+    crd_findings = load_crd_dir(crds_dir, base)[1]
+    return dataclasses.replace(
+        report, findings=tuple(sort_findings([*report.findings, *crd_findings])),
+        suppressed=tuple(sorted(report.suppressed, key=lambda fs: fs[0].sort_key())),
+    )
 
 
 @dataclass(frozen=True)

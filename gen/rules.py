@@ -83,6 +83,18 @@ _ALL = (
         "node pool, catalog GPU)",
     ),
     Rule(
+        "GEN004", "suppression matches no finding", _IO,
+        "a suppression (`# gen: ignore[RULE] reason`, a profile's `lint.ignore`, an entry of "
+        "the fleet's `gen.yaml`) that silences no finding: the problem is gone, or the "
+        "suppression is on the wrong line; remove it",
+        _WARNING,
+    ),
+    Rule(
+        "GEN005", "suppression cannot be used", _IO,
+        "a suppression without a reason, naming no rule, an unknown rule id, or a rule that "
+        "cannot be suppressed (input, render and validation errors, and GEN004/GEN005)",
+    ),
+    Rule(
         "GEN010", "template failed", _IO,
         "a template failed (Jinja syntax, an undefined name, a template not found)",
     ),
@@ -246,6 +258,25 @@ _ALL = (
         _WARNING,
     ),
     Rule(
+        "GEN215", "DRA driver chart requires a newer Kubernetes", _DRA,
+        "a DRA cluster older than the NVIDIA DRA driver chart's `kubeVersion` floor (1.32 for "
+        "every chart since 25.3.1): Helm refuses to install it; reported at the cluster's "
+        "`kubernetes_version`",
+    ),
+    Rule(
+        "GEN216", "more than 32 selectors in a DeviceClass or request", _DRA,
+        "a GPU class with more than 32 selectors (the structured match counts as one) or a "
+        "request with more than 32: the API server refuses the object "
+        "(`DeviceSelectorsMaxSize`)",
+    ),
+    Rule(
+        "GEN217", "setting a device-plugin cluster cannot honour", _DRA,
+        "a request selector, `same`, `allocation_mode: All` or a class's DRA sharing on a "
+        "device-plugin cluster: gen cannot render it there and says so instead of dropping "
+        "it silently",
+        _WARNING,
+    ),
+    Rule(
         "GEN240", "dynamic MIG pools cannot hold all replicas at once", _DRA,
         "the counters of a cluster with dynamic MIG pools cannot hold every replica at once "
         "(minimum replicas: error; autoscaling maximum: warning), found by the scheduler's "
@@ -286,6 +317,13 @@ _ALL = (
         "GEN306", "max_num_batched_tokens below max_num_seqs", _SERVING,
         "`serving.max_num_batched_tokens` is smaller than `serving.max_num_seqs`, which vLLM's "
         "scheduler config refuses at start-up",
+    ),
+    Rule(
+        "GEN330", "device-plugin cluster cannot run all replicas at once", _SERVING,
+        "on a device-plugin cluster, the replicas of the services (min_replicas when "
+        "autoscaled) need more `nvidia.com/gpu` or `nvidia.com/mig-<profile>` per node than "
+        "the pools they may use have: the rest stay Pending; reported at the service's "
+        "`replicas`, the pools as related locations",
     ),
     Rule(
         "GEN501", "literal secret in a profile", _SECURITY,

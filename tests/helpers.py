@@ -7,6 +7,8 @@ import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 
+from click.testing import CliRunner, Result
+
 from gen.errors import Finding, Severity
 from gen.pipeline import lint
 
@@ -24,6 +26,16 @@ def write_tree(root: Path, files: Mapping[str, str | bytes]) -> Path:
         else:
             path.write_text(textwrap.dedent(content).lstrip("\n"), encoding="utf-8")
     return root
+
+
+def invoke(runner: CliRunner, *args: str | Path) -> Result:
+    """Run the gen CLI; assert it printed no traceback and raised nothing but SystemExit."""
+    from gen.cli import cli
+
+    result = runner.invoke(cli, [str(a) for a in args])
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result
 
 
 def copy_fleet(root: Path) -> Path:

@@ -225,6 +225,9 @@ def _cluster(
     if allocation == "dra" and minor in _RUNTIME_CONFIG:
         doc["runtime_config"] = [_RUNTIME_CONFIG[minor]]
         doc["feature_gates"] = {"DynamicResourceAllocation": True}
+    if allocation == "dra" and minor < 32:
+        # Every DRA driver chart since 25.3.1 needs Kubernetes >= 1.32 (GEN215).
+        doc["dra_driver"] = {"version": "25.3.0"}
     engine = draw(st.sampled_from(["argocd", "flux", None]))
     if engine is not None:
         gitops: dict[str, Any] = {"engine": engine,

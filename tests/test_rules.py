@@ -80,9 +80,11 @@ def test_default_severities() -> None:
     """The rules that are not errors by default."""
     relaxed = {i: r.severity for i, r in RULES.items() if r.severity is not Severity.ERROR}
     assert relaxed == {
+        "GEN004": Severity.WARNING,
         "GEN025": Severity.WARNING,
         "GEN103": Severity.WARNING,
         "GEN208": Severity.WARNING,
+        "GEN217": Severity.WARNING,
         "GEN241": Severity.WARNING,
         "GEN502": Severity.INFO,
         "GEN604": Severity.WARNING,

@@ -107,7 +107,15 @@ def explain_text(
     from gen.dra.explain import explain
 
     explanation = explain(plan, service, clusters, runbook=_runbook(runbook), slices=slices)
-    return format_explanation(explanation), explanation.ok
+    return format_explanation(explanation), _all_good(explanation)
+
+
+def _all_good(explanation: Explanation) -> bool:
+    """Exit 0 only when nothing the explanation shows fails: every service allocatable,
+    every claim it explains satisfiable (an alternative included), every fit a fit."""
+    services = [svc for cluster in explanation.clusters for svc in cluster.services]
+    return (explanation.ok and all(c.satisfiable for svc in services for c in svc.claims)
+            and all(f.fits for svc in services for f in svc.fit))
 
 
 def _runbook(wanted: bool) -> Runbook | None:
@@ -137,7 +145,8 @@ def explain_command(service: str | None, clusters: tuple[str, ...], runbook: boo
     """Which devices SERVICE's claim matches on each pool, why others do not, and the fit.
 
     Without SERVICE, --runbook or --slices prints only those. Exit 0 when the claim can be
-    allocated and every replica fits; 1 on an unknown name or an unsatisfiable claim.
+    allocated and every replica fits; 1 on an unknown name, when any claim it explains is
+    unsatisfiable (an alternative included), or when the model does not fit a device.
     """
     from gen.dra.explain import explain, to_json
     from gen.pipeline import load_plan
@@ -158,7 +167,7 @@ def explain_command(service: str | None, clusters: tuple[str, ...], runbook: boo
         svg_dir.mkdir(parents=True, exist_ok=True)
         for name, svg in packing_svgs(plan, [c.name for c in explanation.clusters]).items():
             (svg_dir / name).write_text(svg, encoding="utf-8")
-    return 0 if explanation.ok else 1
+    return 0 if _all_good(explanation) else 1
 
 
 def _packings(plan: Plan, clusters: Sequence[str]) -> list[tuple[str, Packing]]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 profiles_option = click.option(
-    "--profiles", "profiles_dir", type=click.Path(path_type=Path, file_okay=False),
+    "--profiles", "profiles_dir", type=click.Path(path_type=Path),
     default=Path("profiles"), show_default=True, help="Folder of profile YAML files.",
 )
 

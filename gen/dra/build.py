@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from gen.dra.selectors import class_cel
-from gen.fleet.manifests import claim_template_name, labels, manifest
+from gen.fleet.manifests import claim_template_name, extended_resource_name, labels, manifest
 from gen.fleet.plan import ClusterPlan, ManifestSpec, ServicePlan
 from gen.models import GPUClass
 
@@ -83,6 +83,43 @@ def claim_requests(plan: ClusterPlan, svc: ServicePlan) -> list[dict[str, Any]]:
     return [{"name": "gpu", "exactly": body}]
 
 
+def _extended_resource(plan: ClusterPlan, gpu_class: GPUClass) -> str:
+    """The device-plugin resource a class's devices are counted as (whole GPUs, or the MIG
+    profile's own resource under the mixed strategy)."""
+    profile = gpu_class.match.mig_profile if gpu_class.device_type == "mig" else None
+    return extended_resource_name(profile, "single" if plan.mig_strategy == "single"
+                                  else "mixed")
+
+
+def _quota_name(resource: str) -> str:
+    """``gpu-quota`` for whole GPUs, ``gpu-quota-mig-3g-40gb`` for a MIG profile."""
+    if resource == "nvidia.com/gpu":
+        return "gpu-quota"
+    return ("gpu-quota-" + resource.removeprefix("nvidia.com/")).replace(".", "-")[:63]
+
+
+def device_plugin_quotas(plan: ClusterPlan) -> list[ManifestSpec]:
+    """The GPU quotas of a device-plugin cluster: extended-resource ResourceQuotas
+    (``requests.nvidia.com/gpu``, ``requests.nvidia.com/mig-<profile>``). Kubernetes quotas
+    extended resources by their ``requests.`` name only ("Resource quota for extended
+    resources", https://kubernetes.io/docs/concepts/policy/resource-quotas/)."""
+    hard: dict[tuple[str, str], dict[str, int]] = {}
+    for quota in plan.cluster.quotas:
+        resource = _extended_resource(plan, plan.gpu_classes[quota.gpu_class].value)
+        per_ns = hard.setdefault((quota.namespace, resource), {})
+        per_ns[f"requests.{resource}"] = per_ns.get(f"requests.{resource}", 0) + quota.devices
+    return [
+        manifest(
+            "dra/resourcequota.yaml.j2", plan.located.at("quotas"), stage="gpu",
+            name=_quota_name(resource),
+            namespace=namespace,
+            labels=labels(_quota_name(resource), "gpu-quota"),
+            hard={key: str(value) for key, value in sorted(items.items())},
+        )
+        for (namespace, resource), items in sorted(hard.items())
+    ]
+
+
 def _claimed(plan: ClusterPlan) -> list[ServicePlan]:
     """The services of the cluster that get a ResourceClaimTemplate."""
     if plan.dra_api_version is None:
@@ -116,9 +153,10 @@ def claim_templates(plan: ClusterPlan) -> dict[str, str]:
 
 
 def build(plan: ClusterPlan) -> list[ManifestSpec]:
-    """DeviceClasses, ResourceClaimTemplates and quotas of a DRA cluster."""
+    """DeviceClasses, ResourceClaimTemplates and quotas of a DRA cluster; the quotas of a
+    device-plugin cluster as extended-resource quotas."""
     if plan.dra_api_version is None:
-        return []
+        return device_plugin_quotas(plan)
     specs = []
     used = sorted({
         name

@@ -2,8 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gen.errors import CELCompileError, Finding, Severity
 from gen.fleet.plan import ClusterPlan, Plan
+
+MAX_SELECTORS = 32
+"""Most selectors a DeviceClass or a device request may have: ``DeviceSelectorsMaxSize``
+(kubernetes/kubernetes, staging/src/k8s.io/api/resource/v1/types.go, v1.34.0); the API
+server refuses more."""
+
+DRA_CHART_KUBE_FLOOR = 32
+"""The NVIDIA DRA driver chart's ``kubeVersion: ">=1.32.0-0"`` (NVIDIA/k8s-dra-driver-gpu,
+deployments/helm/nvidia-dra-driver-gpu/Chart.yaml, every tag from v25.3.1 to v25.12.0, and
+deployments/helm/dra-driver-nvidia-gpu/Chart.yaml at v0.4.0): Helm refuses to install it on
+an older cluster. v25.3.0 and older set no floor."""
 
 _RUNTIME_CONFIG = {31: "resource.k8s.io/v1alpha3", 32: "resource.k8s.io/v1beta1",
                    33: "resource.k8s.io/v1beta2"}
@@ -22,6 +35,7 @@ def _version_findings(cluster: ClusterPlan) -> list[Finding]:
             where, "allocation", hint="use allocation: device-plugin on this cluster",
         )]
     findings = []
+    data = cluster.located.document.data
     if cluster.minor in _RUNTIME_CONFIG:
         needed = _RUNTIME_CONFIG[cluster.minor]
         if needed not in spec.runtime_config:
@@ -29,7 +43,7 @@ def _version_findings(cluster: ClusterPlan) -> list[Finding]:
                 "GEN201",
                 f"gen renders {needed} for Kubernetes 1.{cluster.minor}, which the API server "
                 f"serves only with --runtime-config={needed}=true",
-                cluster.located.at("runtime_config") if spec.runtime_config else where,
+                cluster.located.at("runtime_config") if "runtime_config" in data else where,
                 "runtime_config",
                 hint=f"enable it on the API server and add '{needed}' to runtime_config",
             ))
@@ -37,7 +51,7 @@ def _version_findings(cluster: ClusterPlan) -> list[Finding]:
             findings.append(Finding(
                 "GEN201",
                 f"DynamicResourceAllocation is off by default on 1.{cluster.minor}",
-                cluster.located.at("feature_gates") if spec.feature_gates else where,
+                cluster.located.at("feature_gates") if "feature_gates" in data else where,
                 "feature_gates",
                 hint="set the gate on apiserver, controller-manager, scheduler and kubelet, "
                 "then declare DynamicResourceAllocation: true",
@@ -45,13 +59,22 @@ def _version_findings(cluster: ClusterPlan) -> list[Finding]:
     return findings
 
 
-def _gate(cluster: ClusterPlan, gate: str, ga_minor: int, since_minor: int) -> str | None:
-    """Why a gated field would be dropped, or None when it is served."""
-    if cluster.minor >= ga_minor:
-        return None
+def _gate(cluster: ClusterPlan, gate: str, on_minor: int, since_minor: int,
+          ga_minor: int | None = None) -> str | None:
+    """Why a gated field would be dropped, or None when it is served.
+
+    ``since_minor``: the release that added the gate (alpha, off); ``on_minor``: the one that
+    turned it on by default (beta); ``ga_minor``: the one that locked it on. A gate the
+    cluster declares off (``feature_gates: {Gate: false}``) is off until it is locked.
+    """
     if cluster.minor < since_minor:
         return f"Kubernetes 1.{cluster.minor} does not have it (added in 1.{since_minor})"
-    if cluster.cluster.feature_gates.get(gate, False):
+    declared = cluster.cluster.feature_gates.get(gate)
+    if cluster.minor >= (ga_minor if ga_minor is not None else on_minor):
+        return None
+    if declared is False:
+        return f"the cluster declares the {gate} feature gate off (feature_gates.{gate}: false)"
+    if cluster.minor >= on_minor or declared:
         return None
     return f"the {gate} feature gate is off on 1.{cluster.minor}"
 
@@ -65,8 +88,9 @@ def _service_findings(cluster: ClusterPlan) -> list[Finding]:
             continue
         if service.gpu.alternatives:
             # firstAvailable: alpha 1.33, beta (on) 1.34, GA 1.36.
-            why = _gate(cluster, "DRAPrioritizedList", 34, 33)
+            why = _gate(cluster, "DRAPrioritizedList", 34, 33, 36)
             if why:
+                declared = cluster.cluster.feature_gates.get("DRAPrioritizedList") is False
                 findings.append(Finding(
                     "GEN202",
                     f"gpu.alternatives renders firstAvailable, but {why}: the API server "
@@ -74,6 +98,10 @@ def _service_findings(cluster: ClusterPlan) -> list[Finding]:
                     "(or be rejected)",
                     svc.located.at("gpu", "alternatives"), "gpu.alternatives",
                     hint="enable DRAPrioritizedList (1.33) or remove the alternatives",
+                    related=(replace(
+                        cluster.located.at("feature_gates", "DRAPrioritizedList"),
+                        note=f"declared off in cluster {cluster.name!r}"),) if declared else (),
+                    service=service.name, cluster=cluster.name,
                 ))
         for gpu_class in [svc.gpu_class, *(c for c, _ in svc.alternatives)]:
             if gpu_class is None:
@@ -168,7 +196,7 @@ def _selector_findings(plan: Plan) -> list[Finding]:
 
 
 def check(plan: Plan) -> list[Finding]:
-    """GEN201–GEN208 (satisfiability lives in gen.dra.satisfiability)."""
+    """GEN201–GEN208, GEN215–GEN217 (satisfiability lives in gen.dra.satisfiability)."""
     findings: list[Finding] = []
     for cluster in plan.clusters:
         findings += _version_findings(cluster)
@@ -185,4 +213,107 @@ def check(plan: Plan) -> list[Finding]:
                         severity=Severity.WARNING,
                     ))
     findings += _selector_findings(plan)
+    findings += _selector_counts(plan)
+    for cluster in plan.clusters:
+        findings += _chart_floor(cluster)
+        if cluster.dra_api_version is None:
+            findings += _device_plugin_drops(cluster)
+    return findings
+
+
+def _chart_floor(cluster: ClusterPlan) -> list[Finding]:
+    """GEN215: the DRA driver chart gen renders cannot be installed on this Kubernetes."""
+    spec = cluster.cluster
+    if spec.allocation != "dra" or cluster.minor >= DRA_CHART_KUBE_FLOOR:
+        return []
+    version = tuple(int(p) for p in spec.dra_driver.version.lstrip("v").split("."))
+    if not (version >= (25, 3, 1) or (version[0] == 0 and version >= (0, 4, 0))):
+        return []
+    return [Finding(
+        "GEN215",
+        f"the NVIDIA DRA driver chart {spec.dra_driver.version} requires Kubernetes >= "
+        f"1.{DRA_CHART_KUBE_FLOOR} (its kubeVersion); Helm refuses to install it on "
+        f"1.{cluster.minor}",
+        cluster.located.at("kubernetes_version"), "kubernetes_version",
+        hint="upgrade the cluster to 1.32 or newer, or use allocation: device-plugin",
+        related=(replace(cluster.located.at("dra_driver", "version")
+                         if "dra_driver" in cluster.located.document.data
+                         else cluster.located.at("allocation"),
+                         note="the DRA driver chart is rendered for allocation: dra"),),
+        cluster=cluster.name,
+    )]
+
+
+def _selector_counts(plan: Plan) -> list[Finding]:
+    """GEN216: more selectors than Kubernetes allows in a DeviceClass or a request."""
+    from gen.dra.selectors import class_cel
+
+    findings = []
+    dra_classes = {name for c in plan.clusters if c.dra_api_version is not None
+                   for name in c.gpu_classes}
+    for name, located in plan.profiles.gpu_classes.items():
+        count = len(class_cel(located.value))
+        if name in dra_classes and count > MAX_SELECTORS:
+            first = MAX_SELECTORS - 1  # selector #0 is the structured match
+            findings.append(Finding(
+                "GEN216",
+                f"the DeviceClass would have {count} selectors (the structured match and "
+                f"{count - 1} cel entries); Kubernetes allows at most {MAX_SELECTORS}, so the "
+                "API server refuses it",
+                located.at("cel", first), f"cel[{first}]",
+                hint="join conditions with && into fewer expressions",
+            ))
+    for svc in plan.profiles.services.values():
+        gpu = svc.value.gpu
+        if gpu is not None and len(gpu.selectors) > MAX_SELECTORS:
+            findings.append(Finding(
+                "GEN216",
+                f"the request has {len(gpu.selectors)} selectors; Kubernetes allows at most "
+                f"{MAX_SELECTORS}, so the API server refuses the claim template",
+                svc.at("gpu", "selectors", MAX_SELECTORS), f"gpu.selectors[{MAX_SELECTORS}]",
+                hint="join conditions with && into fewer expressions",
+                service=svc.value.name,
+            ))
+    return findings
+
+
+def _device_plugin_drops(cluster: ClusterPlan) -> list[Finding]:
+    """GEN217: settings a device-plugin cluster cannot honour, which gen leaves out."""
+    findings = []
+    why = f"cluster {cluster.name!r} uses the device plugin, which cannot honour it"
+    for svc in cluster.services:
+        gpu = svc.service.gpu
+        if gpu is None:
+            continue
+        dropped = []
+        if gpu.selectors:
+            dropped.append((("gpu", "selectors"), "gpu.selectors",
+                            "request selectors (DRA CEL) are not rendered"))
+        if gpu.same:
+            dropped.append((("gpu", "same"), "gpu.same",
+                            "'same' (a DRA matchAttribute constraint) is not rendered"))
+        if gpu.allocation_mode == "All":
+            dropped.append((("gpu", "allocation_mode"), "gpu.allocation_mode",
+                            f"allocation_mode All becomes a request for {gpu.count} "
+                            "device(s)"))
+        for path, key, what in dropped:
+            findings.append(Finding(
+                "GEN217", f"{what}: {why}", svc.located.at(*path), key,
+                severity=Severity.WARNING, service=svc.service.name, cluster=cluster.name,
+                hint="remove it, or run the service on a DRA cluster",
+            ))
+        gpu_class = svc.gpu_class
+        if gpu_class is not None and gpu_class.sharing is not None:
+            located = cluster.gpu_classes[gpu_class.name]
+            findings.append(Finding(
+                "GEN217",
+                f"class {gpu_class.name!r} shares devices through the DRA driver "
+                f"({gpu_class.sharing.strategy}), which service {svc.service.name!r} does not "
+                f"get: {why}",
+                located.at("sharing"), "sharing", severity=Severity.WARNING,
+                related=(replace(svc.located.at("gpu"),
+                                 note=f"used by service {svc.service.name!r}"),),
+                service=svc.service.name, cluster=cluster.name,
+                hint="configure time-slicing in the GPU Operator's device plugin instead",
+            ))
     return findings

@@ -393,17 +393,55 @@ def _unsatisfiable(cluster: ClusterPlan, svc: ServicePlan, analysis: ChoiceAnaly
         parts.append("the service has no node pool in this cluster")
     mode = "all matching devices" if choice.all_devices else f"{choice.count} device(s)"
     located = cluster.gpu_classes[choice.gpu_class.name]
+    where, key_path = choice.where, choice.key_path
+    related = (replace(located.document.location,
+                                   note=f"class {choice.gpu_class.name!r}"),)
+    source = _rejecting_match_field(analysis)
+    if source is not None:
+        # The class's own match field rejects the devices nearest to matching: that line
+        # is the one to edit; the service that uses the class is where it is used.
+        where, key_path = located.at(*source), ".".join(source)
+        related = (replace(
+            choice.where, note=f"used by service {svc.service.name!r} ({choice.key_path})"),)
     return Finding(
         "GEN204",
         f"{choice.label} of service {svc.service.name!r} (request 'gpu', class "
         f"{choice.gpu_class.name!r}, {mode}) cannot be allocated on any node of cluster "
         f"{cluster.name!r}: " + "; ".join(parts or ["no device matches"]),
-        choice.where, choice.key_path, severity=severity,
+        where, key_path, severity=severity,
         hint="compare the selectors with the devices: "
         f"'gen explain {svc.service.name} --cluster {cluster.name}'",
-        related=(located.document.location,),
+        related=related,
         service=svc.service.name, cluster=cluster.name,
     )
+
+
+_MATCH_FIELDS = {
+    "memory": ("match", "min_memory"), "productName": ("match", "product"),
+    "architecture": ("match", "architecture"), "profile": ("match", "mig_profile"),
+    "cudaComputeCapability": ("match", "min_compute_capability"),
+    "driverVersion": ("match", "min_driver_version"), "type": ("device_type",),
+}
+"""The device attribute a structured-match term compares → the class field it comes from."""
+
+
+def _rejecting_match_field(analysis: ChoiceAnalysis) -> tuple[str, ...] | None:
+    """The class field (``("match", "min_memory")``) whose term rejects the devices that
+    come nearest to matching, when it is one the class sets; None otherwise."""
+    best: tuple[int, int, str] | None = None
+    for pool in analysis.pools:
+        for v in pool.verdicts:
+            if not v.matched and v.error is None:
+                candidate = (v.selector, v.depth, v.reason)
+                if best is None or candidate[:2] > best[:2]:
+                    best = candidate
+    if best is None or analysis.choice.selectors[best[0]][3] != "match":
+        return None
+    source = _MATCH_FIELDS.get(best[2].split(" ", 1)[0])
+    match = analysis.choice.gpu_class.match
+    if source is None or (source[0] == "match" and getattr(match, source[1], None) is None):
+        return None
+    return source
 
 
 def _runtime_errors(cluster: ClusterPlan, analysis: ChoiceAnalysis) -> list[Finding]:
@@ -444,6 +482,18 @@ def _beyond_budget(analyses: Sequence[ChoiceAnalysis]) -> bool:
     return any(
         v.error == BUDGET_MESSAGE for a in analyses for p in a.pools for v in p.verdicts
     )
+
+
+def _replicas_key(svc: ServicePlan, at_max: bool) -> tuple[SourceLocation, str]:
+    """Where the replica count to lower is written (the ``gpu`` request when it is not)."""
+    if at_max:
+        key: tuple[str, ...] = ("autoscaling", "max_replicas")
+    elif svc.service.autoscaling is not None:
+        key = ("autoscaling", "min_replicas")
+    else:
+        key = ("replicas",)
+    where, found = svc.located.document.locate(key)
+    return (where, ".".join(key)) if found == key else (svc.located.at("gpu"), "gpu")
 
 
 def _min_replicas(svc: ServicePlan) -> int:
@@ -500,6 +550,9 @@ def _capacity(cluster: ClusterPlan, analyzed: list[tuple[ServicePlan, list[Choic
             placed = _place(analyses, wanted, gpu.same, states)
             if placed < wanted:
                 short.append((svc, wanted, placed))
+        if at_max:
+            findings += _growth_blame(cluster, analyzed, short)
+            short = [entry for entry in short if entry[0].service.autoscaling is not None]
         for svc, wanted, placed in short:
             what = "autoscaling max_replicas" if at_max else (
                 "autoscaling min_replicas" if svc.service.autoscaling else "replicas")
@@ -509,9 +562,7 @@ def _capacity(cluster: ClusterPlan, analyzed: list[tuple[ServicePlan, list[Choic
                 f"cluster {cluster.name!r} holds {placed} of the {wanted} replicas "
                 f"({what}) of service {svc.service.name!r} once the services before it "
                 "(in namespace/name order) have their devices",
-                svc.located.at("autoscaling", "max_replicas") if at_max
-                else svc.located.at("gpu"),
-                "autoscaling.max_replicas" if at_max else "gpu",
+                *_replicas_key(svc, at_max),
                 severity=Severity.WARNING if at_max else Severity.ERROR,
                 hint="add nodes, lower the replicas, or allow alternatives"
                 + ("; sharing only shares one claim's devices between its containers, "
@@ -520,6 +571,35 @@ def _capacity(cluster: ClusterPlan, analyzed: list[tuple[ServicePlan, list[Choic
             ))
         if short and not at_max:
             break  # the minimum does not fit: the maximum cannot either
+    return findings
+
+
+def _growth_blame(
+    cluster: ClusterPlan, analyzed: list[tuple[ServicePlan, list[ChoiceAnalysis]]],
+    short: list[tuple[ServicePlan, int, int]],
+) -> list[Finding]:
+    """Warnings at the autoscaled services whose growth to max_replicas leaves a service
+    without autoscaling short: the one that causes the shortage is named, at the line that
+    causes it (the service that is short has no max_replicas to lower)."""
+    findings = []
+    order = [svc for svc, _ in analyzed]
+    for svc, wanted, placed in short:
+        if svc.service.autoscaling is not None:
+            continue
+        for grower in order[:order.index(svc)]:
+            if grower.service.autoscaling is None:
+                continue
+            findings.append(Finding(
+                "GEN205",
+                f"at its autoscaling max_replicas, service {grower.service.name!r} takes "
+                f"devices of cluster {cluster.name!r} that service {svc.service.name!r} "
+                f"(no autoscaling) needs: {placed} of its {wanted} replicas would then fit",
+                *_replicas_key(grower, True), severity=Severity.WARNING,
+                hint="lower max_replicas, add nodes, or give the other service alternatives",
+                related=(replace(svc.located.at("gpu"),
+                                 note=f"service {svc.service.name!r} is left short"),),
+                service=grower.service.name, cluster=cluster.name,
+            ))
     return findings
 
 

@@ -544,6 +544,17 @@ def _profile_digest(profiles_dir: Path, base: Path | None) -> list[tuple[str, st
     return entries
 
 
+def _config_digest(profiles_dir: Path, base: Path | None) -> str | None:
+    """The SHA-256 of the fleet's ``gen.yaml`` (its suppressions change the verdict), or
+    None when there is none."""
+    from gen.fleet.loader import CONFIG_FILE, MAX_FILE_BYTES, fleet_config_repo
+
+    file = fleet_config_repo(profiles_dir, base) / CONFIG_FILE
+    if file.is_symlink():
+        raise _NoDigest(os.fspath(file))
+    return _file_sha256(file, MAX_FILE_BYTES) if file.is_file() else None
+
+
 def input_digest(
     profiles_dir: Path, templates_dir: Path | None, base: Path | None,
     options: Mapping[str, Any], *, crds_dir: Path | None = None,
@@ -558,6 +569,7 @@ def input_digest(
         return None
     try:
         profiles = _profile_digest(profiles_dir, base)
+        config = _config_digest(profiles_dir, base)
         overrides = (None if templates_dir is None or not templates_dir.is_dir()
                      else _tree_digest(templates_dir))
     except _NoDigest:
@@ -574,6 +586,7 @@ def input_digest(
         "gen": {"version": __version__, "code": code_digest(), "format": FORMAT,
                 **_library_versions()},
         "profiles": profiles,
+        "config": config,
         "templates": {"override": overrides, "builtin": builtin[0]},
         "data": builtin[1],
         "options": dict(options),
@@ -598,16 +611,19 @@ class FleetRecord:
 
 
 def _location_json(loc: SourceLocation | None) -> Any:
-    return None if loc is None else [loc.path, loc.line, loc.column]
+    if loc is None:
+        return None
+    return [loc.path, loc.line, loc.column, *([loc.note] if loc.note else [])]
 
 
 def _location(raw: Any) -> SourceLocation | None:
     if raw is None:
         return None
-    if not (isinstance(raw, list) and len(raw) == 3 and isinstance(raw[0], str)
-            and type(raw[1]) is int and type(raw[2]) is int):
+    if not (isinstance(raw, list) and len(raw) in (3, 4) and isinstance(raw[0], str)
+            and type(raw[1]) is int and type(raw[2]) is int
+            and all(isinstance(note, str) for note in raw[3:])):
         raise ValueError("bad location")
-    return SourceLocation(raw[0], raw[1], raw[2])
+    return SourceLocation(raw[0], raw[1], raw[2], *raw[3:])
 
 
 def finding_json(finding: Any) -> dict[str, Any]:

@@ -4,7 +4,10 @@
 tool driver is ``gen``; every rule that a finding uses (plus any in ``rules``) is listed with a
 short description (its title in :mod:`gen.rules`), and every finding becomes one result with a
 level, a message and, when it has a location, a physical location (a relative, forward-slash
-URI plus line and column).
+URI plus line and column), related locations (``relatedLocations``, each with its note as
+the message: "used by service llama-70b"), and suppressed findings (``suppressed``) are
+results too, each with a ``suppressions`` entry (``inSource`` for a comment or a profile's
+``lint.ignore``, ``external`` for the fleet's ``gen.yaml``) whose justification is the reason.
 The order is deterministic: rules by id, results in :func:`gen.errors.sort_findings` order.
 """
 
@@ -12,11 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import PurePath, PurePosixPath, PureWindowsPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from gen.errors import Finding, Severity, SourceLocation, sort_findings
 from gen.rules import Rule
+
+if TYPE_CHECKING:
+    from gen.fleet.suppress import Suppression
 
 __all__ = ["SARIF_SCHEMA", "SARIF_VERSION", "to_sarif"]
 
@@ -32,6 +38,7 @@ def to_sarif(
     tool_version: str,
     rules: Mapping[str, Rule] | None = None,
     root: str | PurePath | None = None,
+    suppressed: Sequence[tuple[Finding, Suppression]] = (),
 ) -> dict[str, Any]:
     """A SARIF 2.1.0 log (a JSON-ready dict) of ``findings``.
 
@@ -42,10 +49,14 @@ def to_sarif(
             ``tool.driver.rules``; a rule not in it is described by its id.
         root: when given, absolute finding paths under it are made relative to it
             (SARIF viewers resolve URIs against the repository root).
+        suppressed: findings a suppression silenced, each with its suppression; they are
+            results with ``suppressions`` (after the others).
     """
     descriptions = {rule_id: r.title for rule_id, r in (rules or {}).items()}
     ordered = sort_findings(findings)
-    rule_ids = sorted({f.rule for f in ordered} | set(descriptions))
+    silenced = sorted(suppressed, key=lambda pair: pair[0].sort_key())
+    rule_ids = sorted({f.rule for f in ordered} | {f.rule for f, _ in silenced}
+                      | set(descriptions))
     index = {rule: i for i, rule in enumerate(rule_ids)}
     driver: dict[str, Any] = {
         "name": "gen",
@@ -56,6 +67,16 @@ def to_sarif(
         ],
     }
     results = [_result(f, index[f.rule], root) for f in ordered]
+    for finding, suppression in silenced:
+        result = _result(finding, index[finding.rule], root)
+        entry: dict[str, Any] = {
+            "kind": "external" if suppression.scope == "fleet" else "inSource",
+            "justification": suppression.reason,
+        }
+        if suppression.location.path:
+            entry["location"] = {"physicalLocation": _physical(suppression.location, root)}
+        result["suppressions"] = [entry]
+        results.append(result)
     return {
         "$schema": SARIF_SCHEMA,
         "version": SARIF_VERSION,
@@ -80,7 +101,9 @@ def _result(finding: Finding, rule_index: int, root: str | PurePath | None) -> d
     related = [loc for loc in finding.related if loc.path]
     if related:
         result["relatedLocations"] = [
-            {"id": i, "physicalLocation": _physical(loc, root)} for i, loc in enumerate(related)
+            {"id": i, "physicalLocation": _physical(loc, root),
+             **({"message": {"text": loc.note}} if loc.note else {})}
+            for i, loc in enumerate(related)
         ]
     return result
 

@@ -17,8 +17,9 @@ UTF-8, control or line-break characters) is refused.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +28,12 @@ import yaml
 from gen.errors import Finding, ProfileSyntaxError, SourceLocation
 
 __all__ = [
+    "CONFIG_FILE",
     "MAX_FILE_BYTES",
     "MAX_NODES",
     "Document",
     "KeyPath",
+    "Marker",
     "format_key_path",
     "load_documents",
     "parse_text",
@@ -38,6 +41,9 @@ __all__ = [
 
 KeyPath = tuple[str | int, ...]
 
+CONFIG_FILE = "gen.yaml"
+"""The fleet-wide settings file (suppressions), in the fleet repository beside
+``profiles/`` (:mod:`gen.fleet.suppress`)."""
 MAX_FILE_BYTES = 8 * 1024 * 1024
 """Largest profile file read (8 MiB): fleets are big, but not that big."""
 MAX_NODES = 200_000
@@ -69,6 +75,50 @@ class _Loader(_BaseLoader):  # type: ignore[misc]
 
 
 @dataclass(frozen=True)
+class Marker:
+    """An inline suppression comment: ``# gen: ignore[GEN301,GEN303] reason``.
+
+    At the end of a line it covers that line; alone on a line it covers the next line
+    that is neither blank nor a comment.
+    """
+
+    rules: tuple[str, ...]
+    reason: str
+    location: SourceLocation
+    """Where the comment is."""
+    line: int
+    """The line it covers."""
+
+
+MARKER = re.compile(r"(?:^|\s)#\s*gen:\s*ignore\[([^\]]*)\][ \t]*(.*?)\s*$")
+"""An inline suppression: ``# gen: ignore[RULE,RULE] reason``."""
+
+
+def scan_markers(text: str, path: str) -> list[Marker]:
+    """Every inline suppression comment of a file's text."""
+    if "gen:" not in text:
+        return []
+    lines = text.splitlines()
+    markers: list[Marker] = []
+    for number, line in enumerate(lines, 1):
+        match = MARKER.search(line)
+        if match is None:
+            continue
+        target = number
+        if line[: match.start()].strip() == "":
+            target = next(
+                (n for n in range(number + 1, len(lines) + 1)
+                 if lines[n - 1].strip() and not lines[n - 1].lstrip().startswith("#")),
+                number,
+            )
+        rules = tuple(r.strip() for r in match.group(1).split(",") if r.strip())
+        column = match.start() + (0 if line[match.start()] == "#" else 1) + 1
+        markers.append(Marker(rules, match.group(2), SourceLocation(path, number, column),
+                              target))
+    return markers
+
+
+@dataclass(frozen=True)
 class Document:
     """One YAML document of a profile file, with positions."""
 
@@ -76,6 +126,13 @@ class Document:
     index: int
     data: Any
     positions: Mapping[KeyPath, SourceLocation]
+    end_line: int = 0
+    """The last line of the document (0: unknown)."""
+    scalars: Mapping[KeyPath, str] = field(default_factory=dict)
+    """The text of every plain scalar YAML did not read as a string (``yes``, ``1.30``,
+    ``2024-01-01``), by key path: what the user wrote, for messages."""
+    markers: tuple[Marker, ...] = ()
+    """The inline suppression comments covering a line of this document."""
 
     @property
     def location(self) -> SourceLocation:
@@ -114,9 +171,36 @@ def _mark(path: str, mark: Any) -> SourceLocation:
     return SourceLocation(path, mark.line + 1, mark.column + 1)
 
 
+_STR_TAG = "tag:yaml.org,2002:str"
+_TAG_WORDS = {
+    "tag:yaml.org,2002:int": "a number", "tag:yaml.org,2002:float": "a number",
+    "tag:yaml.org,2002:bool": "a boolean", "tag:yaml.org,2002:null": "null (nothing)",
+    "tag:yaml.org,2002:timestamp": "a date",
+}
+
+
+def _key_problem(key_node: yaml.Node, path: KeyPath, here: SourceLocation) -> Finding | None:
+    """A finding for a mapping key YAML does not read as a string (``8:``, ``yes:``,
+    ``~:``): every key of a profile is a name."""
+    if isinstance(key_node, yaml.ScalarNode):
+        if key_node.tag in (_STR_TAG, "tag:yaml.org,2002:merge"):
+            return None
+        raw = key_node.value
+        what = _TAG_WORDS.get(str(key_node.tag), f"a {key_node.tag}")
+        return Finding(
+            "GEN002", f"key {raw!r} is read by YAML as {what}, not as a name",
+            here, format_key_path(path),
+            hint=f"quote it: '{raw}':" if "'" not in raw else f'quote it: "{raw}":',
+        )
+    return Finding(
+        "GEN002", "a key must be a name, not a list or a mapping", here, format_key_path(path),
+    )
+
+
 def _walk(
     node: yaml.Node, path: KeyPath, file: str, out: dict[KeyPath, SourceLocation],
     budget: list[int], depth: int, findings: list[Finding],
+    scalars: dict[KeyPath, str] | None = None,
 ) -> None:
     budget[0] -= 1
     if budget[0] < 0:
@@ -124,11 +208,17 @@ def _walk(
     if depth > MAX_DEPTH:
         raise _TooDeep(_mark(file, node.start_mark))
     out.setdefault(path, _mark(file, node.start_mark))
-    if isinstance(node, yaml.MappingNode):
+    if isinstance(node, yaml.ScalarNode):
+        if scalars is not None and not node.style and node.tag != _STR_TAG:
+            scalars.setdefault(path, node.value)
+    elif isinstance(node, yaml.MappingNode):
         seen: dict[str, SourceLocation] = {}
         for key_node, value_node in node.value:
             key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.value)
             here = _mark(file, key_node.start_mark)
+            problem = _key_problem(key_node, path, here)
+            if problem is not None:
+                findings.append(problem)
             if key in seen and key != "<<":
                 findings.append(Finding(
                     "GEN001", f"duplicate key {key!r} (first at line {seen[key].line})",
@@ -138,11 +228,11 @@ def _walk(
             seen[key] = here
             child = (*path, key)
             out.setdefault(child, here)
-            _walk(value_node, child, file, out, budget, depth + 1, findings)
+            _walk(value_node, child, file, out, budget, depth + 1, findings, scalars)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
             child = (*path, i)
-            _walk(item, child, file, out, budget, depth + 1, findings)
+            _walk(item, child, file, out, budget, depth + 1, findings, scalars)
 
 
 class _TooBig(Exception):
@@ -194,6 +284,7 @@ def parse_text(text: str, path: str) -> tuple[list[Document], list[Finding]]:
     """Parse one file's text into documents; syntax problems come back as findings."""
     documents: list[Document] = []
     findings: list[Finding] = []
+    markers = scan_markers(text, path)
     loader = _Loader(text)
     may_alias = "*" in text
     try:
@@ -203,12 +294,13 @@ def parse_text(text: str, path: str) -> tuple[list[Document], list[Finding]]:
             if node is None:  # pragma: no cover - check_node said there is one
                 break
             positions: dict[KeyPath, SourceLocation] = {}
+            scalars: dict[KeyPath, str] = {}
             where = _mark(path, node.start_mark)
             try:
                 # Without an alias ("*name") the walk's own budget bounds the size.
                 if may_alias and _expanded_size(node, MAX_NODES + 1) > MAX_NODES:
                     raise _TooBig
-                _walk(node, (), path, positions, [MAX_NODES], 0, findings)
+                _walk(node, (), path, positions, [MAX_NODES], 0, findings, scalars)
             except _TooBig:
                 findings.append(Finding(
                     "GEN001", f"document expands to more than {MAX_NODES} nodes",
@@ -224,20 +316,70 @@ def parse_text(text: str, path: str) -> tuple[list[Document], list[Finding]]:
                 continue
             data = loader.construct_document(node)
             if data is not None:
-                documents.append(Document(path, index, data, positions))
+                end = node.end_mark.line + (1 if node.end_mark.column else 0)
+                first = where.line
+                documents.append(Document(
+                    path, index, data, positions, max(end, first), scalars,
+                    tuple(m for m in markers if first <= m.line <= max(end, first)),
+                ))
             index += 1
     except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        loc = _mark(path, mark) if mark is not None else SourceLocation(path)
-        problem = err.problem or "invalid YAML"
-        if err.context:
-            problem = f"{problem} ({err.context})"
-        findings.append(Finding("GEN001", f"YAML syntax error: {problem}", loc))
+        findings.append(_syntax_finding(err, path, text))
     except (yaml.YAMLError, RecursionError) as err:
         findings.append(Finding("GEN001", f"YAML error: {err}", SourceLocation(path)))
     finally:
         loader.dispose()
     return documents, findings
+
+
+def _syntax_finding(err: yaml.MarkedYAMLError, path: str, text: str = "") -> Finding:
+    """A YAML syntax error where the problem starts: an unclosed quote, block or bracket
+    where it opens, not further down where the parser noticed."""
+    context = err.context or ""
+    opens = err.context_mark is not None and context.startswith(
+        ("while scanning a", "while parsing a flow"))
+    mark = (err.context_mark if opens else None) or err.problem_mark or err.context_mark
+    loc = _mark(path, mark) if mark is not None else SourceLocation(path)
+    problem = err.problem or "invalid YAML"
+    if "quoted scalar" in context and err.context_mark is not None:
+        end = err.problem_mark
+        reached = f" (reached line {end.line + 1})" if end is not None else ""
+        return Finding(
+            "GEN001", f"YAML syntax error: the quoted string that starts here is never "
+            f"closed{reached}", loc, hint="close the quote on the same value",
+        )
+    runaway = _runaway_quote(text, err.problem_mark) if text else None
+    if runaway is not None:
+        start, end_line = runaway
+        return Finding(
+            "GEN001", f"YAML syntax error: the quoted string that starts here runs on to "
+            f"line {end_line}, over lines that look like keys: a closing quote is missing",
+            _mark(path, start),
+            hint=f"close the quote on this line (the parser then stopped: {problem})",
+        )
+    if context:
+        problem = f"{problem} ({context})"
+    return Finding("GEN001", f"YAML syntax error: {problem}", loc)
+
+
+_KEY_LINE = re.compile(r"\n[ \t]*[-\w./]+:[ \t]")
+
+
+def _runaway_quote(text: str, until: Any) -> tuple[Any, int] | None:
+    """The start mark and last line of the last quoted string before ``until`` that spans
+    lines holding ``key: value`` text (a closing quote missing on its first line)."""
+    found = None
+    try:
+        for token in yaml.scan(text, Loader=yaml.SafeLoader):
+            if until is not None and token.start_mark.index >= until.index:
+                break
+            if (isinstance(token, yaml.ScalarToken) and token.style in ('"', "'")
+                    and token.end_mark.line > token.start_mark.line
+                    and _KEY_LINE.search(text, token.start_mark.index, token.end_mark.index)):
+                found = (token.start_mark, token.end_mark.line + 1)
+    except yaml.YAMLError:
+        pass
+    return found
 
 
 def _position(raw: bytes, offset: int, path: str) -> SourceLocation:
@@ -289,13 +431,70 @@ def _bad_name(shown: str) -> str | None:
 
 
 def profile_files(root: Path) -> list[Path]:
-    """Every YAML file under ``root``, in a stable order; hidden folders are skipped."""
-    files = [
-        p for p in root.rglob("*")
-        if p.suffix in (".yaml", ".yml") and p.is_file()
-        and not any(part.startswith(".") for part in p.relative_to(root).parts)
-    ]
-    return sorted(files, key=lambda p: p.relative_to(root).as_posix())
+    """Every YAML file under ``root``, in a stable order (see :func:`discover`)."""
+    return discover(root)[0]
+
+
+def _is_yaml(name: str) -> bool:
+    return name.endswith((".yaml", ".yml"))
+
+
+def discover(root: Path, repo: Path | None = None) -> tuple[list[Path], list[Finding]]:
+    """Every YAML file under ``root`` in a stable order, and a finding for each symbolic
+    link that cannot be followed.
+
+    Hidden files and folders are skipped. Symbolic links, to files or to folders, are
+    followed when they stay inside ``repo`` (the fleet repository; default: the folder
+    holding ``root``); a broken link, or one that leads outside the repository, is a
+    located error instead of a profile silently left out. A folder reached twice (a link
+    loop) is read once.
+    """
+    repo_real = (repo if repo is not None else root.resolve().parent).resolve()
+    files: list[Path] = []
+    problems: list[Finding] = []
+    seen_dirs: set[Path] = set()
+
+    def refuse(link: Path, why: str) -> None:
+        shown = display_path(link, repo_real, resolve=False)
+        problems.append(Finding(
+            "GEN001", why, SourceLocation(shown),
+            hint="make the link point at a file inside the fleet repository, or remove it",
+        ))
+
+    def visit(folder: Path) -> None:
+        real = folder.resolve()
+        if real in seen_dirs:
+            return
+        seen_dirs.add(real)
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            return
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            path = folder / entry.name
+            if entry.is_symlink():
+                target = path.readlink().as_posix()
+                try:
+                    resolved = path.resolve(strict=True)
+                except (OSError, RuntimeError):
+                    if entry.name.endswith((".yaml", ".yml")) or not path.suffix:
+                        refuse(path, f"broken symbolic link (to {target!r}): the profile "
+                                     "it stood for would be left out")
+                    continue
+                if not resolved.is_relative_to(repo_real):
+                    if resolved.is_dir() or _is_yaml(entry.name):
+                        refuse(path, f"symbolic link to {target!r} leads outside the fleet "
+                                     "repository")
+                    continue
+            if path.is_dir():
+                visit(path)
+            elif _is_yaml(entry.name) and path.is_file():
+                files.append(path)
+
+    visit(root)
+    return sorted(files, key=lambda p: p.relative_to(root).as_posix()), problems
 
 
 def json_files(root: Path) -> list[Path]:
@@ -308,23 +507,48 @@ def json_files(root: Path) -> list[Path]:
     return sorted(files, key=lambda p: p.relative_to(root).as_posix())
 
 
-def display_path(path: Path, base: Path | None) -> str:
+def display_path(path: Path, base: Path | None, *, resolve: bool = True) -> str:
     """A path as users see it in messages: relative to ``base`` when inside it."""
     if base is not None:
         try:
+            if not resolve:
+                return path.absolute().relative_to(base.absolute()).as_posix()
             return path.resolve().relative_to(base.resolve()).as_posix()
         except ValueError:
             pass
     return path.as_posix()
 
 
+def fleet_config_repo(profiles_root: Path, base: Path | None) -> Path:
+    """The fleet repository: ``base`` when given, else the folder holding ``profiles/``."""
+    return base if base is not None else profiles_root.resolve().parent
+
+
+def _missing_folder(root: Path) -> Finding | None:
+    """A located finding when ``root`` is not a folder of profiles (absent, or a file)."""
+    shown = root.as_posix()
+    if root.is_dir():
+        return None
+    if root.exists():
+        return Finding(
+            "GEN001", f"{shown!r} is a file, not a folder of profiles", SourceLocation(shown),
+            hint="profiles live in a folder of *.yaml files; give it with --profiles DIR",
+        )
+    return Finding(
+        "GEN001", f"profiles folder {shown!r} does not exist", SourceLocation(shown),
+        hint="run gen in a fleet repository (one with a profiles/ folder), give "
+        "--profiles DIR, or create one with 'gen init DIR'",
+    )
+
+
 def load_documents(root: Path, *, base: Path | None = None) -> list[Document]:
     """Parse every profile file under ``root``; raise one error listing all syntax problems."""
-    if not root.is_dir():
-        raise ProfileSyntaxError(f"profiles folder {root.as_posix()!r} does not exist")
+    missing = _missing_folder(root)
+    if missing is not None:
+        raise ProfileSyntaxError(missing.message, findings=[missing])
     documents: list[Document] = []
-    findings: list[Finding] = []
-    for file in profile_files(root):
+    files, findings = discover(root, base)
+    for file in files:
         # Paths are shown relative to the folder holding the profiles folder (the fleet
         # repository), never to the working directory: they end up in rendered files.
         shown = display_path(file, base if base is not None else root.resolve().parent)

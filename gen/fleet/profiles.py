@@ -18,6 +18,12 @@ from gen.fleet.loader import (
     load_documents,
     profile_files,
 )
+from gen.fleet.suppress import (
+    Suppression,
+    document_suppressions,
+    fleet_config_repo,
+    load_fleet_config,
+)
 from gen.models import (
     Cluster,
     GPUClass,
@@ -27,7 +33,14 @@ from gen.models import (
     profile_adapter,
 )
 
-__all__ = ["Located", "ProfileSet", "load_profiles", "validate_documents"]
+__all__ = [
+    "Located",
+    "ProfileSet",
+    "did_you_mean",
+    "load_profiles",
+    "pydantic_findings",
+    "validate_documents",
+]
 
 T = TypeVar("T")
 
@@ -53,11 +66,14 @@ class ProfileSet:
     gpu_classes: Mapping[str, Located[GPUClass]] = field(default_factory=dict)
     services: Mapping[str, Located[InferenceService]] = field(default_factory=dict)
     models: Mapping[str, Located[ModelProfile]] = field(default_factory=dict)
+    suppressions: tuple[Suppression, ...] = ()
+    """Every suppression of the fleet: inline markers, profiles' ``lint.ignore`` lists and
+    the fleet-wide ``gen.yaml`` (:mod:`gen.fleet.suppress`)."""
     model_configs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Per Model profile with a ``config``: the LLMSpec values read from that config.json."""
 
 
-def _pydantic_findings(err: ValidationError, doc: Document) -> list[Finding]:
+def pydantic_findings(err: ValidationError, doc: Document) -> list[Finding]:
     findings = []
     issues = err.errors(include_url=False)
     for issue in issues:
@@ -70,30 +86,146 @@ def _pydantic_findings(err: ValidationError, doc: Document) -> list[Finding]:
             # errors are reported, a "too short" on top of them would be wrong.
             continue
         where, path = doc.locate(loc)
-        message = str(issue["msg"])
-        kind = issue["type"]
-        if kind == "extra_forbidden":
-            # pydantic's loc ends at the unknown key, which exists in the YAML.
-            message = "unknown key"
-            hint = "check the spelling; 'gen schema' lists every allowed key"
-        elif kind in ("union_tag_invalid", "union_tag_not_found"):
-            hint = "kind must be one of: Cluster, GPUClass, InferenceService, MIGLayout, Model"
-        else:
-            hint = ""
-        if kind == "value_error":
-            message = message.removeprefix("Value error, ")
-        elif kind == "string_pattern_mismatch":
-            message = _pattern_message(issue, message)
+        message, hint = _words(issue, doc, path)
         # Segments pydantic reports beyond what exists in the YAML (a missing key) are
         # still part of the path the user must fix.
         shown: list[str | int] = list(path)
         missing = [s for s in loc[len(_matched_prefix(loc, path)):] if not _is_tag(s)]
-        if kind == "missing":
+        if issue["type"] == "missing":
             shown.extend(missing)
         findings.append(
             Finding("GEN002", message, where, format_key_path(shown), hint=hint)
         )
     return findings
+
+
+def did_you_mean(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str:
+    """``; did you mean 'x'?`` for the closest choice, or nothing."""
+    import difflib
+
+    close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=cutoff)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _words(issue: Mapping[str, Any], doc: Document, path: KeyPath) -> tuple[str, str]:
+    """The message and hint of one pydantic error, in words: no class names, what YAML
+    read when a type is wrong and how to quote it, did-you-mean for names."""
+    from gen.models import KINDS
+    from gen.models._base import WrongScalar, describe_scalar
+
+    kind = issue["type"]
+    message = str(issue["msg"])
+    value = issue.get("input")
+    raw = doc.scalars.get(path)
+    read = f"YAML read {raw!r} as {describe_scalar(value)}" if raw is not None else (
+        f"YAML read {describe_scalar(value)}")
+    if isinstance(value, WrongScalar):
+        if isinstance(value.value, str):
+            if _reads_as_scalar(value.value):
+                return (f"expected {value.expected}, but this is the quoted string "
+                        f"{value.value!r}", "remove the quotes")
+            return f"expected {value.expected}, not the text {value.value!r}", ""
+        raw = doc.scalars.get(path, str(value.value))
+        example = "true or false" if "boolean" in value.expected else "a number, e.g. 1"
+        return (f"expected {value.expected}, but YAML read {raw!r} as "
+                f"{describe_scalar(value.value)}", f"write {example}")
+    if kind == "extra_forbidden":
+        # pydantic's loc ends at the unknown key, which exists in the YAML.
+        key = str(issue["loc"][-1])
+        allowed = _allowed_keys(issue["loc"])
+        return (f"unknown key {key!r}{did_you_mean(key, allowed)}",
+                "allowed keys here: " + ", ".join(sorted(allowed)) if allowed else
+                "check the spelling; 'gen schema' lists every allowed key")
+    if kind == "union_tag_not_found":
+        return ("missing key 'kind'", "add 'kind:' with one of: " + ", ".join(KINDS))
+    if kind == "union_tag_invalid":
+        tag = str((issue.get("ctx") or {}).get("tag", ""))
+        return (f"unknown kind {tag!r}{did_you_mean(tag, KINDS)}",
+                "kind must be one of: " + ", ".join(KINDS))
+    if kind == "string_type" and not isinstance(value, str):
+        quoted = raw if raw is not None else str(value)
+        return f"expected a string, but {read}", f'quote it: "{quoted}"'
+    if kind in ("model_type", "model_attributes_type", "dict_type"):
+        keys = _class_keys(str((issue.get("ctx") or {}).get("class_name", "")))
+        hint = ("keys: " + ", ".join(keys)) if keys else ""
+        return f"expected a mapping (key: value lines), but {read}", hint
+    if kind in ("tuple_type", "list_type"):
+        return (f"expected a list, but {read}",
+                "write [a, b] or one '- item' line per entry")
+    if kind == "value_error":
+        return message.removeprefix("Value error, "), ""
+    if kind == "string_pattern_mismatch":
+        return _pattern_message(issue, message), ""
+    if kind in ("int_type", "float_type", "bool_type", "int_parsing", "float_parsing",
+                "bool_parsing") and not isinstance(value, dict | list):
+        expected = {"int": "an integer", "flo": "a number", "boo": "a boolean (true or false)"}
+        return f"expected {expected[kind[:3]]}, but {read}", ""
+    return message, ""
+
+
+def _reads_as_scalar(text: str) -> bool:
+    """Whether YAML would read ``text``, unquoted, as something other than a string."""
+    import yaml
+
+    try:
+        return not isinstance(yaml.safe_load(text), str)
+    except yaml.YAMLError:
+        return False
+
+
+def _class_keys(class_name: str) -> list[str]:
+    """The keys of the profile model called ``class_name`` (pydantic names the class)."""
+    from gen import models
+
+    cls = getattr(models, class_name, None)
+    from pydantic import BaseModel
+
+    if isinstance(cls, type) and issubclass(cls, BaseModel):
+        return list(cls.model_fields)
+    return []
+
+
+def _allowed_keys(loc: Sequence[str | int]) -> list[str]:
+    """The keys the model holding the last segment of ``loc`` accepts (for did-you-mean)."""
+    import typing
+
+    from pydantic import BaseModel
+
+    from gen.models import Cluster, GPUClass, InferenceService, MIGLayout, ModelProfile
+
+    kinds: dict[str, Any] = {"Cluster": Cluster, "GPUClass": GPUClass,
+                             "InferenceService": InferenceService, "MIGLayout": MIGLayout,
+                             "Model": ModelProfile}
+    if not loc or loc[0] not in kinds:
+        return []
+    current: Any = kinds[str(loc[0])]
+
+    def unwrap(annotation: Any) -> list[Any]:
+        origin = typing.get_origin(annotation)
+        if origin is typing.Annotated:
+            return unwrap(typing.get_args(annotation)[0])
+        if origin is typing.Union or str(origin) == "<class 'types.UnionType'>":
+            return [m for a in typing.get_args(annotation) for m in unwrap(a)]
+        return [annotation]
+
+    for segment in loc[1:-1]:
+        nxt: Any = None
+        for candidate in unwrap(current):
+            origin = typing.get_origin(candidate)
+            if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+                if isinstance(segment, str) and segment in candidate.model_fields:
+                    nxt = candidate.model_fields[segment].annotation
+            elif origin in (list, tuple) and isinstance(segment, int):
+                nxt = typing.get_args(candidate)[0]
+            elif origin is dict:
+                nxt = typing.get_args(candidate)[1]
+            if nxt is not None:
+                break
+        if nxt is None:
+            return []
+        current = nxt
+    models = [c for c in unwrap(current) if isinstance(c, type) and issubclass(c, BaseModel)]
+    return list(models[0].model_fields) if models else []
 
 
 def _pattern_message(issue: Mapping[str, Any], message: str) -> str:
@@ -143,6 +275,7 @@ def validate_documents(documents: Iterable[Document]) -> ProfileSet:
     adapter = profile_adapter()
     findings: list[Finding] = []
     slots: dict[str, dict[str, Located[Any]]] = {slot: {} for slot in _SLOTS.values()}
+    suppressions: list[Suppression] = []
     for doc in documents:
         if not isinstance(doc.data, dict):
             findings.append(Finding(
@@ -153,7 +286,7 @@ def validate_documents(documents: Iterable[Document]) -> ProfileSet:
         try:
             value = adapter.validate_python(doc.data)
         except ValidationError as err:
-            findings.extend(_pydantic_findings(err, doc))
+            findings.extend(pydantic_findings(err, doc))
             continue
         slot = slots[_SLOTS[value.kind]]
         if value.name in slot:
@@ -164,6 +297,7 @@ def validate_documents(documents: Iterable[Document]) -> ProfileSet:
             ))
             continue
         slot[value.name] = Located(value, doc)
+        suppressions.extend(document_suppressions(doc, value))
     if findings:
         raise ProfileValidationError(
             f"{len(findings)} problem(s) in profiles", findings=findings
@@ -174,15 +308,20 @@ def validate_documents(documents: Iterable[Document]) -> ProfileSet:
         gpu_classes=dict(sorted(slots["gpu_classes"].items())),
         services=dict(sorted(slots["services"].items())),
         models=dict(sorted(slots["models"].items())),
+        suppressions=tuple(suppressions),
     )
 
 
 def load_profiles(root: Path, *, base: Path | None = None) -> ProfileSet:
-    """Read and validate every profile under ``root``, and the config.json files that Model
-    profiles name."""
+    """Read and validate every profile under ``root``, the config.json files that Model
+    profiles name, and the fleet-wide suppressions of ``gen.yaml`` in the fleet repository
+    (``base``, else the folder holding ``root``)."""
     profiles = validate_documents(load_documents(root, base=base))
     if any(m.value.config is not None for m in profiles.models.values()):
         profiles = replace(profiles, model_configs=_model_configs(root, base, profiles.models))
+    fleet = load_fleet_config(fleet_config_repo(root, base))
+    if fleet:
+        profiles = replace(profiles, suppressions=(*profiles.suppressions, *fleet))
     return profiles
 
 

@@ -25,16 +25,34 @@ DNSSubdomain = Annotated[
     StringConstraints(min_length=1, max_length=253, pattern=_DNS_SUBDOMAIN),
     Field(description="A DNS-1123 subdomain: DNS labels joined by '.', at most 253."),
 ]
+_KUBERNETES_VERSION = r"^v?1\.(2[5-9]|3[0-9])(\.\d{1,3})?(?!\n)$"
+_DRIVER_VERSION = r"^\d{3}(\.\d{1,3}){1,2}(?!\n)$"
+_RULE_ID = r"^GEN\d{3}(?!\n)$"
 KubernetesVersion = Annotated[
     str,
-    StringConstraints(pattern=r"^v?1\.(2[5-9]|3[0-9])(\.\d{1,3})?(?!\n)$"),
+    StringConstraints(pattern=_KUBERNETES_VERSION),
     Field(description="Kubernetes version of the cluster, e.g. '1.34' or '1.34.2' (1.25–1.39)."),
 ]
 DriverVersion = Annotated[
     str,
-    StringConstraints(pattern=r"^\d{3}(\.\d{1,3}){1,2}(?!\n)$"),
+    StringConstraints(pattern=_DRIVER_VERSION),
     Field(description="NVIDIA driver version, e.g. '570.124.06'."),
 ]
+RuleId = Annotated[
+    str,
+    StringConstraints(pattern=_RULE_ID),
+    Field(description="A lint rule id, e.g. 'GEN303' (docs/lint-rules.md lists them)."),
+]
+
+
+_REASON = r"\S"
+Reason = Annotated[
+    str,
+    StringConstraints(min_length=1, pattern=_REASON),
+    Field(description="Why a rule does not apply here (required; shown with --show-suppressed)."),
+]
+
+
 def _check_quantity(value: str) -> str:
     from gen.errors import QuantityError
     from gen.k8s.quantity import parse_quantity
@@ -102,5 +120,10 @@ PATTERN_WORDS: dict[str, str] = {
     "and ending with a letter or digit (a DNS-1123 subdomain)",
     _LABEL_VALUE: "letters, digits, '-', '_' and '.', starting and ending with a letter or "
     "digit, or empty (a Kubernetes label value)",
+    _KUBERNETES_VERSION: "a Kubernetes version gen supports, 1.25 to 1.39, as a quoted string: "
+    "'1.34' or '1.34.2'",
+    _DRIVER_VERSION: "an NVIDIA driver version as a quoted string, e.g. '580.95.05'",
+    _RULE_ID: "a rule id: 'GEN' and three digits, e.g. 'GEN303'",
+    _REASON: "a reason: say why the rule does not apply here",
 }
 """Words for the patterns users meet most, shown instead of the regular expression."""

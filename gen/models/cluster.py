@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from gen.models._base import Spec
+from gen.models._base import ProfileKind, Spec
 from gen.models._types import (
     DNSLabel,
     DNSSubdomain,
@@ -233,7 +233,7 @@ class ClusterStorage(Spec):
     )
 
 
-class Cluster(Spec):
+class Cluster(ProfileKind):
     """A Kubernetes cluster of the fleet."""
 
     kind: Literal["Cluster"] = Field(description="Document kind.")
@@ -258,7 +258,11 @@ class Cluster(Spec):
         default_factory=DRADriver, description="NVIDIA DRA driver settings (allocation 'dra')."
     )
     node_pools: tuple[NodePool, ...] = Field(min_length=1, description="GPU node pools.")
-    quotas: tuple[GPUQuota, ...] = Field((), description="DRA device quotas per namespace.")
+    quotas: tuple[GPUQuota, ...] = Field(
+        (), description="GPU quotas per namespace: a DRA ResourceQuota (devices of the class) "
+        "on DRA clusters, an extended-resource ResourceQuota (requests.nvidia.com/gpu or "
+        "requests.nvidia.com/mig-<profile>) on device-plugin clusters.",
+    )
     monitoring: Monitoring = Field(default_factory=Monitoring, description="Metrics settings.")
     addons: tuple[Addon, ...] = Field(
         (),

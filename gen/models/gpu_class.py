@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from gen.models._base import Spec
+from gen.models._base import ProfileKind, Spec
 from gen.models._types import DNSSubdomain, Quantity
 
 NVIDIA_DRIVER = "gpu.nvidia.com"
@@ -65,7 +65,7 @@ class Sharing(Spec):
         return self
 
 
-class GPUClass(Spec):
+class GPUClass(ProfileKind):
     """A class of GPU devices; rendered as a DRA DeviceClass."""
 
     kind: Literal["GPUClass"] = Field(description="Document kind.")

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from gen.models._base import Spec
+from gen.models._base import ProfileKind, Spec
 from gen.models._types import DNSLabel
 
-MIGProfileCounts = dict[str, int]
+MIGProfileCounts = dict[str, Annotated[int, Field(ge=0)]]
+"""MIG profile → instances; a count is never negative (pydantic reports it at its key)."""
 
 
 class PerGPULayout(Spec):
@@ -43,7 +44,7 @@ def _some_instance(value: MIGProfileCounts) -> MIGProfileCounts:
     return value
 
 
-class MIGLayout(Spec):
+class MIGLayout(ProfileKind):
     """A named MIG partitioning, referenced by node pools."""
 
     kind: Literal["MIGLayout"] = Field(description="Document kind.")

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from gen.models._base import Spec
+from gen.models._base import ProfileKind
 
 _LIMITS = {
     "parameters": 10**15, "active_parameters": 10**15, "hidden_size": 10**6,
@@ -31,7 +31,7 @@ REQUIRED_WITHOUT_CONFIG = ("parameters", "layers", "hidden_size", "attention_hea
 """The numbers a profile without ``config`` must give."""
 
 
-class ModelProfile(Spec):
+class ModelProfile(ProfileKind):
     """A model's architecture, for memory-fit checks."""
 
     kind: Literal["Model"] = Field(description="Document kind.")

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from gen.models._base import Spec
+from gen.models._base import ProfileKind, Spec
 from gen.models._types import DNSLabel, DNSSubdomain, ImageRef, LabelKey, Quantity
 
 Engine = Literal["vllm", "llama-server", "vllm-metal", "vllm-mlx"]
@@ -110,8 +110,12 @@ class Serving(Spec):
     @classmethod
     def _no_secrets_in_args(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for arg in value:
-            if arg.split("=", 1)[0] in ("--api-key", "--hf-token"):
-                raise ValueError(f"{arg.split('=', 1)[0]} takes a secret: use 'auth' instead")
+            flag = arg.split("=", 1)[0]
+            # vLLM reads '--api_key' as '--api-key': its FlexibleArgumentParser turns '_'
+            # into '-' in an option's name (vllm-project/vllm, vllm/utils/argparse_utils.py,
+            # FlexibleArgumentParser.parse_args).
+            if flag.startswith("--") and flag.replace("_", "-") in ("--api-key", "--hf-token"):
+                raise ValueError(f"{flag} takes a secret: use 'auth' instead")
         return value
 
 
@@ -177,7 +181,7 @@ class PodSecurity(Spec):
     )
 
 
-class InferenceService(Spec):
+class InferenceService(ProfileKind):
     """A model served with an inference engine."""
 
     kind: Literal["InferenceService"] = Field(description="Document kind.")
@@ -227,6 +231,15 @@ class InferenceService(Spec):
                 "gguf_file must be a relative path to a .gguf file inside the model volume "
                 "(no leading '/', no '..'), e.g. 'Llama-3.1-8B-Instruct-Q8_0.gguf'"
             )
+        return value
+
+    @field_validator("clusters")
+    @classmethod
+    def _clusters_once(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        twice = sorted({name for name in value if value.count(name) > 1})
+        if twice:
+            raise ValueError(f"cluster {twice[0]!r} is listed more than once (it would "
+                             "render the same objects twice)")
         return value
 
     @model_validator(mode="after")

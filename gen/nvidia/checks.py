@@ -3,9 +3,37 @@ needs the Kubernetes gate, a driver chart with DynamicMIG and pools that can liv
 
 from __future__ import annotations
 
-from gen.errors import Finding, Severity
+from collections.abc import Mapping
+from dataclasses import replace
+
+from gen.errors import Finding, Severity, SourceLocation
 from gen.fleet.plan import ClusterPlan, Plan
+from gen.models import MIGLayout
 from gen.models.cluster import NodePool
+
+
+def _counts_of(layout: MIGLayout, indices: tuple[int, ...]) -> tuple[
+        Mapping[str, int], tuple[str | int, ...]]:
+    """The profile counts checked for GPUs ``indices``, and their key path in the layout."""
+    if layout.profiles is not None:
+        return layout.profiles, ("profiles",)
+    for j, entry in enumerate(layout.per_gpu or ()):
+        if set(indices) <= set(entry.gpus):
+            return entry.profiles, ("per_gpu", j, "profiles")
+    return layout.all_counts()[0], ("per_gpu",)
+
+
+def _layout_location(plan: Plan, name: str, path: tuple[str | int, ...],
+                     counts: Mapping[str, int], error: str) -> tuple[SourceLocation, str]:
+    """Where in the layout's own file an error is: the profile it names, else the counts."""
+    from gen.fleet.loader import format_key_path
+
+    located = plan.profiles.mig_layouts[name]
+    # The profile the message names first (the longer name when two start there: 1g.10gb+me).
+    hits = sorted((error.index(p), -len(p), p) for p in counts if p in error)
+    named = hits[0][2] if hits else None
+    full = (*path, named) if named is not None else path
+    return located.at(*full), format_key_path(full)
 
 
 def check(plan: Plan) -> list[Finding]:
@@ -35,14 +63,23 @@ def check(plan: Plan) -> list[Finding]:
                         f"of pool {pool.name!r} have {pool.gpus_per_node} GPUs",
                         where, key,
                     ))
+                counts, counts_path = _counts_of(layout, indices)
                 for error in result.errors:
                     rule = "GEN102" if error in result.driver_errors else "GEN101"
+                    at, at_key = where, key
+                    related: tuple[SourceLocation, ...] = ()
+                    if rule == "GEN101":
+                        # The layout is what to edit; the pool is where it is used.
+                        at, at_key = _layout_location(plan, layout.name, counts_path, counts,
+                                                      error)
+                        related = (replace(where, note=f"used by pool {pool.name!r} of "
+                                           f"cluster {cluster.name!r}"),)
                     findings.append(Finding(
                         rule, f"layout {layout.name!r} on {pool_plan.gpu.name}: {error}",
-                        where, key,
+                        at, at_key, related=related,
                         hint="check with: gen mig check --gpu "
                         f"{pool_plan.gpu.id} " + " ".join(
-                            f"{p}={c}" for p, c in sorted(layout.all_counts()[0].items())
+                            f"{p}={c}" for p, c in sorted(counts.items())
                         ),
                     ))
                 findings.extend(
@@ -59,6 +96,39 @@ def check(plan: Plan) -> list[Finding]:
                     hint=f"follow out/_reports/{cluster.name}/mig-runbook.md "
                     f"(or 'gen explain --runbook --cluster {cluster.name}'); then remove "
                     "previous_mig_layout",
+                ))
+    findings += _unused_layouts(plan)
+    return findings
+
+
+def _unused_layouts(plan: Plan) -> list[Finding]:
+    """GEN101/GEN104 for the layouts no pool uses: they are checked too, so that a layout
+    waiting for its pool is not found broken on the day a pool names it."""
+    from gen.nvidia.gpus import gpu_catalog
+    from gen.nvidia.mig import check_layout
+
+    used = {p.mig_layout.name for c in plan.clusters for p in c.pools if p.mig_layout}
+    findings: list[Finding] = []
+    for name, located in plan.profiles.mig_layouts.items():
+        layout = located.value
+        gpu = gpu_catalog().find(layout.gpu)
+        if name in used or gpu is None:
+            continue  # used layouts are checked on their pools; GEN003 names unknown GPUs
+        if not gpu.mig_capable:
+            findings.append(Finding(
+                "GEN104", f"layout {name!r} is for {gpu.name}, which does not support MIG",
+                located.at("gpu"), "gpu",
+            ))
+            continue
+        for j, counts in enumerate(layout.all_counts()):
+            path: tuple[str | int, ...] = ("profiles",) if layout.profiles is not None else (
+                "per_gpu", j, "profiles")
+            for error in check_layout(gpu, counts).errors:
+                at, key = _layout_location(plan, name, path, counts, error)
+                findings.append(Finding(
+                    "GEN101", f"layout {name!r} on {gpu.name} (used by no pool yet): {error}",
+                    at, key, hint="check with: gen mig check --gpu "
+                    f"{gpu.id} " + " ".join(f"{p}={c}" for p, c in sorted(counts.items())),
                 ))
     return findings
 

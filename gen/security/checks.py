@@ -27,6 +27,8 @@ def _strings(data: Any, path: KeyPath = ()) -> Iterator[tuple[KeyPath, str]]:
         yield path, data
     elif isinstance(data, dict):
         for key, value in data.items():
+            if isinstance(key, str):
+                yield (*path, key), key  # a key can hold a secret too
             yield from _strings(value, (*path, str(key)))
     elif isinstance(data, list):
         for i, value in enumerate(data):

@@ -105,6 +105,7 @@ def _nvidia_class(svc: ServicePlan) -> bool:
 
 
 def _cuda(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
+    from gen.fleet.placement import candidates
     from gen.serving.engines import default_image, driver_satisfies, image_info
 
     image = svc.service.serving.image or default_image("vllm").image
@@ -118,7 +119,12 @@ def _cuda(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
             hint="use a vllm/vllm-openai release tag gen knows",
         )]
     findings = []
+    # Only the pools the service's class can land on: a pool whose GPUs the class never
+    # takes runs none of its replicas, whatever its driver.
+    reachable = {c.pool.pool.name for c in candidates(svc)}
     for pool in svc.pools:
+        if pool.pool.name not in reachable:
+            continue
         driver = pool.pool.driver_version
         if driver is None or driver_satisfies(driver, info.min_driver):
             continue

@@ -8,25 +8,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from gen.cli import VERSION, cli
-from tests.helpers import REPO, copy_fleet, snapshot_tree, write_tree
-
-
-@pytest.fixture
-def fleet(tmp_path: Path) -> Path:
-    """A scratch copy of the example fleet."""
-    return copy_fleet(tmp_path / "fleet")
-
-
-def _invoke(runner: CliRunner, *args: str | Path) -> Result:
-    result = runner.invoke(cli, [str(a) for a in args])
-    assert "Traceback" not in result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result
+from gen.cli import VERSION
+from tests.helpers import REPO, invoke, snapshot_tree, write_tree
 
 
 def _render(runner: CliRunner, root: Path, *extra: str) -> Result:
-    return _invoke(runner, "render", "--profiles", root / "profiles", "--out", root / "out",
+    return invoke(runner, "render", "--profiles", root / "profiles", "--out", root / "out",
                    "--validator", "embedded", *extra)
 
 
@@ -42,14 +29,14 @@ def _add_unknown_key(root: Path) -> tuple[Path, int]:
 
 def test_version(runner: CliRunner) -> None:
     """--version prints 'gen <version>' and exits 0."""
-    result = _invoke(runner, "--version")
+    result = invoke(runner, "--version")
     assert result.exit_code == 0
     assert result.stdout == f"gen {VERSION}\n"
 
 
 def test_help_lists_commands(runner: CliRunner) -> None:
     """--help lists render, lint and schema."""
-    result = _invoke(runner, "--help")
+    result = invoke(runner, "--help")
     assert result.exit_code == 0
     for command in ("render", "lint", "schema"):
         assert command in result.stdout
@@ -66,7 +53,7 @@ def test_help_lists_commands(runner: CliRunner) -> None:
 def test_usage_errors_exit_2(runner: CliRunner, fleet: Path, args: tuple[str, ...]) -> None:
     """Unknown options, bad choices, unknown commands and --diff without --check exit 2."""
     extra = ("--profiles", fleet / "profiles") if args[0] in ("render", "lint") else ()
-    result = _invoke(runner, *args, *extra)
+    result = invoke(runner, *args, *extra)
     assert result.exit_code == 2, result.output
     assert "Usage" in result.stderr or "Error" in result.stderr
     assert not (Path.cwd() / "--bogus").exists()
@@ -82,7 +69,7 @@ def test_diff_without_check_says_why(runner: CliRunner, fleet: Path) -> None:
 
 def test_schema_is_valid_json_and_committed(runner: CliRunner) -> None:
     """'gen schema' prints valid JSON equal to the committed schema/gen-profile.schema.json."""
-    result = _invoke(runner, "schema")
+    result = invoke(runner, "schema")
     assert result.exit_code == 0
     schema = json.loads(result.stdout)
     committed = (REPO / "schema/gen-profile.schema.json").read_text(encoding="utf-8")
@@ -102,31 +89,35 @@ def test_render_writes_and_reports(runner: CliRunner, fleet: Path) -> None:
 
 def test_lint_clean_fleet(runner: CliRunner, fleet: Path) -> None:
     """lint of the example fleet exits 0; the JSON form has version, findings and summary."""
-    result = _invoke(runner, "lint", "--profiles", fleet / "profiles", "--format", "json")
+    result = invoke(runner, "lint", "--profiles", fleet / "profiles", "--format", "json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert set(data) == {"version", "findings", "summary"}
+    assert set(data) == {"version", "findings", "suppressed", "summary"}
     assert data["version"] == 1
-    assert set(data["summary"]) == {"error", "warning", "info"}
+    assert set(data["summary"]) == {"error", "warning", "info", "suppressed"}
     assert data["summary"]["error"] == 0
-    assert sum(data["summary"].values()) == len(data["findings"])
-    keys = {"rule", "severity", "message", "path", "line", "column", "key_path", "hint"}
+    counts = data["summary"]
+    assert counts["error"] + counts["warning"] + counts["info"] == len(data["findings"])
+    assert counts["suppressed"] == len(data["suppressed"])
+    keys = {"rule", "severity", "message", "path", "line", "column", "key_path", "hint",
+            "related"}
     assert all(set(f) == keys for f in data["findings"])
 
 
 def test_lint_json_on_unknown_key(runner: CliRunner, fleet: Path) -> None:
     """lint --format json reports invalid profiles as located findings and exits 1."""
     _, line = _add_unknown_key(fleet)
-    result = _invoke(runner, "lint", "--profiles", fleet / "profiles", "--format", "json")
+    result = invoke(runner, "lint", "--profiles", fleet / "profiles", "--format", "json")
     assert result.exit_code == 1
     data = json.loads(result.stdout)
     assert data["version"] == 1 and data["summary"]["error"] == 1
     (finding,) = data["findings"]
     assert finding == {
-        "rule": "GEN002", "severity": "error", "message": "unknown key",
+        "rule": "GEN002", "severity": "error", "message": "unknown key 'gpuz'",
         "path": "profiles/services/qwen-7b-edge.yaml", "line": line, "column": 3,
-        "key_path": "gpu.gpuz", "hint": finding["hint"],
+        "key_path": "gpu.gpuz", "hint": finding["hint"], "related": [],
     }
+    assert "gpu_class" in finding["hint"]
 
 
 @pytest.mark.parametrize("command", ["render", "lint"])
@@ -138,7 +129,7 @@ def test_unknown_key_exit_1_located_out_untouched(runner: CliRunner, fleet: Path
     _, line = _add_unknown_key(fleet)
     args: list[str | Path] = (["--out", fleet / "out", "--validator", "embedded"]
                               if command == "render" else [])
-    result = _invoke(runner, command, "--profiles", fleet / "profiles", *args)
+    result = invoke(runner, command, "--profiles", fleet / "profiles", *args)
     assert result.exit_code == 1
     text = result.stderr if command == "render" else result.stdout
     rel = "profiles/services/qwen-7b-edge.yaml"  # relative to the fleet repo, not the cwd
@@ -154,16 +145,16 @@ def test_broken_yaml_exit_1_located_out_untouched(runner: CliRunner, fleet: Path
     before = snapshot_tree(fleet / "out")
     write_tree(fleet, {"profiles/broken.yaml": "kind: Cluster\nname: [x\n"})
     args: list[str | Path] = ["--out", fleet / "out"] if command == "render" else []
-    result = _invoke(runner, command, "--profiles", fleet / "profiles", *args)
+    result = invoke(runner, command, "--profiles", fleet / "profiles", *args)
     assert result.exit_code == 1
-    where = "profiles/broken.yaml:3:1: error GEN001: YAML syntax error"
+    where = "profiles/broken.yaml:2:7: error GEN001: YAML syntax error"
     assert where in result.output
     assert snapshot_tree(fleet / "out") == before
 
 
 def test_missing_profiles_folder(runner: CliRunner, tmp_path: Path) -> None:
     """A profiles folder that does not exist is exit 1 with a message, not a traceback."""
-    result = _invoke(runner, "render", "--profiles", tmp_path / "nope", "--out", tmp_path / "out")
+    result = invoke(runner, "render", "--profiles", tmp_path / "nope", "--out", tmp_path / "out")
     assert result.exit_code == 1
     assert "does not exist" in result.stderr
     assert not (tmp_path / "out").exists()
@@ -233,7 +224,7 @@ def test_crds_beside_profiles_and_crds_option(runner: CliRunner, fleet: Path) ->
     assert _render(runner, fleet, "--crds", str(fleet / "elsewhere")).exit_code == 0, \
         failed.stderr
     write_tree(fleet, {"crds/widget.yaml": WIDGET_CRD, "crds/junk.yaml": "kind: [\n"})
-    linted = _invoke(runner, "lint", "--profiles", fleet / "profiles")
+    linted = invoke(runner, "lint", "--profiles", fleet / "profiles")
     assert linted.exit_code == 1
     assert "crds/junk.yaml:" in linted.stdout and "GEN023" in linted.stdout
     (fleet / "crds/junk.yaml").unlink()

@@ -51,7 +51,9 @@ def _rules(findings: list[Finding], *rules: str) -> list[Finding]:
 
 
 def test_min_memory_80gi_misses_h100_with_reason(tmp_path: Path) -> None:
-    """80Gi excludes an H100 (81559Mi); the finding names the selector and the values."""
+    """80Gi excludes an H100 (81559Mi); the finding names the selector and the values, is
+    located at the class's min_memory line (the one to edit) and names the service that uses
+    the class as a related location."""
     plan = _plan(tmp_path, "kind: GPUClass\nname: big\nmatch: {min_memory: 80Gi}\n---\n"
                  + _service("svc", "{gpu_class: big}"))
     findings = _rules(check(plan), "GEN204")
@@ -63,8 +65,13 @@ def test_min_memory_80gi_misses_h100_with_reason(tmp_path: Path) -> None:
         "8 NVIDIA H100 80GB HBM3 devices rejected by class 'big' selector #0: "
         "memory 81559Mi < 80Gi" in finding.message
     )
-    assert finding.key_path == "gpu"
+    assert finding.key_path == "match.min_memory"
     assert finding.location is not None and finding.location.path.endswith("fleet.yaml")
+    text = (tmp_path / "fleet.yaml").read_text().splitlines()
+    assert "min_memory: 80Gi" in text[finding.location.line - 1]
+    (used,) = finding.related
+    assert used.note == "used by service 'svc' (gpu)"
+    assert text[used.line - 1].startswith("gpu: ")
 
 
 def test_min_memory_79gi_is_satisfiable(tmp_path: Path) -> None:
@@ -206,3 +213,28 @@ def test_selectors_run_once_per_shape(tmp_path: Path, nodes: int) -> None:
 def test_example_fleet_is_clean() -> None:
     """The example fleet in profiles/ has no satisfiability or capacity finding."""
     assert check(load_plan(ROOT / "profiles")) == []
+
+
+def test_autoscaling_growth_warning_names_the_autoscaled_service(tmp_path: Path) -> None:
+    """An autoscaled service growing to max_replicas leaves a fixed service short: the
+    warning is at the autoscaled service's max_replicas, never at the fixed one."""
+    grower = _service("a-grows", "{gpu_class: big, count: 8}",
+                      "autoscaling: {min_replicas: 1, max_replicas: 2}")
+    fixed = _service("b-fixed", "{gpu_class: big, count: 8}", "replicas: 1")
+    plan = _plan(tmp_path, "kind: GPUClass\nname: big\nmatch: {min_memory: 79Gi}\n---\n"
+                 + grower + "---\n" + fixed, full_nodes=2)
+    (warning,) = _rules(check(plan), "GEN205")
+    assert warning.severity is Severity.WARNING
+    assert warning.service == "a-grows" and warning.key_path == "autoscaling.max_replicas"
+    assert "'b-fixed' (no autoscaling)" in warning.message
+    assert warning.related[0].note == "service 'b-fixed' is left short"
+
+
+def test_fixed_services_that_fit_get_no_growth_warning(tmp_path: Path) -> None:
+    """The near miss: room for both at max_replicas."""
+    grower = _service("a-grows", "{gpu_class: big, count: 8}",
+                      "autoscaling: {min_replicas: 1, max_replicas: 2}")
+    fixed = _service("b-fixed", "{gpu_class: big, count: 8}", "replicas: 1")
+    plan = _plan(tmp_path, "kind: GPUClass\nname: big\nmatch: {min_memory: 79Gi}\n---\n"
+                 + grower + "---\n" + fixed, full_nodes=3)
+    assert _rules(check(plan), "GEN205") == []

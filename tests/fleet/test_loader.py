@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gen.errors import ProfileSyntaxError, SourceLocation
+from gen.errors import Finding, ProfileSyntaxError, SourceLocation
 from gen.fleet import loader
 from gen.fleet.loader import format_key_path, load_documents, parse_text
 from tests.helpers import write_tree
@@ -173,3 +173,93 @@ def test_unsafe_tags_are_refused(tmp_path: Path) -> None:
     write_tree(tmp_path, {"profiles/evil.yaml": "a: !!python/object/apply:os.system ['true']\n"})
     text = _only_finding(tmp_path)
     assert text.startswith("profiles/evil.yaml:1:4: error GEN001:")
+
+
+def _syntax(tmp_path: Path) -> list[Finding]:
+    with pytest.raises(ProfileSyntaxError) as info:
+        load_documents(tmp_path / "profiles", base=tmp_path)
+    return list(info.value.findings)
+
+
+def test_unclosed_quote_reported_where_it_opens(tmp_path: Path) -> None:
+    """An unclosed quote: the line and column of the opening quote, not the end of file."""
+    write_tree(tmp_path, {"profiles/a.yaml": 'kind: Cluster\nname: "prod\nnodes: 1\n\n\n'})
+    (finding,) = _syntax(tmp_path)
+    assert finding.location == SourceLocation("profiles/a.yaml", 2, 7)
+    assert "never closed" in finding.message
+
+
+@pytest.mark.parametrize(("key", "what"), [
+    ("8", "a number"), ("yes", "a boolean"), ("~", "null (nothing)"), ("1.5", "a number"),
+    ("2024-01-01", "a date"),
+])
+def test_keys_yaml_does_not_read_as_names(tmp_path: Path, key: str, what: str) -> None:
+    """'8:', 'yes:', '~:' are named in the error, with how to quote them, at the key."""
+    write_tree(tmp_path, {"profiles/a.yaml": f"kind: MIGLayout\nprofiles:\n  {key}: 1\n"})
+    (finding,) = _syntax(tmp_path)
+    assert finding.rule == "GEN002"
+    assert finding.message == f"key {key!r} is read by YAML as {what}, not as a name"
+    assert finding.hint == f"quote it: '{key}':"
+    assert finding.location == SourceLocation("profiles/a.yaml", 3, 3)
+    assert finding.key_path == "profiles"
+
+
+def test_quoted_keys_are_names(tmp_path: Path) -> None:
+    """The near miss: quoted, the same keys are strings."""
+    write_tree(tmp_path, {"profiles/a.yaml": "kind: X\nprofiles: {'8': 1, 'yes': 2, '~': 3}\n"})
+    (doc,) = load_documents(tmp_path / "profiles", base=tmp_path)
+    assert set(doc.data["profiles"]) == {"8", "yes", "~"}
+
+
+def test_scalar_text_kept_for_messages(tmp_path: Path) -> None:
+    """What the user wrote for scalars YAML did not read as strings is kept by key path."""
+    write_tree(tmp_path, {"profiles/a.yaml": "v: 1.30\nn: yes\ns: text\nq: '1.30'\n"})
+    (doc,) = load_documents(tmp_path / "profiles", base=tmp_path)
+    assert doc.scalars == {("v",): "1.30", ("n",): "yes"}
+
+
+def test_symlinks_inside_the_repository_are_followed(tmp_path: Path) -> None:
+    """A linked file and a linked folder inside the fleet repository are read."""
+    write_tree(tmp_path, {"shared/svc.yaml": "kind: A\n", "shared/more/b.yaml": "kind: B\n",
+                          "profiles/own.yaml": "kind: C\n"})
+    (tmp_path / "profiles/svc.yaml").symlink_to("../shared/svc.yaml")
+    (tmp_path / "profiles/more").symlink_to("../shared/more")
+    (tmp_path / "profiles/loop").symlink_to(".")
+    docs = load_documents(tmp_path / "profiles", base=tmp_path)
+    assert sorted(d.data["kind"] for d in docs) == ["A", "B", "C"]
+
+
+def test_broken_symlink_is_a_located_error(tmp_path: Path) -> None:
+    """A dangling link does not silently drop the service it stood for."""
+    write_tree(tmp_path, {"profiles/own.yaml": "kind: C\n"})
+    (tmp_path / "profiles/svc.yaml").symlink_to("../gone.yaml")
+    (finding,) = _syntax(tmp_path)
+    assert finding.location == SourceLocation("profiles/svc.yaml")
+    assert "broken symbolic link" in finding.message and "'../gone.yaml'" in finding.message
+
+
+def test_symlink_out_of_the_repository_is_refused(tmp_path: Path) -> None:
+    """A link that leads outside the fleet repository is a located error."""
+    outside = tmp_path / "elsewhere"
+    write_tree(outside, {"x.yaml": "kind: C\n"})
+    repo = tmp_path / "repo"
+    write_tree(repo, {"profiles/own.yaml": "kind: C\n"})
+    (repo / "profiles/x.yaml").symlink_to(outside / "x.yaml")
+    with pytest.raises(ProfileSyntaxError) as info:
+        load_documents(repo / "profiles", base=repo)
+    (finding,) = info.value.findings
+    assert finding.location == SourceLocation("profiles/x.yaml")
+    assert "outside the fleet repository" in finding.message
+
+
+@pytest.mark.parametrize("make", ["absent", "file"])
+def test_profiles_folder_missing_or_a_file(tmp_path: Path, make: str) -> None:
+    """No profiles folder, or a file in its place: one located GEN001 with a hint."""
+    root = tmp_path / "profiles"
+    if make == "file":
+        root.write_text("")
+    with pytest.raises(ProfileSyntaxError) as info:
+        load_documents(root)
+    (finding,) = info.value.findings
+    assert finding.rule == "GEN001" and finding.location == SourceLocation(root.as_posix())
+    assert finding.hint

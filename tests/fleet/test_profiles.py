@@ -41,13 +41,15 @@ def test_example_fleet_validates(tmp_path: Path) -> None:
 
 
 def test_unknown_key_located_with_key_path(tmp_path: Path) -> None:
-    """An unknown key reads 'x.yaml:LINE:COL: error GEN002: node_pools[0].gpuz: unknown key'."""
+    """An unknown key reads 'x.yaml:LINE:COL: error GEN002: node_pools[0].gpuz: unknown key
+    'gpuz'; did you mean 'gpu'?', and the hint lists the keys allowed there."""
     bad = CLUSTER.replace("    nodes: 1\n", "    gpuz: 8\n    nodes: 1\n")
     (finding,) = _errors(tmp_path, {"profiles/x.yaml": bad})
     assert finding.format().splitlines()[0] == (
-        "profiles/x.yaml:8:5: error GEN002: node_pools[0].gpuz: unknown key"
+        "profiles/x.yaml:8:5: error GEN002: node_pools[0].gpuz: unknown key 'gpuz'; "
+        "did you mean 'gpu'?"
     )
-    assert "gen schema" in finding.hint
+    assert "gpus_per_node" in finding.hint and "driver_version" in finding.hint
 
 
 def test_wrong_types_each_reported(tmp_path: Path) -> None:
@@ -56,7 +58,9 @@ def test_wrong_types_each_reported(tmp_path: Path) -> None:
     findings = _errors(tmp_path, {"profiles/x.yaml": bad})
     got = {(f.key_path, f.location.line if f.location else 0) for f in findings}
     assert got == {("kubernetes_version", 3), ("node_pools[0].nodes", 8)}
-    assert "valid integer" in next(f.message for f in findings if f.key_path.endswith("nodes"))
+    assert next(f.message for f in findings if f.key_path.endswith("nodes")) == (
+        "expected an integer, not the text 'many'"
+    )
 
 
 @pytest.mark.parametrize("name", ["Bad_Name", "-lead", "trail-", "a" * 64, "dots.in.label"])
@@ -179,6 +183,97 @@ def test_a_name_that_is_not_a_dns_label_is_refused_in_words(tmp_path: Path, valu
     assert "DNS-1123 label" in finding.message and "(?!" not in finding.message
 
 
+def _one(tmp_path: Path, text: str) -> Finding:
+    (finding,) = _errors(tmp_path, {"profiles/x.yaml": text})
+    return finding
+
+
+@pytest.mark.parametrize(("old", "new", "key", "message", "hint"), [
+    ('"1.34"', "1.30", "kubernetes_version",
+     "expected a string, but YAML read '1.30' as the number 1.3", 'quote it: "1.30"'),
+    ('"580.95.05"', "2024-01-01", "node_pools[0].driver_version",
+     "expected a string, but YAML read '2024-01-01' as the date 2024-01-01",
+     'quote it: "2024-01-01"'),
+    ('"580.95.05"', "no", "node_pools[0].driver_version",
+     "expected a string, but YAML read 'no' as the boolean false", 'quote it: "no"'),
+    ("nodes: 1", "nodes: yes", "node_pools[0].nodes",
+     "expected an integer, but YAML read 'yes' as the boolean true", "write a number, e.g. 1"),
+    ("nodes: 1", "nodes: true", "node_pools[0].nodes",
+     "expected an integer, but YAML read 'true' as the boolean true", "write a number, e.g. 1"),
+    ("nodes: 1", 'nodes: "6"', "node_pools[0].nodes",
+     "expected an integer, but this is the quoted string '6'", "remove the quotes"),
+])
+def test_wrong_types_say_what_yaml_read(tmp_path: Path, old: str, new: str, key: str,
+                                        message: str, hint: str) -> None:
+    """A wrong type says what YAML read and how to write it; YAML 1.1 booleans and quoted
+    numbers are never integers."""
+    finding = _one(tmp_path, CLUSTER.replace(old, new))
+    assert (finding.key_path, finding.message, finding.hint) == (key, message, hint)
+
+
+def test_integer_one_is_not_a_boolean(tmp_path: Path) -> None:
+    """The other direction: 1 is not true."""
+    text = CLUSTER.replace("    nodes: 1\n", "    nodes: 1\n    virtualized: 1\n")
+    finding = _one(tmp_path, text)
+    assert finding.key_path == "node_pools[0].virtualized"
+    assert finding.message == "expected a boolean (true or false), but YAML read '1' as the " \
+        "number 1"
+
+
+def test_strict_inside_maps_and_lists(tmp_path: Path) -> None:
+    """A MIG count that is a YAML boolean is refused at its own key."""
+    finding = _one(tmp_path, "kind: MIGLayout\nname: m\ngpu: h100-sxm5-80gb\n"
+                   "profiles:\n  3g.40gb: on\n")
+    assert finding.key_path == "profiles.3g.40gb"
+    assert finding.location is not None and finding.location.line == 5
+
+
+def test_negative_mig_count_at_its_key(tmp_path: Path) -> None:
+    """A negative MIG count points at its key path, not at 'kind:'."""
+    finding = _one(tmp_path, "kind: MIGLayout\nname: m\ngpu: h100-sxm5-80gb\n"
+                   "profiles:\n  1g.10gb: 2\n  3g.40gb: -1\n")
+    assert finding.key_path == "profiles.3g.40gb"
+    assert finding.location is not None and finding.location.line == 6
+
+
+@pytest.mark.parametrize(("text", "message", "hint_part"), [
+    ("kind: Clustr\nname: a\n", "unknown kind 'Clustr'; did you mean 'Cluster'?", "GPUClass"),
+    ("name: a\n", "missing key 'kind'", "add 'kind:'"),
+    (CLUSTER.replace("kind: Cluster", "kind: Cluster\nnode_pool: []"),
+     "unknown key 'node_pool'; did you mean 'node_pools'?", "kubernetes_version"),
+])
+def test_kinds_and_keys_with_did_you_mean(tmp_path: Path, text: str, message: str,
+                                          hint_part: str) -> None:
+    """Unknown kind, missing kind and unknown keys in words, with did-you-mean."""
+    finding = _one(tmp_path, text)
+    assert finding.message == message
+    assert hint_part in finding.hint
+    assert "discriminator" not in finding.message and "tag" not in finding.message
+
+
+def test_mapping_expected_without_class_names(tmp_path: Path) -> None:
+    """'gpu: 3' says a mapping is expected and lists its keys, no pydantic class name."""
+    text = ("kind: InferenceService\nname: s\nmodel: m\nclusters: [c1]\ngpu: 3\n")
+    finding = _one(tmp_path, text)
+    assert finding.message == "expected a mapping (key: value lines), but YAML read '3' as " \
+        "the number 3"
+    assert "gpu_class" in finding.hint
+    assert "GPURequest" not in finding.message + finding.hint
+
+
+def test_kubernetes_version_out_of_range_says_the_range(tmp_path: Path) -> None:
+    """A version gen does not support names the supported range."""
+    finding = _one(tmp_path, CLUSTER.replace('"1.34"', '"1.24"'))
+    assert "1.25 to 1.39" in finding.message
+
+
+def test_cluster_listed_twice(tmp_path: Path) -> None:
+    """A service listing a cluster twice is refused at lint time (render used to fail)."""
+    text = ("kind: InferenceService\nname: s\nmodel: m\nclusters: [c1, c2, c1]\n"
+            "gpu: {gpu_class: x}\n")
+    finding = _one(tmp_path, text)
+    assert finding.key_path == "clusters"
+    assert finding.message.startswith("cluster 'c1' is listed more than once")
 # --------------------------------------------------------------------------- Model config:
 
 QWEN3_MOE_CONFIG = (Path(__file__).resolve().parents[1] / "serving" / "data" / "qwen3-30b-a3b"

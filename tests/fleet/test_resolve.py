@@ -152,7 +152,7 @@ def test_every_llmspec_field_is_carried_by_a_model_profile() -> None:
     from gen.serving.model_catalog import LLMSpec
 
     carried = {LLMSpec.PROFILE_NAMES.get(f.name, f.name) for f in dataclasses.fields(LLMSpec)}
-    assert carried == set(ModelProfile.model_fields) - {"kind", "config"}
+    assert carried == set(ModelProfile.model_fields) - {"kind", "config", "lint"}
 
 
 def test_model_profile_becomes_its_llmspec() -> None:
@@ -168,7 +168,7 @@ def test_model_profile_becomes_its_llmspec() -> None:
     )
     spec = LLMSpec.from_profile(profile)
     assert spec.id == "example/Moe-1"
-    for key in set(ModelProfile.model_fields) - {"kind", "name", "config"}:
+    for key in set(ModelProfile.model_fields) - {"kind", "name", "config", "lint"}:
         assert getattr(spec, key) == getattr(profile, key), key
     assert spec.intermediate_size is None
     assert spec.compute_dtype == "bf16"

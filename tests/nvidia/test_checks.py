@@ -9,15 +9,19 @@ from tests.helpers import LINT_BASE, errors_of, lint_fleet
 
 
 def test_impossible_mig_layout(tmp_path: Path) -> None:
-    """A layout that needs more than the 8 memory slices of an H100 is GEN101 at the pool."""
+    """A layout that needs more than the 8 memory slices of an H100 is GEN101 in the layout
+    file (what to edit), the pool that uses it as the related location."""
     findings = lint_fleet(tmp_path, **{"layout.yaml": LINT_BASE["layout.yaml"].replace(
         "{3g.40gb: 1, 2g.20gb: 1, 1g.10gb: 2}", "{3g.40gb: 2, 2g.20gb: 1}")})
     errors = errors_of(findings)
     assert errors and all(f.rule in ("GEN101", "GEN304") for f in errors)
     mig = [f for f in errors if f.rule == "GEN101"]
-    assert mig[0].location is not None and mig[0].location.path.endswith("cluster.yaml")
-    assert mig[0].location.line == 16
-    assert mig[0].key_path == "node_pools[1].mig_layout"
+    assert mig[0].location is not None and mig[0].location.path.endswith("layout.yaml")
+    assert mig[0].location.line == 4
+    assert mig[0].key_path.startswith("profiles")
+    (used,) = mig[0].related
+    assert used.path.endswith("cluster.yaml") and used.line == 16
+    assert used.note == "used by pool 'mig' of cluster 'prod'"
 
 def test_layout_change_warns_with_runbook(tmp_path: Path) -> None:
     """Changing a pool's layout is a warning that names the runbook."""
@@ -189,3 +193,54 @@ def test_driver_values_carry_dynamic_mig_only_when_possible() -> None:
     assert driver_gates(cluster("1.32.4", None, {"DynamicMIG": True})) == {}
     assert driver_gates(cluster("1.35.0", "dynamic", {"MPSSupport": False})) == {
         "MPSSupport": False}
+
+
+def test_hint_command_reproduces_the_problem(tmp_path: Path) -> None:
+    """The 'gen mig check' of a GEN101 hint is the failing per-GPU entry's layout: run as
+    written, it fails (it used to check the first entry, a valid one, and exit 0)."""
+    import shlex
+
+    from click.testing import CliRunner
+
+    from gen.cli import cli
+
+    layout = LINT_BASE["layout.yaml"].replace(
+        "profiles: {3g.40gb: 1, 2g.20gb: 1, 1g.10gb: 2}",
+        "per_gpu:\n  - {gpus: [0, 1, 2, 3], profiles: {3g.40gb: 1, 2g.20gb: 1, 1g.10gb: 2}}\n"
+        "  - {gpus: [4, 5, 6, 7], profiles: {3g.40gb: 3}}")
+    (finding, *_) = [f for f in lint_fleet(tmp_path, **{"layout.yaml": layout})
+                     if f.rule == "GEN101"]
+    assert finding.location is not None and finding.location.line == 6  # the second entry
+    command = finding.hint.removeprefix("check with: ")
+    assert command == "gen mig check --gpu h100-sxm5-80gb 3g.40gb=3"
+    result = CliRunner().invoke(cli, shlex.split(command)[1:])
+    assert result.exit_code == 1
+
+
+def test_layout_no_pool_uses_is_still_checked(tmp_path: Path) -> None:
+    """An 'l4'-style layout with a profile that does not exist, used by no pool, is GEN101
+    at the profile in its own file."""
+    layout = LINT_BASE["layout.yaml"] + (
+        "---\nkind: MIGLayout\nname: spare\ngpu: h100-sxm5-80gb\nprofiles: {9g.999gb: 4}\n")
+    (finding,) = [f for f in lint_fleet(tmp_path, **{"layout.yaml": layout})
+                  if f.rule == "GEN101"]
+    assert finding.key_path == "profiles.9g.999gb"
+    assert finding.location is not None and finding.location.line == 9
+    assert "used by no pool yet" in finding.message
+
+
+def test_valid_layout_no_pool_uses_is_clean(tmp_path: Path) -> None:
+    """The near miss: a valid spare layout."""
+    layout = LINT_BASE["layout.yaml"] + (
+        "---\nkind: MIGLayout\nname: spare\ngpu: h100-sxm5-80gb\nprofiles: {1g.10gb: 7}\n")
+    assert errors_of(lint_fleet(tmp_path, **{"layout.yaml": layout})) == []
+
+
+def test_unused_layout_on_a_gpu_without_mig(tmp_path: Path) -> None:
+    """A spare layout for the L4 (no MIG): GEN104 at its gpu line."""
+    layout = LINT_BASE["layout.yaml"] + (
+        "---\nkind: MIGLayout\nname: spare\ngpu: l4\nprofiles: {1g.6gb: 4}\n")
+    (finding,) = [f for f in lint_fleet(tmp_path, **{"layout.yaml": layout})
+                  if f.rule == "GEN104"]
+    assert finding.key_path == "gpu" and finding.location is not None
+    assert finding.location.line == 8

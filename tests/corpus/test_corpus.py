@@ -1,0 +1,190 @@
+"""The lint corpus: mutations of the example fleet, each with the rule, file and line it must
+be reported at, and near misses that must lint clean (tests/corpus/README.md).
+
+Every rule id of :mod:`gen.rules` has at least one case that fires it and one near miss,
+except the few listed in :data:`NOT_FROM_PROFILES` with the test that covers them instead.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gen.errors import Finding, GenError
+from gen.rules import RULES
+from tests.helpers import REPO
+
+CORPUS = Path(__file__).resolve().parent / "cases"
+
+NOT_FROM_PROFILES = {
+    "GEN012": "two objects of one cluster would have to render to one file, which gen's own "
+    "file names never do; tests/emit/test_render.py builds such a plan directly",
+    "GEN021": "needs the kubeconform binary; tests/emit/test_kubeconform.py drives a fake one",
+}
+"""Rules no mutation of the example fleet can reach, and where they are tested instead."""
+
+NOT_YET = {
+    **{rule: "a CRD-folder rule, added with the CRD schemas (the corpus lints without "
+       "crds/); tests/emit/test_crd_schemas.py covers it"
+       for rule in ("GEN022", "GEN023", "GEN024", "GEN025")},
+    **{rule: "a dynamic MIG rule added with dynamic MIG after the corpus was written; "
+       "tests/nvidia/test_checks.py and tests/dra/test_allocator.py cover it"
+       for rule in ("GEN112", "GEN113", "GEN115", "GEN116", "GEN117", "GEN118", "GEN119",
+                    "GEN240", "GEN241")},
+    "GEN703": "needs two Argo CD clusters sharing one root Application with different "
+    "fleet modes, which the example fleet (one Argo CD cluster) has not; "
+    "tests/gitops/test_checks.py covers it",
+}
+"""Rules other changes added while the corpus was written, with no case yet: each is a
+known gap, listed so that a new rule without a case fails the coverage test."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One corpus entry."""
+
+    name: str
+    group: str
+    edits: tuple[Mapping[str, Any], ...]
+    expect: Mapping[str, Any] | None
+    """rule, file, at (text of the expected line) or line; None: a near miss."""
+    near: str
+    """The rule a near miss is near to ('' for firing cases)."""
+    mode: str
+    cel: Mapping[str, Any] | None
+
+
+def _cases() -> Iterator[Case]:
+    for file in sorted(CORPUS.glob("*.yaml")):
+        for raw in yaml.safe_load(file.read_text(encoding="utf-8")) or ():
+            yield Case(
+                raw["name"], file.stem, tuple(raw.get("edits", ())), raw.get("expect"),
+                raw.get("near", ""), raw.get("mode", "lint"), raw.get("cel"),
+            )
+
+
+CASES = list(_cases())
+
+
+@pytest.fixture(scope="session")
+def example_fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One pristine copy of the example fleet (profiles/, out/) to copy per case."""
+    root = tmp_path_factory.mktemp("corpus-base")
+    for folder in ("profiles", "out"):
+        shutil.copytree(REPO / folder, root / folder, symlinks=True)
+    return root
+
+
+def _apply(root: Path, edit: Mapping[str, Any]) -> None:
+    path = root / edit["file"]
+    if "write" in edit:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(edit["write"], encoding="utf-8")
+    elif "append" in edit:
+        path.write_text(path.read_text(encoding="utf-8") + edit["append"], encoding="utf-8")
+    elif "delete" in edit:
+        path.unlink()
+    elif "symlink" in edit:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.symlink_to(edit["symlink"])
+    else:
+        text = path.read_text(encoding="utf-8")
+        old, new = edit["replace"], edit["with"]
+        assert text.count(old) == edit.get("count", 1), f"{old!r} in {edit['file']}"
+        path.write_text(text.replace(old, new), encoding="utf-8")
+
+
+def _run(case: Case, root: Path) -> list[Finding]:
+    """The findings of the case's command on the mutated fleet (errors included)."""
+    from gen.pipeline import lint, render
+
+    try:
+        if case.mode == "lint":
+            return lint(root / "profiles", base=root)
+        if case.mode in ("render", "check"):
+            result = render(root / "profiles", root / "out", base=root,
+                            templates_dir=root / "templates" if (root / "templates").is_dir()
+                            else None, check=case.mode == "check", validator="embedded")
+            return list(result.findings)
+        if case.mode == "cel":
+            return _cel(case)
+    except GenError as err:
+        return list(err.findings) or [Finding(err.default_rule, err.message)]
+    raise AssertionError(f"unknown mode {case.mode!r}")
+
+
+def _cel(case: Case) -> list[Finding]:
+    from gen.dra.cel import compile_selector
+    from gen.dra.devices import device_from_resourceslice_entry
+
+    assert case.cel is not None
+    selector = compile_selector(case.cel["expression"])
+    if "device" in case.cel:
+        selector.evaluate(device_from_resourceslice_entry(case.cel["device"], "gpu.nvidia.com"))
+    return []
+
+
+def _shown(root: Path, path: str) -> str:
+    """A finding's path relative to the fleet (templates are named by absolute path)."""
+    pure = Path(path)
+    return pure.relative_to(root).as_posix() if pure.is_absolute() and pure.is_relative_to(
+        root) else path
+
+
+def _line(root: Path, expect: Mapping[str, Any]) -> int:
+    if "line" in expect:
+        return int(expect["line"])
+    lines = (root / expect["file"]).read_text(encoding="utf-8").splitlines()
+    hits = [i + 1 for i, line in enumerate(lines) if expect["at"] in line]
+    assert len(hits) == 1, f"{expect['at']!r} is on lines {hits} of {expect['file']}"
+    return hits[0]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c.group}:{c.name}" for c in CASES])
+def test_case(case: Case, example_fleet: Path, tmp_path: Path) -> None:
+    """A firing case is reported with its rule at its file and line; a near miss lints (or
+    renders) with no finding at all."""
+    root = tmp_path / "fleet"
+    # out/ only where the case compares with it (render --check); lint never reads it.
+    folders = ("profiles", "out") if case.mode == "check" else ("profiles",)
+    for folder in folders:
+        shutil.copytree(example_fleet / folder, root / folder, symlinks=True)
+    for edit in case.edits:
+        _apply(root, edit)
+    findings = _run(case, root)
+    if case.expect is None:
+        assert findings == [], "\n".join(f.format() for f in findings)
+        return
+    rule = case.expect["rule"]
+    assert rule in RULES
+    of_rule = [f for f in findings if f.rule == rule]
+    assert of_rule, f"no {rule}; got:\n" + "\n".join(f.format() for f in findings)
+    if case.expect.get("file") is None:
+        return
+    where = {(_shown(root, f.location.path), f.location.line)
+             for f in of_rule if f.location is not None}
+    assert (case.expect["file"], _line(root, case.expect)) in where, "\n".join(
+        f.format() for f in of_rule)
+
+
+def test_every_rule_fires_and_has_a_near_miss() -> None:
+    """Each rule id has a case that fires it and a near miss (or is listed as unreachable)."""
+    fired = {c.expect["rule"] for c in CASES if c.expect is not None}
+    near = {c.near for c in CASES if c.expect is None}
+    exempt = NOT_FROM_PROFILES.keys() | NOT_YET.keys()
+    missing = {r for r in RULES if r not in exempt and not (r in fired and r in near)}
+    assert missing == set(), sorted(missing)
+    assert {c.near for c in CASES if c.expect is None} <= set(RULES)
+
+
+def test_corpus_size() -> None:
+    """At least 150 bad inputs, and names unique within a group."""
+    assert sum(c.expect is not None for c in CASES) >= 150
+    names = [(c.group, c.name) for c in CASES]
+    assert len(names) == len(set(names))
