@@ -97,8 +97,8 @@ def test_apimachinery_as_int64(case: dict[str, Any]) -> None:
 def test_apimachinery_amount_add(case: dict[str, Any]) -> None:
     left, right = (tuple(amount) for amount in case["input"])
     expected = None if case["value"] is None else tuple(case["value"])
-    assert add_amounts(left, right) == expected  # type: ignore[arg-type]
-    assert add_amounts(right, left) == expected  # type: ignore[arg-type]
+    assert add_amounts(left, right) == expected
+    assert add_amounts(right, left) == expected
 
 
 @pytest.mark.parametrize("case", _by_kind("cel"))
