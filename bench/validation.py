@@ -135,18 +135,19 @@ def _jsonschema_validators(objects: Objects) -> dict[tuple[int, str, str], Any]:
         if key in out:
             continue
         file = _schema_file(*key)
+        if key[0] not in registries:  # custom resources' metadata refers into it too
+            defs = json.loads((file.parent / "_definitions.json").read_text("utf-8"))
+            registries[key[0]] = Registry().with_resource(
+                _DEFINITIONS_URI, Resource.from_contents(defs))
         if file.is_file():
-            if key[0] not in registries:
-                defs = json.loads((file.parent / "_definitions.json").read_text("utf-8"))
-                registries[key[0]] = Registry().with_resource(
-                    _DEFINITIONS_URI, Resource.from_contents(defs))
             schema = json.loads(file.read_text("utf-8"))
             out[key] = Draft202012Validator(schema, registry=registries[key[0]])
         else:
             custom = custom_schema(key[1], key[2])
             assert custom is not None, key
             draft07 = "draft-07" in str(custom.get("$schema", ""))
-            out[key] = (Draft7Validator if draft07 else Draft202012Validator)(custom)
+            out[key] = (Draft7Validator if draft07 else Draft202012Validator)(
+                custom, registry=registries[key[0]])
     return out
 
 

@@ -11,7 +11,7 @@ capabilities never import each other: they meet here and in the Plan (``gen.flee
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
@@ -192,7 +192,7 @@ def lint_report(profiles_dir: Path, *, base: Path | None = None,
 class RenderResult:
     """What a render produced and what it changed."""
 
-    outputs: dict[PurePosixPath, bytes]
+    outputs: Mapping[PurePosixPath, bytes]
     changes: Changes
     findings: tuple[Finding, ...]
     objects: int
@@ -569,17 +569,17 @@ def _fast_path(out_dir: Path, digest: str) -> RenderResult | None:
     """The whole render from out/ when the fleet record vouches for it: the same input
     digest, every recorded file (the index and the other records too) in out/ with the
     bytes recorded, and nothing a render would remove or replace. None otherwise."""
-    from gen.emit.cache import CACHE_DIR, read_fleet_record, verified_hashes
+    from gen.emit.cache import is_cache_path, read_fleet_record, verified_outputs
     from gen.emit.output import INDEX_NAME, holds_only
 
     record = read_fleet_record(out_dir)
     if record is None or record.digest != digest:
         return None
-    files = verified_hashes(out_dir, record.files, cache_ok=True)
-    if files is None or not holds_only(out_dir, record.files):
+    # outputs: the files proved unchanged, read when asked for (a stat can vouch for one)
+    outputs = verified_outputs(out_dir, record.files, cache_ok=True,
+                               skip=lambda rel: rel == INDEX_NAME or is_cache_path(rel))
+    if outputs is None or not holds_only(out_dir, record.files):
         return None
-    outputs = {p: data for p, data in sorted(files.items(), key=lambda kv: str(kv[0]))
-               if str(p) != INDEX_NAME and p.parts[0] != CACHE_DIR}
     changes = Changes((), (), (), len(outputs))
     return RenderResult(outputs, changes, record.findings, record.objects,
                         skipped=record.clusters, fast_path=True)

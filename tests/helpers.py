@@ -47,11 +47,14 @@ def copy_fleet(root: Path) -> Path:
 
 
 def snapshot_tree(root: Path) -> dict[str, bytes]:
-    """Every file under ``root`` by POSIX relative path, with its bytes."""
+    """Every file under ``root`` by POSIX relative path, with its bytes; not the render
+    cache's stat table (``.gen-cache/_stat.json``), whose inodes and times are the machine's
+    own and differ between two copies of one render."""
     return {
-        p.relative_to(root).as_posix(): p.read_bytes()
+        rel: p.read_bytes()
         for p in sorted(root.rglob("*"))
-        if p.is_file()
+        if p.is_file() and not (rel := p.relative_to(root).as_posix()).endswith(
+            ".gen-cache/_stat.json")
     }
 
 

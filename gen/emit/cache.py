@@ -62,19 +62,21 @@ no digest, and the normal path.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+import stat
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path, PurePath, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from gen._version import __version__
 from gen.caches import once
-from gen.errors import SourceLocation
+from gen.errors import SourceLocation, StaleOutputError
 
 if TYPE_CHECKING:
     import jinja2
@@ -87,9 +89,11 @@ __all__ = [
     "CACHE_GITIGNORE_BYTES",
     "FLEET_RECORD",
     "FORMAT",
+    "STAT_TABLE",
     "CacheRecord",
     "Fingerprinter",
     "FleetRecord",
+    "VerifiedFiles",
     "canonical_json",
     "code_digest",
     "fleet_record_bytes",
@@ -97,10 +101,14 @@ __all__ = [
     "is_cache_path",
     "read_fleet_record",
     "read_record",
+    "read_stat_table",
     "record_bytes",
     "record_path",
+    "stat_of",
     "verified_files",
     "verified_hashes",
+    "verified_outputs",
+    "write_stat_table",
 ]
 
 CACHE_DIR = ".gen-cache"
@@ -384,11 +392,12 @@ def read_record(out_dir: Path, cluster: str) -> tuple[CacheRecord, bytes] | None
     return None if record is None or record.cluster != cluster else (record, data)
 
 
+_UNSAFE = re.compile(r"^$|^/|/$|//|\\|(?:^|/)\.\.?(?:/|$)")
+"""An empty path or part, an absolute path, a backslash, a ``.`` or ``..`` part."""
+
+
 def _safe(rel: str, cache_ok: bool = False) -> bool:
-    parts = rel.split("/")
-    return bool(rel) and not rel.startswith("/") and "\\" not in rel and all(
-        p not in ("", ".", "..") for p in parts
-    ) and (cache_ok or not is_cache_path(rel))
+    return not _UNSAFE.search(rel) and (cache_ok or not is_cache_path(rel))
 
 
 def verified_files(out_dir: Path, record: CacheRecord) -> dict[PurePosixPath, bytes] | None:
@@ -459,6 +468,7 @@ CACHE_GITIGNORE_BYTES = (
     b"# Written by gen: the fleet record is this checkout's own; the cluster records are\n"
     b"# meant to be committed with out/.\n"
     b"/_fleet.json\n"
+    b"/_stat.json\n"
 )
 
 FLEET_FORMAT = 1
@@ -699,3 +709,163 @@ def read_fleet_record(out_dir: Path) -> FleetRecord | None:
     except OSError:
         return None
     return parse_fleet_record(data)
+
+
+# ------------------------------------------------------------------------------ the stat table
+
+STAT_TABLE = f"{CACHE_DIR}/_stat.json"
+"""What each file of out/ looked like on this machine just after gen wrote it, relative to
+out/: its SHA-256 with its size, mtime, ctime, inode and device (:func:`write_stat_table`).
+Machine-local (inodes and times mean nothing elsewhere), so kept out of Git like the fleet
+record, and never part of what a render compares or reports."""
+
+STAT_FORMAT = 1
+
+STAT_MARGIN_NS = 100_000_000
+"""How far before the swap a file's mtime and ctime must be for its stat to vouch for it:
+ten times the coarsest kernel clock tick (10 ms) that stamps file times on a filesystem with
+sub-second times. A change later than that cannot leave both times as they were."""
+
+SLEEP_BEFORE_SWAP_FILES = 1000
+"""From this many files a render waits :data:`STAT_MARGIN_NS` before it swaps out/ in, so
+that every file it wrote is old enough to be vouched for by its stat; below it, hashing
+the files back costs less than the wait."""
+
+Stat = tuple[int, int, int, int, int]
+"""(size, mtime_ns, ctime_ns, inode, device) of a file, links not followed."""
+
+
+def stat_of(path: str) -> Stat | None:
+    """The :data:`Stat` of a regular file, or None (missing, a link, not a file)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+
+
+def write_stat_table(out_dir: Path, hashes: Mapping[str, str],
+                     placed: Mapping[str, tuple[int, int]]) -> None:
+    """Record the stat of every file of ``hashes`` (relative to out/ → the SHA-256 of the
+    bytes gen put there) that can vouch for it later. ``placed``: for each file gen put in
+    out/, its inode and a time (ns) after which only someone else can have changed it (for a
+    file gen wrote, the clock just before the swap; for one it carried over from the old
+    out/, the clock before it compared that file's bytes). A file is recorded only when it
+    is still that inode, a regular file, and its mtime is more than
+    :data:`STAT_MARGIN_NS` older than that time (a change in place after it would have moved
+    the mtime past it), on a filesystem with sub-second times (some file's mtime has a
+    fraction of a second). Any other file is left out and is hashed when verified. Best
+    effort: a table that cannot be written is removed, and verification then hashes every
+    file."""
+    root = os.fspath(out_dir)
+    entries: dict[str, list[Any]] = {}
+    fine = False
+    for rel, digest in hashes.items():
+        mine = placed.get(rel)
+        found = stat_of(os.path.join(root, rel))  # noqa: PTH118 - str paths, hot loop
+        if found is None or mine is None:
+            continue
+        fine = fine or found[1] % 1_000_000_000 != 0
+        if found[3] == mine[0] != 0 and found[1] < mine[1] - STAT_MARGIN_NS:
+            entries[rel] = [digest, *found]
+    table = out_dir / STAT_TABLE
+    try:
+        if not fine or not entries:
+            table.unlink(missing_ok=True)  # nothing it could vouch for
+            return
+        data = json.dumps({"format": STAT_FORMAT, "files": entries}, sort_keys=True,
+                          separators=(",", ":")).encode("ascii")
+        tmp = table.with_name(f"{table.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        tmp.replace(table)
+    except OSError:
+        with contextlib.suppress(OSError):
+            table.unlink(missing_ok=True)
+
+
+def read_stat_table(out_dir: Path) -> dict[str, Any]:
+    """The stat table of out/: rel → ``[SHA-256, *Stat]`` as written; empty when missing or
+    damaged. Entries are not checked one by one: one that is not what
+    :func:`verified_outputs` compares it with is simply not equal to it."""
+    try:
+        raw = json.loads((out_dir / STAT_TABLE).read_bytes())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(raw, dict) or raw.get("format") != STAT_FORMAT or \
+            not isinstance(raw.get("files"), dict):
+        return {}
+    files: dict[str, Any] = raw["files"]
+    return files
+
+
+class VerifiedFiles(Mapping[PurePosixPath, bytes]):
+    """Files of out/ proved to hold the bytes a render writes, sorted by path; a file whose
+    stat vouched for it is read when first asked for (its hash checked then too)."""
+
+    def __init__(self, root: str, hashes: Mapping[str, str], loaded: dict[str, bytes]) -> None:
+        self._root, self._hashes, self._loaded = root, hashes, loaded
+        self._rels = sorted(hashes)
+
+    def __len__(self) -> int:
+        return len(self._rels)
+
+    def __iter__(self) -> Iterator[PurePosixPath]:
+        return (PurePosixPath(rel) for rel in self._rels)
+
+    def __contains__(self, key: object) -> bool:
+        return str(key) in self._hashes if isinstance(key, PurePosixPath) else False
+
+    def __getitem__(self, key: PurePosixPath) -> bytes:
+        rel = str(key)
+        if rel not in self._hashes or not isinstance(key, PurePosixPath):
+            raise KeyError(key)
+        data = self._loaded.get(rel)
+        if data is None:
+            data = _read_all(os.path.join(self._root, rel))  # noqa: PTH118 - str paths
+            if hashlib.sha256(data).hexdigest() != self._hashes[rel]:
+                raise StaleOutputError(f"{rel} changed in out/ while gen was reading it")
+            self._loaded[rel] = data
+        return data
+
+
+def verified_outputs(out_dir: Path, hashes: Mapping[str, str], *, cache_ok: bool = False,
+                     skip: Callable[[str], bool] = lambda _rel: False,
+                     ) -> VerifiedFiles | None:
+    """:func:`verified_hashes` of ``hashes`` minus the paths ``skip`` names, as a lazy
+    mapping: a file whose stat (size, mtime, ctime, inode, device) is the one the stat
+    table recorded for this very hash (:func:`write_stat_table`) is vouched for without
+    being read; any other is read and hashed. None as soon as one is missing or differs.
+    Remove ``out/.gen-cache/_stat.json`` to make it hash every file."""
+    root = os.fspath(out_dir)
+    prefix = root + os.sep
+    table = read_stat_table(out_dir)
+    loaded: dict[str, bytes] = {}
+    kept: dict[str, str] = {}
+    lstat, regular = os.lstat, stat.S_ISREG
+    for rel, digest in hashes.items():
+        if not _safe(rel, cache_ok):
+            return None
+        path = prefix + rel
+        known = table.get(rel)
+        if known is not None:
+            try:
+                st = lstat(path)
+            except OSError:
+                return None
+            if regular(st.st_mode) and known == [digest, st.st_size, st.st_mtime_ns,
+                                                 st.st_ctime_ns, st.st_ino, st.st_dev]:
+                if not skip(rel):
+                    kept[rel] = digest
+                continue
+        try:
+            data = _read_all(path)
+        except OSError:
+            return None
+        if hashlib.sha256(data).hexdigest() != digest:
+            return None
+        if not skip(rel):
+            kept[rel] = digest
+            loaded[rel] = data
+    return VerifiedFiles(root, kept, loaded)

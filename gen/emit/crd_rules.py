@@ -31,9 +31,10 @@ in silence.
 from __future__ import annotations
 
 import copy
+import functools
 import re
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from gen.caches import BoundedCache, memoize, once
@@ -90,6 +91,10 @@ class CompiledRule:
     expression: str
     program: Any = None
     error: str = ""
+    reads: tuple[tuple[str, bool], ...] | None = None
+    """The fields of ``self`` the rule can read, each with whether their value matters
+    (False: only ``has(self.f)`` reads it); ``None`` when the rule may read anything else
+    (see :func:`reads_of`)."""
 
     def evaluate(self, value: Any) -> tuple[bool | None, str]:
         """(True, "") when the rule holds on ``value``, (False, "") when it does not,
@@ -111,9 +116,130 @@ class CompiledRule:
 def compile_rule(expression: str) -> CompiledRule:
     """Compile one rule (``self`` bound); never raises: a failure is ``CompiledRule.error``."""
     try:
-        return CompiledRule(expression, _env().compile(expression))
+        return CompiledRule(expression, _env().compile(expression), reads=reads_of(expression))
     except _BINDING_ERRORS as err:
         return CompiledRule(expression, None, _clean(str(err)).split("\n")[0])
+
+
+_TOKEN = re.compile(
+    r"(?P<str>[rRbB]{0,2}(?:'''(?:\\.|[^\\])*?'''"
+    r'|"""(?:\\.|[^\\])*?"""'
+    r"|'(?:\\.|[^'\\\n])*'"
+    r'|"(?:\\.|[^"\\\n])*"))'
+    r"|(?P<id>[A-Za-z_][A-Za-z0-9_]*)|(?P<space>\s+)|(?P<other>.)", re.DOTALL)
+"""CEL's tokens, as far as :func:`reads_of` needs them: string literals (single, double,
+triple quoted; raw and bytes prefixes), identifiers, and any other character alone."""
+
+
+@memoize(maxsize=4096)
+def reads_of(expression: str) -> tuple[tuple[str, bool], ...] | None:
+    """The fields of ``self`` a rule reads, when it can read nothing else: every ``self`` in
+    it (outside string literals) is ``self.<field>`` with no call after the field, so the
+    verdict on a map depends on those fields alone. A field that only ever appears as
+    ``has(self.<field>)`` reads presence only (False). ``None`` for anything else — ``self``
+    alone, ``self[...]``, ``self.?f``, a method or macro on ``self``, a comment, a quoted
+    identifier (a backtick), a raw string — and then the verdict is never shared
+    (:func:`verdict`). Only asked of a rule that compiled, so the text is valid CEL."""
+    tokens = [(m.lastgroup, m.group()) for m in _TOKEN.finditer(expression)
+              if m.lastgroup != "space"]
+    fields: dict[str, bool] = {}
+    for index, (kind, text) in enumerate(tokens):
+        if kind == "other" and (text in "`'\"" or (text == "/" and
+                                tokens[index + 1:index + 2] == [("other", "/")])):
+            return None  # a backtick, a stray quote, a comment
+        if kind == "str" and "r" in text[:2].lower():
+            return None  # raw strings: a backslash does not escape, keep clear of them
+        if kind != "id" or text != "self":
+            continue
+        after = tokens[index + 1:index + 4]
+        if len(after) < 2 or after[0] != ("other", ".") or after[1][0] != "id":
+            return None
+        if after[2:] == [("other", "(")]:
+            return None  # self.all(...), self.size(): reads the whole node
+        presence = tokens[index - 2:index] == [("id", "has"), ("other", "(")] and \
+            after[2:] == [("other", ")")]
+        fields[after[1][1]] = fields.get(after[1][1], False) or not presence
+    return tuple(sorted(fields.items()))
+
+
+class _Unshared(Exception):
+    """A value whose verdict is not shared (:func:`_frozen`)."""
+
+
+_INT_RANGE = range(-(2 ** 63), 2 ** 63)
+
+
+def _frozen(value: Any) -> Any:
+    """A hashable image of a plain value that two values share only when they are equal as
+    CEL sees them (types kept apart: ``1``, ``1.0`` and ``True`` differ; floats by their
+    ``repr``, so ``-0.0`` is not ``0.0``); :class:`_Unshared` for anything else."""
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return (kind, value)
+    if kind is int:
+        if value not in _INT_RANGE:
+            raise _Unshared
+        return (kind, value)
+    if kind is float:
+        return (kind, repr(value))
+    if kind is dict:
+        return (kind, tuple((_frozen(k), _frozen(v)) for k, v in value.items()))
+    if kind is list:
+        return (kind, tuple(_frozen(v) for v in value))
+    raise _Unshared
+
+
+def plain(value: Any) -> bool:
+    """Whether CEL takes ``value`` in without error: maps with string keys, lists, strings,
+    booleans, floats, ``null`` and 64-bit signed integers only. A rule's verdict is shared
+    between nodes (:func:`verdict`) only when the node is plain, since cel-expr-python
+    converts the whole node and fails on any field it cannot take."""
+    stack = [value]
+    pop, push = stack.pop, stack.extend
+    while stack:
+        item = pop()
+        kind = type(item)
+        if kind is dict:
+            for key in item:
+                if type(key) is not str:
+                    return False
+            push(item.values())
+        elif kind is list:
+            push(item)
+        elif kind is int:
+            if item not in _INT_RANGE:
+                return False
+        elif not (kind is str or kind is float or kind is bool or item is None):
+            return False
+    return True
+
+
+_VERDICTS: BoundedCache[tuple[str, tuple[Any, ...]], tuple[bool | None, str]] = \
+    BoundedCache("gen.emit.crd_rules.verdicts", 65536)
+"""(rule, the fields it reads of a plain node) → :meth:`CompiledRule.evaluate`'s answer."""
+
+
+def verdict(rule: CompiledRule, value: Any, is_plain: bool) -> tuple[bool | None, str]:
+    """:meth:`CompiledRule.evaluate` of ``rule`` on ``value``, shared between the nodes that
+    agree on every field the rule reads (:func:`reads_of`). It is shared only for a plain map
+    (``is_plain``, :func:`plain`); anything else is evaluated as it is. A miss evaluates the
+    whole node, so a shared answer is always one gen computed on a node that reads the same."""
+    reads = rule.reads
+    if reads is None or not is_plain or type(value) is not dict:
+        return rule.evaluate(value)
+    try:
+        key = (rule.expression, tuple(
+            (name, _frozen(value[name]) if name in value else _ABSENT) if needs_value
+            else (name, name in value) for name, needs_value in reads))
+    except _Unshared:
+        return rule.evaluate(value)
+    found = _VERDICTS.data.get(key)
+    if found is None:
+        found = _VERDICTS.put(key, rule.evaluate(value))
+    return found
+
+
+_ABSENT = ("absent",)
 
 
 # --------------------------------------------------------------------- schema navigation
@@ -159,14 +285,40 @@ def _fill(value: Any, schema: Mapping[str, Any] | None) -> Any:
     return value
 
 
-def _has_null(value: Any) -> bool:
-    if value is None:
-        return True
-    if isinstance(value, dict):
-        return any(_has_null(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_has_null(v) for v in value)
-    return False
+_NULL, _ODD = 1, 2
+
+
+def _scan(value: Any) -> int:
+    """What :meth:`SchemaChecks.prepare` needs to know of ``value``, in one walk: whether it
+    holds a ``None`` anywhere in its dicts and lists (``_NULL``, as :func:`_fill` walks them)
+    and whether it is not :func:`plain` (``_ODD``)."""
+    found = 0
+    stack = [value]
+    pop, push = stack.pop, stack.extend
+    while stack:
+        item = pop()
+        kind = type(item)
+        if kind is dict:
+            if not found & _ODD:
+                for key in item:
+                    if type(key) is not str:
+                        found |= _ODD
+                        break
+            push(item.values())
+        elif kind is list:
+            push(item)
+        elif item is None:
+            found |= _NULL
+        elif kind is int:
+            if item not in _INT_RANGE:
+                found |= _ODD
+        elif not (kind is str or kind is float or kind is bool):
+            found |= _ODD
+            if isinstance(item, dict):
+                push(item.values())
+            elif isinstance(item, list):
+                push(item)
+    return found
 
 
 @dataclass(frozen=True)
@@ -205,7 +357,7 @@ def _plan(schema: Mapping[str, Any], root: bool = False) -> _Node | None:
     return _Node(props, frozenset(props_in), extra, items, defaults, rules, map_keys)
 
 
-def _apply(value: Any, node: _Node | None, schema: Mapping[str, Any] | None) -> Any:
+def _apply(value: Any, node: _Node | None) -> Any:
     """``value`` with the defaults of ``node`` applied; shares what it does not change."""
     if node is None:
         return value
@@ -214,19 +366,23 @@ def _apply(value: Any, node: _Node | None, schema: Mapping[str, Any] | None) -> 
         for key, default in node.defaults.items():
             if key not in value:
                 out = out if out is not None else dict(value)
-                child = _child(schema, key)
-                out[key] = _apply(copy.deepcopy(default), node.props.get(key), child)
-        for key, item in value.items():
-            sub = node.props.get(key) if key in node.declared else node.extra
-            if sub is None:
-                continue
-            new = _apply(item, sub, _child(schema, key))
+                # Shared, not copied: the prepared object is read-only (see prepare).
+                out[key] = _apply(default, node.props.get(key))
+        if node.extra is None:  # only declared fields with work below them
+            pairs: Iterable[tuple[str, _Node]] = (
+                (key, sub) for key, sub in node.props.items() if key in value)
+        else:
+            pairs = ((key, sub) for key in value if (
+                sub := node.props.get(key) if key in node.declared else node.extra) is not None)
+        for key, sub in pairs:
+            item = value[key]
+            new = _apply(item, sub)
             if new is not item:
                 out = out if out is not None else dict(value)
                 out[key] = new
         return out if out is not None else value
     if isinstance(value, list) and node.items is not None:
-        new_items = [_apply(v, node.items, _child(schema, 0)) for v in value]
+        new_items = [_apply(v, node.items) for v in value]
         if any(a is not b for a, b in zip(new_items, value, strict=True)):
             return new_items
     return value
@@ -239,19 +395,43 @@ class SchemaChecks:
 
     schema: Mapping[str, Any]
     root: _Node | None
+    _last: list[Any] = field(default_factory=lambda: [None, False], compare=False, repr=False)
+    """The object :meth:`prepare` returned last and whether it is :func:`plain` as a whole
+    (held, not keyed by ``id``: the check is ``is``)."""
+
+    @functools.cached_property
+    def _defaults_plain(self) -> bool:
+        return _defaults_plain(self.root)
 
     def prepare(self, obj: Mapping[str, Any]) -> Mapping[str, Any]:
         """``obj`` as the API server validates it: nulls pruned, defaults applied
         (``metadata``, ``apiVersion`` and ``kind`` are left as they are). Shares unchanged
         parts with ``obj``: treat the result as read-only."""
-        if _has_null({k: v for k, v in obj.items() if k != "metadata"}):
-            return _defaulted_slowly(obj, self.schema)
-        prepared: Mapping[str, Any] = _apply(obj, self.root, self.schema)
+        whole_plain = type(obj) is dict and all(type(key) is str for key in obj)
+        for key, value in obj.items():
+            found = _scan(value)
+            if found & _NULL and key != "metadata":
+                self._last[:] = [None, False]
+                return _defaulted_slowly(obj, self.schema)
+            whole_plain = whole_plain and not found & _ODD
+        prepared: Mapping[str, Any] = _apply(obj, self.root)
+        self._last[:] = [prepared, whole_plain and self._defaults_plain]
         return prepared
 
     def errors(self, obj: Mapping[str, Any]) -> list[RuleError]:
         """Every list-map duplicate and CEL rule failure of the prepared ``obj``."""
-        return _walk(obj, self.root, ()) if self.root is not None else []
+        if self.root is None:
+            return []
+        last, whole_plain = self._last
+        return _walk(obj, self.root, (), whole_plain and last is obj)
+
+
+def _defaults_plain(node: _Node | None) -> bool:
+    """Whether every default below ``node`` is :func:`plain`."""
+    if node is None:
+        return True
+    return all(plain(d) for d in node.defaults.values()) and \
+        all(_defaults_plain(n) for n in (*node.props.values(), node.extra, node.items))
 
 
 _CHECKS: BoundedCache[str, SchemaChecks] = BoundedCache("gen.emit.crd_rules.checks", 256)
@@ -303,20 +483,24 @@ def _field_path(base: Path_, field_path: str) -> Path_:
 
 
 def _node_rules(value: Any, rules: tuple[Mapping[str, Any], ...],
-                path: Path_) -> Iterator[RuleError]:
+                path: Path_, within_plain: bool = False) -> Iterator[RuleError]:
+    is_plain: bool | None = (type(value) is dict) if within_plain else None
     for rule in rules:
         expression: str = rule["rule"]
         if _OLD_SELF.search(expression):
             continue  # a transition rule: only on update
         compiled = compile_rule(expression)
-        where = _field_path(path, str(rule.get("fieldPath", "")))
         if compiled.error:
-            yield RuleError(where, f"gen cannot evaluate the rule {expression!r}: "
+            yield RuleError(_field_path(path, str(rule.get("fieldPath", ""))),
+                            f"gen cannot evaluate the rule {expression!r}: "
                             f"{compiled.error}", expression, evaluated=False)
             continue
-        ok, error = compiled.evaluate(value)
+        if is_plain is None and compiled.reads is not None:
+            is_plain = type(value) is dict and plain(value)  # once per node
+        ok, error = verdict(compiled, value, bool(is_plain))
         if ok:
             continue
+        where = _field_path(path, str(rule.get("fieldPath", "")))
         if ok is None:
             yield RuleError(where, f"rule {expression!r} failed to evaluate: {error}", expression)
             continue
@@ -353,19 +537,22 @@ def _map_duplicates(value: list[Any], keys: tuple[str, ...],
         seen.add(identity)
 
 
-def _walk(value: Any, node: _Node, path: Path_) -> list[RuleError]:
+def _walk(value: Any, node: _Node, path: Path_, plain_: bool = False) -> list[RuleError]:
+    """The errors at and below ``node``; ``plain_``: ``value`` is part of a plain whole."""
     found: list[RuleError] = []
     if isinstance(value, dict):
+        props, extra = node.props, node.extra
         for key, item in value.items():
-            sub = node.props.get(key) if key in node.declared else node.extra
+            sub = props.get(key) if extra is None or key in node.declared else extra
             if sub is not None:
-                found += _walk(item, sub, (*path, key))
+                found += _walk(item, sub, (*path, key), plain_)
     elif isinstance(value, list):
         if node.items is not None:
             for index, item in enumerate(value):
-                found += _walk(item, node.items, (*path, index))
+                found += _walk(item, node.items, (*path, index), plain_)
         found += _map_duplicates(value, node.map_keys, path)
-    found += _node_rules(value, node.rules, path)
+    if node.rules:
+        found += _node_rules(value, node.rules, path, plain_)
     return found
 
 

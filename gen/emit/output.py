@@ -25,11 +25,22 @@ import difflib
 import errno
 import os
 import shutil
+import time
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from gen.emit.cache import CACHE_GITIGNORE, FLEET_RECORD, is_cache_path
+from gen.emit.cache import (
+    CACHE_GITIGNORE,
+    FLEET_RECORD,
+    SLEEP_BEFORE_SWAP_FILES,
+    STAT_MARGIN_NS,
+    STAT_TABLE,
+    is_cache_path,
+    parse_fleet_record,
+    stat_of,
+    write_stat_table,
+)
 from gen.errors import OutputError
 from gen.fleet.generated import MARKERS
 
@@ -149,7 +160,7 @@ def holds_only(out_dir: Path, recorded: Collection[str]) -> bool:
                 return False
             continue
         if is_cache_path(rel):
-            if rel not in (FLEET_RECORD, CACHE_GITIGNORE) or link:
+            if rel not in (FLEET_RECORD, CACHE_GITIGNORE, STAT_TABLE) or link:
                 return False
         elif rel == INDEX_NAME or _is_gen_file(Path(path), index, rel):
             return False
@@ -383,6 +394,7 @@ def write_tree(
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         with _exclusive(out_dir.parent):
             recover(out_dir)
+            compared = time.time_ns()  # an edit in place after this moves a file's mtime past it
             existing = _existing_files(out_dir)
             index_then = _index_bytes_now(out_dir)
             old_index = _parse_index(index_then)
@@ -393,7 +405,10 @@ def write_tree(
             if (changes.empty and index_then == index_now
                     and (cache_now is None or _same_cache(cache_now, existing))):
                 return changes
-            _swap_in(wanted, out_dir, changes, index_now, existing, old_index, cache_now)
+            placed = _swap_in(wanted, out_dir, changes, index_now, existing, old_index,
+                              cache_now, compared)
+            if cache_now is not None and FLEET_RECORD in cache_now:
+                _record_stats(out_dir, cache_now[FLEET_RECORD], placed)
     except OSError as err:
         reason = err.strerror or str(err)
         raise OutputError(
@@ -412,7 +427,8 @@ def _check_cache_path(rel: str) -> str:
 
 def _same_cache(cache: Mapping[str, bytes], existing: Mapping[str, tuple[str, bool]]) -> bool:
     """True when out/'s cache folder holds exactly these files with these bytes."""
-    there = {rel: entry for rel, entry in existing.items() if is_cache_path(rel)}
+    there = {rel: entry for rel, entry in existing.items()
+             if is_cache_path(rel) and rel != STAT_TABLE}  # the stat table: machine-local
     if set(there) != set(cache):
         return False
     for rel, (path, link) in there.items():
@@ -430,8 +446,12 @@ def _same_cache(cache: Mapping[str, bytes], existing: Mapping[str, tuple[str, bo
 def _swap_in(
     wanted: dict[str, bytes], out_dir: Path, changes: Changes, index: bytes,
     existing: Mapping[str, tuple[str, bool]], old_index: set[str],
-    cache: Mapping[str, bytes] | None = None,
-) -> None:
+    cache: Mapping[str, bytes] | None = None, compared: int = 0,
+) -> dict[str, tuple[int, int]]:
+    """Build the new out/ beside it and swap it in. Returns, for each file of the render
+    (the index and the cache files too), its inode and the time after which only someone
+    else can have changed it: the clock just before the swap for a file written here,
+    ``compared`` (when its bytes were compared) for one carried over."""
     tmp = _tmp_path(out_dir)
     _remove(tmp)
     tmp.mkdir()
@@ -460,10 +480,19 @@ def _swap_in(
             _make_parent(target, made)
             Path(target).write_bytes(data)
         (tmp / INDEX_NAME).write_bytes(index)
+        if len(wanted) >= SLEEP_BEFORE_SWAP_FILES:
+            time.sleep(STAT_MARGIN_NS / 1e9)  # every file written is then old enough
+        before = time.time_ns()  # no one but gen has seen the new tree yet
+        placed: dict[str, tuple[int, int]] = {}
+        for rel in [*wanted, INDEX_NAME, *(cache or {})]:
+            found = stat_of(os.path.join(tmp_s, rel))  # noqa: PTH118 - str paths, hot loop
+            if found is not None:
+                carried = rel in wanted and rel in existing and rel not in changed
+                placed[rel] = (found[3], compared if carried else before)
         if out_dir.exists():
             if _exchange(tmp, out_dir):
                 _remove(tmp)
-                return
+                return placed
             old = out_dir.parent / f".gen-old-{out_dir.name}-{os.getpid()}"
             out_dir.rename(old)
             try:
@@ -477,3 +506,13 @@ def _swap_in(
     except BaseException:
         _remove(tmp)
         raise
+    return placed
+
+
+def _record_stats(out_dir: Path, fleet_record: bytes,
+                  placed: Mapping[str, tuple[int, int]]) -> None:
+    """The stat table of the files the fleet record lists (:func:`gen.emit.cache.
+    write_stat_table`), for the next no-op render's fast path."""
+    record = parse_fleet_record(fleet_record)
+    if record is not None:
+        write_stat_table(out_dir, record.files, placed)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -157,17 +157,22 @@ def _custom_findings(validator: Any, data: Mapping[str, Any], crd: CRDSchema,
     the API server does: on a copy with nulls pruned and defaults set."""
     checks = schema_checks(crd.schema, crd.digest)
     prepared = checks.prepare(data)
-    related = (*related, crd.location) if crd.location is not None else related
-    what = f"{crd.kind} does not match its CRD ({crd.source})"
     if not validator.is_valid(prepared):
+        what = f"{crd.kind} does not match its CRD ({crd.source})"
         return [Finding("GEN020", f"{what}: {error.message}", where,
-                        format_key_path(list(error.instance_path)), related=related)
+                        format_key_path(list(error.instance_path)),
+                        related=_with_crd(related, crd))
                 for error in validator.iter_errors(prepared)]
     # A rule gen cannot compile is reported once, at its CRD (GEN025, by load_crd_dir).
+    errors = checks.errors(prepared)
     return [Finding("GEN024", f"{crd.kind} breaks a rule of its CRD ({crd.source}): "
                     f"{error.message}", where, format_key_path(list(error.path)),
-                    related=related)
-            for error in checks.errors(prepared) if error.evaluated]
+                    related=_with_crd(related, crd))
+            for error in errors if error.evaluated] if errors else []
+
+
+def _with_crd(related: tuple[SourceLocation, ...], crd: CRDSchema) -> tuple[SourceLocation, ...]:
+    return (*related, crd.location) if crd.location is not None else related
 
 
 def _findings(validator: Any, data: Mapping[str, Any], minor: int, where: SourceLocation,
@@ -198,6 +203,9 @@ def metadata_findings(data: Mapping[str, Any], where: SourceLocation,
     """GEN022: ``metadata`` name, namespace, label, annotation and finalizer syntax, as the API
     server checks it on every object (:mod:`gen.k8s.names`); shapes are the schema's."""
     meta = data.get("metadata")
+    if type(meta) is dict and _metadata_clean(meta, str(data.get("apiVersion", "")),
+                                               str(data.get("kind", ""))):
+        return []
     if not isinstance(meta, Mapping):
         return []
     name, namespace, finalizers = meta.get("name"), meta.get("namespace"), meta.get("finalizers")
@@ -210,6 +218,93 @@ def metadata_findings(data: Mapping[str, Any], where: SourceLocation,
               if isinstance(v, str)))
     return [Finding("GEN022", message, where, key_path, related=related)
             for key_path, message in errors]
+
+
+# Strings known to pass one syntax check (only passes are kept: a failure takes the exact
+# path below, which words the messages). The fast path answers from these with a hash look-up.
+_GOOD_SUBDOMAIN: BoundedCache[str, bool] = BoundedCache("gen.emit.validate.good_subdomain", 65536)
+_GOOD_LABEL: BoundedCache[str, bool] = BoundedCache("gen.emit.validate.good_dns_label", 65536)
+_GOOD_1035: BoundedCache[str, bool] = BoundedCache("gen.emit.validate.good_dns1035", 65536)
+_GOOD_QNAME: BoundedCache[str, bool] = BoundedCache("gen.emit.validate.good_qualified", 65536)
+_GOOD_VALUE: BoundedCache[str, bool] = BoundedCache("gen.emit.validate.good_label_value", 65536)
+_GOOD_NOTE: BoundedCache[str, bool] = BoundedCache("gen.emit.validate.good_annotation", 65536)
+_NAME_CACHES: dict[Callable[[str], list[str]], BoundedCache[str, bool]] = {
+    names.dns1123_subdomain_errors: _GOOD_SUBDOMAIN, names.dns1123_label_errors: _GOOD_LABEL,
+    names.dns1035_label_errors: _GOOD_1035}
+
+
+def _good(cache: BoundedCache[str, bool], value: object,
+          errors: Callable[[str], list[str]]) -> bool:
+    """Whether ``value`` is a string ``errors`` finds nothing wrong with (learnt in ``cache``)."""
+    if type(value) is not str:
+        return False
+    if value in cache.data:
+        return True
+    if errors(value):
+        return False
+    cache.put(value, True)
+    return True
+
+
+def _note_key_errors(key: str) -> list[str]:
+    return names.qualified_name_errors(key.lower())
+
+
+def _labels_clean(labels: object) -> bool:
+    if type(labels) is not dict:
+        return False
+    good_keys, good_values = _GOOD_QNAME.data, _GOOD_VALUE.data
+    for key, value in labels.items():
+        if type(value) is not str or (key not in good_keys and \
+                not _good(_GOOD_QNAME, key, names.qualified_name_errors)):
+            return False
+        if value not in good_values and not _good(_GOOD_VALUE, value, names.label_value_errors):
+            return False
+    return True
+
+
+def _notes_clean(notes: object) -> bool:
+    if type(notes) is not dict:
+        return False
+    good_keys, size = _GOOD_NOTE.data, 0
+    for key, value in notes.items():
+        if type(value) is not str or (key not in good_keys and \
+                not _good(_GOOD_NOTE, key, _note_key_errors)):
+            return False
+        size += len(key) + len(value)
+    return size * 4 <= names.TOTAL_ANNOTATION_SIZE  # UTF-8: at most 4 bytes a character
+
+
+def _finalizers_clean(finalizers: object) -> bool:
+    if type(finalizers) is not list:
+        return False
+    good = _GOOD_QNAME.data
+    return all(type(value) is str and (value in good or
+                                       _good(_GOOD_QNAME, value, names.qualified_name_errors))
+               for value in finalizers)
+
+
+def _metadata_clean(meta: dict[str, Any], api_version: str, kind: str) -> bool:
+    """True only when :func:`_metadata_errors` would find nothing: every field
+    :func:`metadata_findings` reads is a plain string (list, map) that passed its check
+    before. Anything else — a failure, a type the exact path treats specially, a missing
+    name — answers False, and the exact path decides. Most objects of a fleet answer here."""
+    name = meta.get("name")
+    if type(name) is not str or not name:
+        return False  # generateName, or no name: the exact path
+    rule = names.name_rule(api_version, kind)
+    if name not in (cache := _NAME_CACHES[rule]).data and not _good(cache, name, rule):
+        return False
+    namespace = meta.get("namespace")
+    if namespace is not None and namespace != "" and (
+            type(namespace) is not str or (namespace not in _GOOD_LABEL.data and
+            not _good(_GOOD_LABEL, namespace, names.dns1123_label_errors))):
+        return False
+    labels, notes, finalizers = (meta.get("labels"), meta.get("annotations"),
+                                 meta.get("finalizers"))
+    return (labels is None or _labels_clean(labels)) and \
+        (notes is None or _notes_clean(notes)) and \
+        (finalizers is None or _finalizers_clean(finalizers))
 
 
 def _strings(value: object) -> tuple[tuple[str, str], ...]:

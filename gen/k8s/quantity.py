@@ -35,10 +35,14 @@ from gen.caches import memoize
 from gen.errors import QuantityError
 
 __all__ = [
+    "Int64Amount",
     "Quantity",
     "QuantityFormat",
+    "add_amounts",
+    "amount_as_int64",
     "compare_quantities",
     "format_quantity",
+    "int64_amount",
     "parse_quantity",
 ]
 
@@ -153,6 +157,99 @@ def _split(text: str) -> tuple[Decimal, QuantityFormat]:
         if value < 1:
             fmt = QuantityFormat.DECIMAL_SI
     return (value if positive else -value), fmt
+
+
+Int64Amount = tuple[int, int]
+"""apimachinery's ``int64Amount``: (value, scale), the quantity ``value * 10**scale``."""
+
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+_MAX_INT64_FACTORS = 18  # apimachinery's maxInt64Factors
+
+
+def _fits(value: int) -> bool:
+    return _INT64_MIN <= value <= _INT64_MAX
+
+
+@memoize(maxsize=4096)
+def int64_amount(text: str) -> Int64Amount | None:
+    """How ``resource.ParseQuantity`` stores ``text``: an ``int64Amount`` (value, scale), or
+    None where it falls back to an ``inf.Dec`` (kubernetes/apimachinery
+    pkg/api/resource/quantity.go @ v0.36.0, the ``precision >= 0`` fast path).
+
+    The fast path takes a decimal number of at most 18 digits whose scale is not below nano
+    (``1000m`` is (1000, -3), ``1.0`` is (10, -1)), or a whole binary number whose digits and
+    suffix leave room in the 15 decimal digits it allows (``80Gi`` is (85899345920, 0);
+    ``1Pi`` and ``0.5Mi`` are not). Raises :class:`QuantityError` as :func:`parse_quantity`.
+    """
+    _split(text)  # the errors of ParseQuantity
+    if text == "0":
+        return 0, 0
+    positive, num, denom, suffix = _scan(text)
+    _base, exponent, fmt = _interpret(text, suffix)
+    mantissa = 1
+    if fmt is QuantityFormat.BINARY_SI:
+        scale = 0
+        if exponent >= 0 and not denom:
+            mantissa = 1 << exponent
+            # Go: 15 - int32(len(num)) - int32(float32(exponent)*3/10) - 1
+            precision = 15 - len(num) - int(exponent * 3 / 10) - 1
+        else:
+            precision = -1
+    else:
+        scale = exponent
+        precision = _MAX_INT64_FACTORS - (len(num) + len(denom))
+    if precision < 0:
+        return None
+    scale -= len(denom)
+    if scale < -9:
+        return None
+    result = int(num + denom) * mantissa
+    if not _fits(result):
+        return None
+    return (result if positive else -result), scale
+
+
+def _scaled(value: int, scale: int) -> int | None:
+    """apimachinery's ``positiveScaleInt64``: ``value * 10**scale`` if it fits an int64."""
+    result = value * 10**scale
+    return result if _fits(result) else None
+
+
+def amount_as_int64(amount: Int64Amount | None) -> int | None:
+    """``Quantity.AsInt64``: the integer an ``int64Amount`` holds; None for an ``inf.Dec``,
+    a negative scale (``1000m``: apimachinery does not reduce it) or an int64 overflow."""
+    if amount is None:
+        return None
+    value, scale = amount
+    if scale == 0:
+        return value
+    if scale < 0:
+        return None
+    return _scaled(value, scale)
+
+
+def add_amounts(left: Int64Amount | None, right: Int64Amount | None) -> Int64Amount | None:
+    """``int64Amount.Add`` of ``Quantity.Add`` / ``Sub``: the sum as an ``int64Amount``, or
+    None where apimachinery moves to an ``inf.Dec`` (either side is one, or it overflows)."""
+    if left is None or right is None:
+        return None
+    (a, a_scale), (b, b_scale) = left, right
+    if b == 0:
+        return left
+    if a == 0:
+        return right
+    if a_scale > b_scale:
+        shifted = _scaled(a, a_scale - b_scale)
+        if shifted is None:
+            return None
+        a, a_scale = shifted, b_scale
+    elif b_scale > a_scale:
+        shifted = _scaled(b, b_scale - a_scale)
+        if shifted is None:
+            return None
+        b = shifted
+    total = a + b
+    return (total, a_scale) if _fits(total) else None
 
 
 @memoize(maxsize=4096)

@@ -372,3 +372,110 @@ def test_the_crd_folder_is_an_input(rendered: Path, tmp_path: Path) -> None:
     changed = _render(root, crds_dir=root / "crds")
     assert not changed.fast_path and changed.skipped == ()
     assert not _render(root).fast_path  # without the folder: the bundled CRDs again
+
+
+# ------------------------------------------------------------------------- the stat table
+
+
+@pytest.fixture
+def stat_rendered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The example fleet rendered as a large one is: with the wait before the swap, so the
+    stat table vouches for every file."""
+    from gen.emit import output
+
+    monkeypatch.setattr(output, "SLEEP_BEFORE_SWAP_FILES", 0)
+    root = copy_fleet(tmp_path / "fleet")
+    _render(root)
+    return root
+
+
+def _counting_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    from gen.emit import cache
+
+    reads: list[str] = []
+    real = cache._read_all
+
+    def counted(path: str) -> bytes:
+        reads.append(path)
+        return real(path)
+
+    monkeypatch.setattr(cache, "_read_all", counted)
+    return reads
+
+
+def test_the_stat_table_vouches_for_every_file_after_a_render(
+        stat_rendered: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a render, the fast path reads no file of out/ it is not asked for; the files
+    it returns are the bytes in out/, read when asked for."""
+    from gen.emit.cache import STAT_TABLE, read_stat_table
+
+    record = parse_fleet_record((stat_rendered / "out" / FLEET_RECORD).read_bytes())
+    assert record is not None
+    assert set(read_stat_table(stat_rendered / "out")) == set(record.files)
+    reads = _counting_reads(monkeypatch)
+    result = _render(stat_rendered, check=True)
+    assert result.fast_path and reads == []
+    on_disk = {p: (stat_rendered / "out" / p).read_bytes() for p in result.outputs}
+    assert dict(result.outputs) == on_disk and len(reads) == len(on_disk)
+    (stat_rendered / "out" / STAT_TABLE).unlink()  # the way to hash every file
+    reads.clear()
+    assert _render(stat_rendered, check=True).fast_path
+    assert len(reads) == len(record.files)
+
+
+@pytest.mark.parametrize("edit", ["same size, mtime put back", "replaced by rename",
+                                  "appended"])
+def test_a_hand_edit_is_reported_though_the_stat_table_vouched(
+        stat_rendered: Path, edit: str) -> None:
+    """Whatever a hand edit keeps (its size, its mtime, restored with utime), it changes the
+    file's ctime or inode, so the stat no longer vouches, the file is hashed, and --check
+    fails naming it."""
+    import os
+
+    path = stat_rendered / "out" / "prod-us-east" / "kustomization.yaml"
+    data = path.read_bytes()
+    before = path.stat()
+    if edit == "same size, mtime put back":
+        path.write_bytes(data.replace(b"resources:", b"resources;", 1))
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+        assert path.stat().st_size == before.st_size
+    elif edit == "replaced by rename":
+        tmp = path.with_name("x.tmp")
+        tmp.write_bytes(data.replace(b"resources:", b"resources;", 1))
+        os.utime(tmp, ns=(before.st_atime_ns, before.st_mtime_ns))
+        tmp.replace(path)
+    else:
+        path.write_bytes(data + b"# by hand\n")
+    with pytest.raises(GenError) as err:
+        _render(stat_rendered, check=True)
+    assert "prod-us-east/kustomization.yaml" in str(err.value.message)
+
+
+def test_only_files_old_enough_and_still_gen_s_are_vouched_for(tmp_path: Path) -> None:
+    """A file whose mtime is within the margin of the time after which only someone else
+    can have changed it, or that is no longer the inode gen put there, is left out of the
+    table; a file on a filesystem with whole-second times leaves the table out entirely."""
+    import os
+    import time
+
+    from gen.emit.cache import STAT_MARGIN_NS, STAT_TABLE, read_stat_table, write_stat_table
+
+    out = tmp_path / "out"
+    (out / ".gen-cache").mkdir(parents=True)
+    path = out / "a.yaml"
+    path.write_bytes(b"a\n")
+    inode, now = path.stat().st_ino, time.time_ns()
+    hashes = {"a.yaml": "0" * 64}
+    write_stat_table(out, hashes, {"a.yaml": (inode, now)})
+    assert read_stat_table(out) == {}
+    later = now + 2 * STAT_MARGIN_NS
+    write_stat_table(out, hashes, {"a.yaml": (inode + 1, later)})
+    assert read_stat_table(out) == {}
+    write_stat_table(out, hashes, {})
+    assert read_stat_table(out) == {}
+    write_stat_table(out, hashes, {"a.yaml": (inode, later)})
+    assert set(read_stat_table(out)) == {"a.yaml"}
+    whole = (int(time.time()) - 10) * 1_000_000_000
+    os.utime(path, ns=(whole, whole))
+    write_stat_table(out, hashes, {"a.yaml": (inode, later)})
+    assert not (out / STAT_TABLE).exists()

@@ -266,7 +266,8 @@ def test_cluster_selection_keeps_the_other_records(rendered: Path, tmp_path: Pat
     _apply(root, 0, 0)  # qwen-7b-edge replicas: edge-l4 only
     result = _render(root, clusters=("edge-l4",))
     assert result.skipped == ()
-    records = sorted(p.name for p in (root / "out" / CACHE_DIR).iterdir())
+    records = sorted(p.name for p in (root / "out" / CACHE_DIR).iterdir()
+                     if p.name != "_stat.json")  # machine-local
     assert records == [".gitignore", "_fleet.json", *(f"{c}.json" for c in CLUSTERS)]
     assert _render(root).skipped == CLUSTERS
 
@@ -340,15 +341,19 @@ def test_a_change_in_gen_s_code_invalidates_every_record(
 
 def test_the_fleet_record_is_kept_out_of_git(rendered: Path, tmp_path: Path) -> None:
     """The cache folder's .gitignore names the fleet record (it changes with every input,
-    so committing it would make concurrent changes conflict) and nothing else."""
+    so committing it would make concurrent changes conflict) and the stat table (inodes and
+    times are the machine's own), and nothing else."""
     import subprocess as sp
 
     ignore = (rendered / "out" / CACHE_DIR / ".gitignore").read_text(encoding="utf-8")
-    assert [line for line in ignore.splitlines() if not line.startswith("#")] == ["/_fleet.json"]
+    assert [line for line in ignore.splitlines() if not line.startswith("#")] == [
+        "/_fleet.json", "/_stat.json"]
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     root = _copy(rendered, tmp_path / "fleet")
+    (root / "out" / CACHE_DIR / "_stat.json").write_text("{}", encoding="utf-8")
     sp.run(["git", "init", "-q", str(root)], check=True)
     listed = sp.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=all",
                      "out/.gen-cache"], check=True, capture_output=True, text=True).stdout
-    assert "_fleet.json" not in listed and "prod-us-east.json" in listed
+    assert "_fleet.json" not in listed and "_stat.json" not in listed
+    assert "prod-us-east.json" in listed

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import gen.caches
 from gen.emit import validate as validate_module
@@ -378,3 +380,100 @@ def test_gen022_name_syntax_depends_on_the_kind() -> None:
     assert [(f.rule, f.key_path) for f in SchemaValidator().validate(service, 34, WHERE)] == [
         ("GEN022", "metadata.name")]
     assert SchemaValidator().validate(config, 34, WHERE) == []
+
+
+# ------------------------------------------------------------- the metadata fast path
+
+_TEXTS = ["a", "web", "qwen-7b", "Qwen", "a.b", "-a", "a-", "a_b", "a b", "", "x" * 63,
+          "x" * 64, "app.kubernetes.io/name", "gen.dev/cluster", "Example.com/x", "a/b/c", "/x",
+          "x/", "a" * 254, "ü", "kubernetes.io/pvc-protection", "Ab/c"]
+_ODD: list[Any] = [None, 0, 1, ["a"], {"a": "b"}]
+_KINDS = [("v1", "Service"), ("v1", "Namespace"), ("v1", "ConfigMap"),
+          ("argoproj.io/v1alpha1", "Application")]
+_GOOD_META: dict[str, Any] = {
+    "name": "web", "namespace": "inference",
+    "labels": {"app.kubernetes.io/name": "web", "gen.dev/cluster": "c1"},
+    "annotations": {"gen.dev/note": "x"}, "finalizers": ["example.com/cleanup"]}
+
+
+def _exact_metadata(data: dict[str, Any]) -> list[Any]:
+    """metadata_findings with the fast path off (every object takes the exact path)."""
+    saved = validate_module._metadata_clean
+    validate_module._metadata_clean = lambda *_: False
+    try:
+        return validate_module.metadata_findings(data, WHERE)
+    finally:
+        validate_module._metadata_clean = saved
+
+
+def _variants() -> list[dict[str, Any]]:
+    """Valid metadata with one field changed in every way: absent, each text, odd types;
+    in maps and lists, each text as a key and as a value, and sizes past the limit."""
+    out: list[dict[str, Any]] = [dict(_GOOD_META), {**_GOOD_META, "generateName": "x-"}]
+    for field in ("name", "namespace", "labels", "annotations", "finalizers"):
+        out.append({k: v for k, v in _GOOD_META.items() if k != field})
+        for value in [*_TEXTS, *_ODD]:
+            if field in ("name", "namespace"):
+                out.append({**_GOOD_META, field: value})
+            elif field == "finalizers":
+                out.append({**_GOOD_META, field: [*_GOOD_META[field], value]})
+            else:
+                out.append({**_GOOD_META, field: {**_GOOD_META[field], "a": value}})
+                if isinstance(value, str):
+                    out.append({**_GOOD_META, field: {**_GOOD_META[field], value: "v"}})
+    for size in (64 * 1024, 256 * 1024 - 20, 256 * 1024):
+        out.append({**_GOOD_META, "annotations": {"big": "x" * size}})
+        out.append({**_GOOD_META, "annotations": {"big": "ü" * size}})
+    out.append({**_GOOD_META, "name": "", "generateName": "x-"})
+    return out
+
+
+@pytest.mark.parametrize("kind", _KINDS, ids=lambda k: k[1])
+def test_metadata_fast_path_agrees_with_the_exact_path(kind: tuple[str, str]) -> None:
+    """The fast path (strings known to pass, learnt as they pass) answers "nothing wrong"
+    only where the exact path finds nothing: on every one-field change of valid metadata,
+    each finding comes out the same, before and after the strings are learnt."""
+    gen.caches.clear()
+    variants = _variants()
+    for rounds in range(2):
+        for meta in variants:
+            data = {"apiVersion": kind[0], "kind": kind[1], "metadata": meta}
+            exact = _exact_metadata(data)
+            assert validate_module.metadata_findings(data, WHERE) == exact, (rounds, meta)
+    assert any(_exact_metadata({"apiVersion": kind[0], "kind": kind[1], "metadata": m})
+               for m in variants)
+
+
+_MOSTLY_GOOD = st.sampled_from(["web", "a", "gen.dev/cluster", "app.kubernetes.io/name",
+                                "c1", "", "-a", "Qwen", "a b", "x" * 64])
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(kind=st.sampled_from(_KINDS), name=_MOSTLY_GOOD, namespace=_MOSTLY_GOOD,
+       labels=st.dictionaries(_MOSTLY_GOOD, _MOSTLY_GOOD, max_size=4),
+       notes=st.dictionaries(_MOSTLY_GOOD, _MOSTLY_GOOD, max_size=3),
+       finalizers=st.lists(_MOSTLY_GOOD, max_size=2))
+def test_metadata_fast_path_agrees_on_combinations(
+        kind: tuple[str, str], name: str, namespace: str, labels: dict[str, str],
+        notes: dict[str, str], finalizers: list[str]) -> None:
+    """The same on random combinations of mostly valid strings."""
+    meta = {"name": name, "namespace": namespace, "labels": labels, "annotations": notes,
+            "finalizers": finalizers}
+    data = {"apiVersion": kind[0], "kind": kind[1], "metadata": meta}
+    assert validate_module.metadata_findings(data, WHERE) == _exact_metadata(data)
+
+
+def test_metadata_fast_path_learns_only_passes() -> None:
+    """A name that fails is never learnt: it is reported every time, by the exact path."""
+    bad = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "Web"}}
+    assert [f.rule for f in validate_module.metadata_findings(bad, WHERE)] == ["GEN022"]
+    assert "Web" not in validate_module._GOOD_1035.data
+    assert [f.rule for f in validate_module.metadata_findings(bad, WHERE)] == ["GEN022"]
+    good = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"}}
+    assert validate_module.metadata_findings(good, WHERE) == []
+    assert "web" in validate_module._GOOD_1035.data
+    # learnt per syntax: a subdomain name is not thereby a DNS-1035 label
+    sub = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "1.web"}}
+    assert validate_module.metadata_findings(sub, WHERE) == []
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "1.web"}}
+    assert [f.rule for f in validate_module.metadata_findings(svc, WHERE)] == ["GEN022"]

@@ -10,8 +10,11 @@ from gen.errors import QuantityError
 from gen.k8s.quantity import (
     Quantity,
     QuantityFormat,
+    add_amounts,
+    amount_as_int64,
     compare_quantities,
     format_quantity,
+    int64_amount,
     parse_quantity,
 )
 
@@ -163,3 +166,50 @@ def test_parse_rounds_up_to_nano() -> None:
     assert parse_quantity("0.0000000001") == parse_quantity("1n")
     assert parse_quantity("-3.001n") == parse_quantity("-4n")
     assert parse_quantity("1e-5000") == parse_quantity("1n")
+
+
+@pytest.mark.parametrize(
+    ("text", "amount"),
+    [
+        # ParseQuantity's fast path (apimachinery pkg/api/resource/quantity.go @ v0.36.0)
+        ("0", (0, 0)),
+        ("1000m", (1000, -3)),
+        ("1.0", (10, -1)),
+        ("0.0", (0, -1)),
+        ("-1.5k", (-15, 2)),
+        ("80Gi", (80 << 30, 0)),
+        ("1Ti", (1 << 40, 0)),
+        ("1n", (1, -9)),
+        ("999999999999999999", (999999999999999999, 0)),  # 18 digits
+        ("1e20", (1, 20)),
+        # inf.Dec: a binary fraction, too many binary digits, 19 decimal digits, below nano
+        ("0.5Mi", None),
+        ("1Pi", None),
+        ("1Ei", None),
+        ("1000000000000000000", None),
+        ("0.1n", None),
+    ],
+)
+def test_int64_amount(text: str, amount: tuple[int, int] | None) -> None:
+    assert int64_amount(text) == amount
+    if amount is not None:
+        assert Decimal(amount[0]).scaleb(amount[1]) == parse_quantity(text)
+
+
+def test_int64_amount_rejects_what_parse_rejects() -> None:
+    with pytest.raises(QuantityError):
+        int64_amount("1Mo")
+
+
+@pytest.mark.parametrize(
+    ("amount", "integer"),
+    [((5, 0), 5), ((5, 3), 5000), ((1000, -3), None), (None, None), ((10, 18), None)],
+)
+def test_amount_as_int64(amount: tuple[int, int] | None, integer: int | None) -> None:
+    assert amount_as_int64(amount) == integer
+
+
+def test_add_amounts_moves_to_dec_on_overflow() -> None:
+    assert add_amounts((1, 0), (1, -3)) == (1001, -3)
+    assert add_amounts((1, 0), None) is None
+    assert add_amounts(((1 << 63) - 1, 0), (1, 0)) is None

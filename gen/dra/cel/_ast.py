@@ -12,7 +12,7 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-__all__ = ["Node", "ParsedAST", "decode_parsed_expr"]
+__all__ = ["Node", "ParsedAST", "decode_parsed_expr", "rename_calls"]
 
 _MAX_DEPTH = 256
 
@@ -256,3 +256,105 @@ def decode_checked_expr(serialized: bytes) -> tuple[Node, dict[int, bytes]]:
             entry = _fields(raw)
             types[_int(entry, 1)] = _bytes(entry, 2)
     return _expr(_bytes(checked, 4), 0), types
+
+
+# --- renaming calls -------------------------------------------------------------------------
+# Sub-expression fields of each message (cel.expr syntax.proto): Expr → its kind messages;
+# Select.operand, Call.target/args, CreateList.elements, CreateStruct.entries →
+# Entry.map_key/value, Comprehension.iter_range/accu_init/loop_condition/loop_step/result.
+_EXPR_KINDS = {5: "select", 6: "call", 7: "list", 8: "struct", 9: "comp"}
+_SUB_EXPRS = {
+    "select": {1: "expr"},
+    "call": {1: "expr", 3: "expr"},
+    "list": {1: "expr"},
+    "struct": {2: "entry"},
+    "entry": {3: "expr", 4: "expr"},
+    "comp": {2: "expr", 4: "expr", 5: "expr", 6: "expr", 7: "expr"},
+}
+
+
+def _raw_fields(data: bytes) -> list[tuple[int, int, bytes]]:
+    """(field number, wire type, the field's encoded payload) in the order of ``data``."""
+    out = []
+    pos = 0
+    while pos < len(data):
+        tag, start = _varint(data, pos)
+        number, wire = tag >> 3, tag & 7
+        if wire == 0:
+            _, end = _varint(data, start)
+        elif wire == 1:
+            end = start + 8
+        elif wire == 2:
+            length, start = _varint(data, start)
+            end = start + length
+        elif wire == 5:
+            end = start + 4
+        else:
+            raise ASTDecodeError(f"unsupported wire type {wire}")
+        out.append((number, wire, data[start:end]))
+        pos = end
+    return out
+
+
+def _encode_varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _encode(fields: list[tuple[int, int, bytes]]) -> bytes:
+    out = bytearray()
+    for number, wire, payload in fields:
+        out += _encode_varint(number << 3 | wire)
+        if wire == 2:
+            out += _encode_varint(len(payload))
+        out += payload
+    return bytes(out)
+
+
+def _rename(data: bytes, kind: str, names: dict[int, str], depth: int) -> bytes:
+    if depth > _MAX_DEPTH:
+        raise ASTDecodeError("expression nesting too deep")
+    fields = _raw_fields(data)
+    if kind == "expr":
+        node_id = next((int(_varint(p, 0)[0]) for n, w, p in fields if n == 2 and w == 0), 0)
+        out = []
+        for number, wire, payload in fields:
+            sub = _EXPR_KINDS.get(number)
+            if sub is not None and wire == 2:
+                payload = _rename(payload, sub, names, depth + 1)
+                if sub == "call" and node_id in names:
+                    payload = _encode([
+                        (n, w, names[node_id].encode() if n == 2 else p)
+                        for n, w, p in _raw_fields(payload)
+                    ])
+            out.append((number, wire, payload))
+        return _encode(out)
+    subs = _SUB_EXPRS[kind]
+    return _encode([
+        (n, w, _rename(p, subs[n], names, depth + 1) if n in subs and w == 2 else p)
+        for n, w, p in fields
+    ])
+
+
+def rename_calls(serialized: bytes, names: dict[int, str]) -> bytes:
+    """``serialized`` (a parsed ``Expression.serialize()``) with the function of each call
+    node whose id is a key of ``names`` renamed to its value."""
+    if not names:
+        return serialized
+    outer = _raw_fields(serialized)
+    out = []
+    for number, wire, payload in outer:
+        if number == 2 and wire == 2:
+            payload = _encode([
+                (n, w, _rename(p, "expr", names, 0) if n == 2 and w == 2 else p)
+                for n, w, p in _raw_fields(payload)
+            ])
+        out.append((number, wire, payload))
+    return _encode(out)

@@ -14,11 +14,17 @@ from gen.dra.cel._ast import (
     ParsedAST,
     decode_checked_expr,
     decode_parsed_expr,
+    rename_calls,
     type_name,
 )
 from gen.dra.cel._cost import estimate_cost
 from gen.dra.cel._library import (
+    KUBERNETES_EQUALS,
+    KUBERNETES_IN,
+    KUBERNETES_NOT_EQUALS,
     OPTIONAL_RESULTS,
+    QUANTITY_KEY,
+    SEMVER_KEY,
     TIME_LIST_FUNCTIONS,
     checker_env,
     device_data,
@@ -185,11 +191,12 @@ def _time_list_renames(
     return edits
 
 
-def _domain_default_source(
+def _domain_default_edits(
     expression: str, ast: ParsedAST, renames: list[tuple[int, int, str]] = ()  # type: ignore[assignment]
-) -> str:
-    """Rewrite each look-up of a domain in ``device.attributes`` / ``device.capacity`` to
-    default to an empty map (``m[?d].orValue({})``, ``m.?d.orValue({})``), as Kubernetes'
+) -> list[tuple[int, int, str]]:
+    """(start, end, text) edits that rewrite each look-up of a domain in
+    ``device.attributes`` / ``device.capacity`` to default to an empty map
+    (``m[?d].orValue({})``, ``m.?d.orValue({})``), as Kubernetes'
     ``newStringInterfaceMapWithDefault`` answers: directly, through ``cel.bind`` or in a
     comprehension."""
     lookups: list[Node] = []
@@ -208,11 +215,76 @@ def _domain_default_source(
         if end is None:
             continue
         inserts += [(start + 1, "?"), (end + 1, ".orValue({})")]
-    edits = [(offset, offset, piece) for offset, piece in inserts] + list(renames)
-    text = expression
+    return [(offset, offset, piece) for offset, piece in inserts] + list(renames)
+
+
+def _apply(text: str, edits: list[tuple[int, int, str]]) -> str:
     for start, end, piece in sorted(edits, reverse=True):
         text = text[:start] + piece + text[end:]
     return text
+
+
+def _shifted(offset: int, edits: list[tuple[int, int, str]]) -> int:
+    """Where the character at ``offset`` lands once ``edits`` (none spanning it) are applied."""
+    return offset + sum(len(piece) - (end - start) for start, end, piece in edits if end <= offset)
+
+
+_EQUALITY_TYPES = ("dyn", "any", QUANTITY_KEY, SEMVER_KEY)
+_KUBERNETES_OPERATORS = {
+    "_==_": KUBERNETES_EQUALS, "_!=_": KUBERNETES_NOT_EQUALS, "@in": KUBERNETES_IN
+}
+
+
+def _equality_offsets(
+    root: Node, types: dict[int, bytes], positions: dict[int, int]
+) -> dict[int, str]:
+    """Source offset → runtime name of each ``==`` / ``!=`` / ``in`` that gen runs with
+    Kubernetes' equality of versions and quantities.
+
+    Kubernetes' ``Semver`` and ``Quantity`` answer "no such overload" when compared with any
+    other type (cel-go runs ``lhs.Equal(rhs)``); the type checker refuses that comparison
+    when it knows both types, so only a left operand typed ``dyn`` (an attribute value) or a
+    version or quantity compared with something typed ``dyn`` reaches it: those ``==`` run
+    as gen's function. ``!=`` needs it only for quantities, as ``in`` does: cel-go answers
+    ``true`` whenever ``Equal`` is not ``true`` (interpreter/interpretable.go ``evalNe`` @
+    v0.26.0), as cel-expr-python does, but gen's quantity values also carry how
+    apimachinery stores them (``1`` and ``1000m`` are equal, stored differently).
+    """
+    found = {}
+    for node in root.walk():
+        name = _KUBERNETES_OPERATORS.get(node.name) if node.kind == "call" else None
+        if name is None or len(node.args) != 2 or node.id not in positions:
+            continue
+        left, right = (type_name(types.get(arg.id, b"")) for arg in node.args)
+        if "optional" in left + right or "type" in left + right:
+            continue  # values the Python function extension cannot receive
+        quantities = QUANTITY_KEY in left + right
+        if node.name == "_==_":
+            wanted = quantities or (any(marker in left for marker in _EQUALITY_TYPES) and (
+                left != right or "dyn" in left or "any" in left
+            ))
+        else:
+            wanted = quantities
+        if wanted:
+            found[positions[node.id]] = name
+    return found
+
+
+def _kubernetes_equalities(
+    serialized: bytes, offsets: dict[int, str], edits: list[tuple[int, int, str]]
+) -> bytes:
+    """``serialized`` (the runtime parse) with those operators run as gen's functions."""
+    if not offsets:
+        return serialized
+    wanted = {_shifted(offset, edits): name for offset, name in offsets.items()}
+    parsed = decode_parsed_expr(serialized)
+    names = {
+        node.id: wanted[parsed.positions[node.id]]
+        for node in parsed.root.walk()
+        if node.kind == "call" and node.name in _KUBERNETES_OPERATORS
+        and wanted.get(parsed.positions.get(node.id, -1)) == _KUBERNETES_OPERATORS[node.name]
+    }
+    return rename_calls(serialized, names)
 
 
 @dataclass(frozen=True)
@@ -470,9 +542,11 @@ def compile_selector(
     expression = _optional_results(expression, ast)
     if expression != original:
         ast = _parse(checker, expression)
+    as_written = True  # whether the checked ids are those of ``ast``
     try:
         checked = checker.compile(expression)
     except _BINDING_ERRORS as err:
+        as_written = False
         checked = _cross_numeric(checker, expression, ast, str(err))
         if checked is None:
             raise CELCompileError(_compile_message(expression, str(err))) from None
@@ -498,11 +572,15 @@ def compile_selector(
     try:
         # Parsed where the two-variable comprehension macros are, run where their
         # cel.@mapInsert is implemented (gen.dra.cel._library.runtime_env).
-        source = _domain_default_source(
+        edits = _domain_default_edits(
             expression, ast, _time_list_renames(expression, ast, root, types)
         )
-        parsed = checker.compile(source, disable_check=True)
-        program = runtime.deserialize(parsed.serialize())
+        parsed = checker.compile(_apply(expression, edits), disable_check=True)
+        program = runtime.deserialize(_kubernetes_equalities(
+            parsed.serialize(),
+            _equality_offsets(root, types, ast.positions) if as_written else {},
+            edits,
+        ))
     except _BINDING_ERRORS as err:
         raise CELCompileError(f"compilation failed: {_clean(str(err))}") from None
     return CompiledSelector(original, cost, program)

@@ -11,6 +11,7 @@ from gen.dra.cel._source import split_conjuncts
 from gen.dra.devices import Device
 from gen.errors import CELCompileError, CELRuntimeError
 from gen.k8s.quantity import QuantityFormat, format_quantity
+from gen.k8s.semver import Version
 
 __all__ = ["Miss", "diagnose_miss", "explain_miss"]
 
@@ -74,11 +75,38 @@ def _missing_key(name: str, device: Device) -> str:
     )
 
 
+def _versions_read(text: str, device: Device) -> list[tuple[str, str, Version]]:
+    """(domain, name, value) of each version attribute that ``text`` reads."""
+    found = []
+    for match in _REFERENCE.finditer(text):
+        name = match["dot"] or match["key"]
+        value = device.attributes.get(f"{match['domain']}/{name}")
+        if match["map"] == "attributes" and isinstance(value, Version):
+            item = (match["domain"], name, value)
+            if item not in found:
+                found.append(item)
+    return found
+
+
+def _version_hint(text: str, device: Device) -> str:
+    """How to compare a version attribute: Kubernetes' ``Semver`` equals only a ``Semver``."""
+    versions = _versions_read(text, device)
+    if not versions:
+        return ""
+    domain, name, value = versions[0]
+    return (
+        f": {name} is a version ({value}), equal only to a version: compare "
+        f"device.attributes['{domain}'].{name} with semver('{value}'), or use "
+        f".isGreaterThan(semver(...)) / .isLessThan(semver(...)) / .compareTo(semver(...))"
+    )
+
+
 def _explain_error(error: str, text: str, device: Device) -> str:
     match = _NO_SUCH_KEY.search(error)
     if match is not None:
         return f"{error}: {_missing_key(match[1], device)}"
-    return f"{error}{_shown(_reads(text, device))}"
+    hint = _version_hint(text, device) if error.endswith("no such overload") else ""
+    return f"{error}{hint or _shown(_reads(text, device))}"
 
 
 @dataclass(frozen=True)

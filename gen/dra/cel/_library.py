@@ -33,12 +33,23 @@ from gen.errors import QuantityError
 from gen.k8s.formats import FORMATS
 from gen.k8s.formats import validate as validate_format
 from gen.k8s.netip import Addr, NetIPError, Prefix, parse_addr, parse_prefix
-from gen.k8s.quantity import parse_quantity
+from gen.k8s.quantity import (
+    Int64Amount,
+    QuantityFormat,
+    add_amounts,
+    amount_as_int64,
+    format_quantity,
+    int64_amount,
+    parse_quantity,
+)
 from gen.k8s.semver import Version, parse_version, version_or_reason
 from gen.k8s.urls import URL, URLError, parse_request_uri
 from gen.k8s.urls import parse as parse_url
 
 __all__ = [
+    "KUBERNETES_EQUALS",
+    "KUBERNETES_IN",
+    "KUBERNETES_NOT_EQUALS",
     "OPTIONAL_RESULTS",
     "QUANTITY_KEY",
     "SEMVER_KEY",
@@ -77,9 +88,36 @@ def _key(value: Decimal) -> str:
     return "0" if value == 0 else str(value.normalize())
 
 
-def quantity_carrier(value: Decimal) -> dict[str, str]:
-    """The runtime CEL value of a quantity."""
-    return {QUANTITY_KEY: _key(value)}
+_DEC = "dec:"
+
+
+def quantity_carrier(value: Decimal, amount: Int64Amount | None = None) -> dict[str, str]:
+    """The runtime CEL value of a quantity and how apimachinery stores it: ``1000e-3`` for
+    the ``int64Amount`` (1000, -3), ``dec:<value>`` for an ``inf.Dec`` (``amount`` None).
+
+    The storage decides ``isInteger()`` / ``asInteger()``; equality compares values only,
+    so ``==`` on quantities runs as :func:`_kubernetes_equal` (gen.dra.cel._engine).
+    """
+    if amount is None:
+        return {QUANTITY_KEY: _DEC + _key(value)}
+    return {QUANTITY_KEY: f"{amount[0]}e{amount[1]}"}
+
+
+def _stored(value: object) -> Int64Amount | None:
+    """The ``int64Amount`` a quantity carrier holds; None for an ``inf.Dec``."""
+    text = _q_text(value)
+    if text.startswith(_DEC):
+        return None
+    mantissa, _, scale = text.partition("e")
+    return int(mantissa), int(scale)
+
+
+def _q_text(value: object) -> str:
+    if type(value) is dict and len(value) == 1:
+        text = value.get(QUANTITY_KEY)
+        if type(text) is str:
+            return text
+    raise _LibraryError("no such overload")
 
 
 def semver_carrier(version: Version) -> dict[str, str]:
@@ -97,7 +135,7 @@ def quantity_value(value: object) -> Decimal | None:
     if type(value) is dict and len(value) == 1:
         text = value.get(QUANTITY_KEY)
         if type(text) is str:
-            return _decimal(text)
+            return _decimal(text.removeprefix(_DEC))
     return None
 
 
@@ -133,18 +171,12 @@ def _compare(left: object, right: object) -> int:
     return (a > b) - (a < b)  # type: ignore[operator]
 
 
-def _int64(value: Decimal, what: str) -> int:
-    if value != value.to_integral_value() or not _INT64[0] <= value <= _INT64[1]:
-        raise _LibraryError(f"cannot convert value to {what}")
-    return int(value)
-
-
 # --- implementations ------------------------------------------------------------------------
 
 
 @memoize(maxsize=4096)
 def _quantity_text(text: str) -> dict[str, str]:
-    return quantity_carrier(parse_quantity(text))
+    return quantity_carrier(parse_quantity(text), int64_amount(text))
 
 
 def _quantity(text: object) -> dict[str, str]:
@@ -175,9 +207,18 @@ def _is_semver(text: object, normalize: object = False) -> bool:
 
 
 def _add(left: object, right: object, sign: int = 1) -> dict[str, str]:
+    # Quantity.Add / Sub (apimachinery quantity.go @ v0.36.0); an int is
+    # resource.NewQuantity(i, DecimalExponent), the int64Amount (i, 0).
     base = _q(left)
-    other = Decimal(right) if type(right) is int else _q(right)
-    return quantity_carrier(base + sign * other)
+    other_amount: Int64Amount | None
+    if type(right) is int:
+        other, other_amount = Decimal(right), (right, 0)
+    else:
+        other, other_amount = _q(right), _stored(right)
+    amount = _stored(left)
+    if other_amount is not None and sign < 0:
+        other_amount = (-other_amount[0], other_amount[1])
+    return quantity_carrier(base + sign * other, add_amounts(amount, other_amount))
 
 
 def _sub(left: object, right: object) -> dict[str, str]:
@@ -189,9 +230,16 @@ def _sign(value: object) -> int:
     return (q > 0) - (q < 0)
 
 
+def _as_integer(value: object) -> int:
+    # Quantity.AsInt64 (apimachinery quantity.go @ v0.36.0) answers from the storage.
+    number = amount_as_int64(_stored(value))
+    if number is None:
+        raise _LibraryError("cannot convert value to integer")
+    return number
+
+
 def _is_integer(value: object) -> bool:
-    q = _q(value)
-    return q == q.to_integral_value() and _INT64[0] <= q <= _INT64[1]
+    return amount_as_int64(_stored(value)) is not None
 
 
 def _version_part(index: int) -> Callable[[object], int]:
@@ -220,8 +268,74 @@ def _cel_equal(a: object, b: object) -> bool:
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_cel_equal(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
+        left, right = quantity_value(a), quantity_value(b)
+        if left is not None or right is not None:
+            return left == right  # a quantity carrier also holds its storage
         return a.keys() == b.keys() and all(_cel_equal(a[k], b[k]) for k in a)
     return type(a) is type(b) and a == b
+
+
+KUBERNETES_EQUALS = "gen.kubernetes.equals"
+KUBERNETES_NOT_EQUALS = "gen.kubernetes.not_equals"
+KUBERNETES_IN = "gen.kubernetes.in"
+"""The runtime functions gen runs ``==``, ``!=`` and ``in`` as where an operand may be a
+version or quantity (gen.dra.cel._engine): :func:`_kubernetes_equal`, its negation and list
+membership with Kubernetes' ``Equal``."""
+
+
+def _kubernetes_equal(left: object, right: object) -> bool:
+    """cel-go's ``types.Equal`` with Kubernetes' ``Semver`` / ``Quantity`` values.
+
+    ``Semver.Equal`` and ``Quantity.Equal`` answer "no such overload" for any other type
+    (kubernetes staging/src/k8s.io/apiserver/pkg/cel/semver.go and quantity.go @ v1.36.0);
+    ``null`` on either side is compared first (cel-go common/types/util.go ``Equal``); a
+    list or map element whose comparison is an error counts as equal (cel-go
+    common/types/list.go and map.go ``Equal`` stop only at ``False``) @ v0.26.0.
+    """
+    if left is None or right is None:
+        return left is None and right is None
+    amount, version = quantity_value(left), _semver_value(left)
+    if amount is not None or version is not None:
+        other_amount, other_version = quantity_value(right), _semver_value(right)
+        if amount is not None and other_amount is not None:
+            return amount == other_amount
+        if version is not None and other_version is not None:
+            return version.compare(other_version) == 0
+        raise _LibraryError("no such overload")
+    if isinstance(left, list):
+        if not isinstance(right, list) or len(left) != len(right):
+            return False
+        return all(_equal_or_error(a, b) for a, b in zip(left, right, strict=True))
+    if isinstance(left, dict):
+        if not isinstance(right, dict) or len(left) != len(right):
+            return False
+        return all(k in right and _equal_or_error(v, right[k]) for k, v in left.items())
+    if quantity_value(right) is not None or _semver_value(right) is not None:
+        return False
+    return _cel_equal(left, right)
+
+
+def _kubernetes_not_equal(left: object, right: object) -> bool:
+    # cel-go evalNe @ v0.26.0: types.Bool(types.Equal(lhs, rhs) != types.True).
+    try:
+        return not _kubernetes_equal(left, right)
+    except _LibraryError:
+        return True
+
+
+def _kubernetes_in(value: object, items: object) -> bool:
+    # cel-go baseList.Contains @ v0.26.0: true at the first element whose Equal is true.
+    if isinstance(items, dict):
+        return any(not _kubernetes_not_equal(value, key) for key in items)
+    return any(not _kubernetes_not_equal(value, item) for item in _items(items))
+
+
+def _equal_or_error(left: object, right: object) -> bool:
+    """An element comparison: an error is not ``False``, so it does not stop the walk."""
+    try:
+        return _kubernetes_equal(left, right)
+    except _LibraryError:
+        return True
 
 
 def _items(value: object) -> list[Any]:
@@ -627,7 +741,7 @@ _LIBRARY: dict[str, list[_Overload]] = {
         ("quantity_sub", _Q, [_Q, _Q], True, _sub),
         ("quantity_sub_int", _Q, [_Q, _INT], True, _sub),
     ],
-    "asInteger": [("quantity_asInteger", _INT, [_Q], True, lambda v: _int64(_q(v), "integer"))],
+    "asInteger": [("quantity_asInteger", _INT, [_Q], True, _as_integer)],
     "asApproximateFloat": [
         ("quantity_asApproximateFloat", _DBL, [_Q], True, lambda v: float(_q(v)))
     ],
@@ -833,6 +947,14 @@ def runtime_env() -> cel.Env:
         decls.append(cel.FunctionDecl(name, [
             cel.Overload(f"{name}_list_dyn", _DYN, [_LIST_DYN, _DYN], is_member=True, impl=impl)
         ]))
+    for name, impl in (
+        (KUBERNETES_EQUALS, _kubernetes_equal),
+        (KUBERNETES_NOT_EQUALS, _kubernetes_not_equal),
+        (KUBERNETES_IN, _kubernetes_in),
+    ):
+        decls.append(cel.FunctionDecl(name, [
+            cel.Overload(name.replace(".", "_"), _BOOL, [_DYN, _DYN], impl=impl)
+        ]))
     decls.append(cel.FunctionDecl("cel.@mapInsert", [
         cel.Overload("map_insert_key_value", _DYN, [_DYN, _DYN, _DYN], impl=_map_insert),
         cel.Overload("map_insert_map", _DYN, [_DYN, _DYN],
@@ -861,5 +983,12 @@ def device_data(device: Device) -> dict[str, object]:
     capacity: dict[str, dict[str, object]] = {}
     for qualified, amount in device.capacity.items():
         domain, name = _split_name(qualified, device.driver)
-        capacity.setdefault(domain, {})[name] = quantity_carrier(amount)
+        # Stored as ParseQuantity stores the canonical text gen publishes (BinarySI).
+        capacity.setdefault(domain, {})[name] = _capacity_carrier(amount)
     return {"driver": device.driver, "attributes": attributes, "capacity": capacity}
+
+
+@memoize(maxsize=4096)
+def _capacity_carrier(amount: Decimal) -> dict[str, str]:
+    text = format_quantity(amount, QuantityFormat.BINARY_SI)
+    return quantity_carrier(parse_quantity(text), int64_amount(text))

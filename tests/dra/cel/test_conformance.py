@@ -20,7 +20,14 @@ from gen.cli import cli
 from gen.dra.cel import compile_selector, evaluate
 from gen.dra.devices import Device
 from gen.errors import CELCompileError, QuantityError
-from gen.k8s.quantity import Quantity, QuantityFormat, compare_quantities, format_quantity
+from gen.k8s.quantity import (
+    Quantity,
+    QuantityFormat,
+    add_amounts,
+    amount_as_int64,
+    compare_quantities,
+    format_quantity,
+)
 
 CORPUS = Path(__file__).parent / "corpus" / "quantity.yaml"
 CASES: list[dict[str, Any]] = yaml.safe_load(CORPUS.read_text(encoding="utf-8"))["cases"]
@@ -37,7 +44,7 @@ def _by_kind(*kinds: str) -> list[Any]:
 
 def test_corpus_counts() -> None:
     """The corpus holds every transcribed case, each with its source."""
-    assert len(CASES) == 502
+    assert len(CASES) == 514
     for case in CASES:
         assert set(case["source"]) == {"repo", "path", "ref", "test"}
 
@@ -78,6 +85,20 @@ def _as_selector(case: dict[str, Any]) -> str:
     if isinstance(value, float):
         return f"({case['input']}) == {value!r}"
     return f"({case['input']}) == {value}"
+
+
+@pytest.mark.parametrize("case", _by_kind("as_int64"))
+def test_apimachinery_as_int64(case: dict[str, Any]) -> None:
+    value, scale = case["input"]
+    assert amount_as_int64((value, scale)) == case["value"]
+
+
+@pytest.mark.parametrize("case", _by_kind("amount_add"))
+def test_apimachinery_amount_add(case: dict[str, Any]) -> None:
+    left, right = (tuple(amount) for amount in case["input"])
+    expected = None if case["value"] is None else tuple(case["value"])
+    assert add_amounts(left, right) == expected
+    assert add_amounts(right, left) == expected
 
 
 @pytest.mark.parametrize("case", _by_kind("cel"))
