@@ -84,3 +84,25 @@ def test_candidates_follow_the_class(tmp_path: Path) -> None:
     (cluster,) = load_plan(root / "profiles", base=root).clusters
     (svc,) = cluster.services
     assert {c.pool.name for c in candidates(svc)} == {"big"}
+
+
+def test_a_dra_class_by_raw_cel_lands_only_on_the_pools_its_cel_selects(tmp_path: Path) -> None:
+    """An H200 class written as raw CEL is neither sized for nor placed on the L4 pool (the
+    pipeline records the pools its CEL rejects, gen.dra.admission)."""
+    files = dict(MIXED)
+    files["profiles/cluster.yaml"] = files["profiles/cluster.yaml"].replace(
+        '"1.31.6"', '"1.34.2"').replace("device-plugin", "dra")
+    files["profiles/classes.yaml"] = (
+        "kind: GPUClass\nname: cel-h200\ncel:\n"
+        "  - device.attributes[\"gpu.nvidia.com\"].productName == \"NVIDIA H200\"\n")
+    files["profiles/svc.yaml"] = files["profiles/svc.yaml"].replace("CLASS", "cel-h200")
+    root = write_tree(tmp_path, files)
+    assert lint(root / "profiles", base=root) == []
+    (cluster,) = load_plan(root / "profiles", base=root).clusters
+    (svc,) = cluster.services
+    assert {c.pool.name for c in candidates(svc)} == {"big"}
+    assert {c.pool.name for c in candidates(svc, match_class=False)} == {"big", "small"}
+    render(root / "profiles", root / "out", base=root, validator="embedded", jobs=1)
+    (path,) = (root / "out").rglob("deployment-llama-70b.yaml")
+    deployment: dict[str, Any] = yaml.safe_load(path.read_text())
+    assert deployment["spec"]["template"]["spec"]["nodeSelector"]["gen.dev/pool"] == "big"
