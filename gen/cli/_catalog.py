@@ -26,6 +26,9 @@ def gpu_rows() -> list[dict[str, Any]]:
             "architecture": gpu.architecture,
             "compute_capability": gpu.compute_capability,
             "memory_mib": gpu.memory_mib,
+            # What vLLM budgets from (gen fit's "CUDA-visible total") and whether a log gave it.
+            "cuda_visible_mib": gpu.cuda_visible_mib,
+            "cuda_total_logged": gpu.cuda_total_mib is not None,
             "unified_memory": gpu.unified_memory,
             "mig_units": gpu.mig_units,
             "mig_profiles": [p.name for p in gpu.mig_profiles],
@@ -40,6 +43,8 @@ def gpu_rows() -> list[dict[str, Any]]:
             "architecture": f"Apple {chip.family}",
             "compute_capability": None,
             "memory_mib": None,
+            "cuda_visible_mib": None,
+            "cuda_total_logged": False,
             "memory_gb_options": list(chip.memory_gb_options),
             "gpu_cores": list(chip.gpu_cores),
             "unified_memory": True,

@@ -82,3 +82,18 @@ def test_gpus_include_the_ampere_workstation_cards(runner: CliRunner) -> None:
     assert rows["rtx-3090"]["pci_device_ids"] == ["0x2204"]
     assert rows["rtx-a5000"]["memory_mib"] == 24564
     assert rows["rtx-a6000"]["product_name"] == "NVIDIA RTX A6000"
+
+
+def test_gpus_json_gives_the_total_vllm_budgets_from(runner: CliRunner) -> None:
+    """--json carries the CUDA-visible total gen fit uses: logged where a vLLM log gave it,
+    else NVML's memory less the documented reserve."""
+    from gen.nvidia.gpus import CUDA_RESERVE_MIB
+
+    result = runner.invoke(cli, ["catalog", "gpus", "--json"], catch_exceptions=False)
+    rows = {r["id"]: r for r in json.loads(result.stdout)}
+    h100 = rows["h100-sxm5-80gb"]
+    assert h100["cuda_total_logged"] is True
+    assert h100["cuda_visible_mib"] < h100["memory_mib"]
+    a6000 = rows["rtx-a6000"]
+    assert a6000["cuda_total_logged"] is False
+    assert a6000["cuda_visible_mib"] == a6000["memory_mib"] - CUDA_RESERVE_MIB
