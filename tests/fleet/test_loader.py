@@ -220,10 +220,10 @@ def test_scalar_text_kept_for_messages(tmp_path: Path) -> None:
 
 def test_symlinks_inside_the_repository_are_followed(tmp_path: Path) -> None:
     """A linked file and a linked folder inside the fleet repository are read."""
-    write_tree(tmp_path, {"shared/svc.yaml": "kind: A\n", "shared/more/b.yaml": "kind: B\n",
+    write_tree(tmp_path, {"common/svc.yaml": "kind: A\n", "common/more/b.yaml": "kind: B\n",
                           "profiles/own.yaml": "kind: C\n"})
-    (tmp_path / "profiles/svc.yaml").symlink_to("../shared/svc.yaml")
-    (tmp_path / "profiles/more").symlink_to("../shared/more")
+    (tmp_path / "profiles/svc.yaml").symlink_to("../common/svc.yaml")
+    (tmp_path / "profiles/more").symlink_to("../common/more")
     (tmp_path / "profiles/loop").symlink_to(".")
     docs = load_documents(tmp_path / "profiles", base=tmp_path)
     assert sorted(d.data["kind"] for d in docs) == ["A", "B", "C"]
