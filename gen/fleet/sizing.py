@@ -18,7 +18,7 @@ from gen.fleet.plan import ServicePlan
 if TYPE_CHECKING:
     from gen.serving.fit import FitReport, FitRequest
 
-__all__ = ["default_max_model_len", "fit_reports", "resolved_max_model_len", "service_fit"]
+__all__ = ["fit_reports", "resolved_max_model_len", "service_fit"]
 
 
 def _request(svc: ServicePlan, cand: Candidate, max_model_len: int | None) -> FitRequest:
@@ -91,8 +91,3 @@ def service_fit(svc: ServicePlan) -> tuple[int, list[tuple[Candidate, FitReport]
     every device it can get at that length."""
     length = resolved_max_model_len(svc)
     return length, fit_reports(svc, length)
-
-
-def default_max_model_len(svc: ServicePlan) -> int:
-    """The profile's max_model_len, else the largest that fits every candidate device."""
-    return resolved_max_model_len(svc)

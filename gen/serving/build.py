@@ -24,6 +24,7 @@ from gen.fleet.manifests import (
 )
 from gen.fleet.placement import candidates
 from gen.fleet.plan import ClusterPlan, ManifestSpec, ServicePlan
+from gen.fleet.sizing import resolved_max_model_len
 
 PORT_NAME = "http"
 CONTAINER_PORT = 8000
@@ -94,13 +95,6 @@ def _env(svc: ServicePlan) -> list[dict[str, Any]]:
     return env
 
 
-def max_model_len(svc: ServicePlan) -> int:
-    """The context length served: the profile's, else the largest that fits."""
-    from gen.fleet.sizing import resolved_max_model_len
-
-    return resolved_max_model_len(svc)
-
-
 def engine_args(svc: ServicePlan) -> list[str]:
     """``vllm serve`` arguments; every memory-relevant setting explicit, from the service's one
     :class:`gen.serving.fit.ServingConfig` (the settings lint and ``gen fit`` budget)."""
@@ -109,7 +103,7 @@ def engine_args(svc: ServicePlan) -> list[str]:
     service = svc.service
     serving = service.serving
     config = ServingConfig.of(service)
-    length = max_model_len(svc)
+    length = resolved_max_model_len(svc)
     args = [
         service.model,
         "--host", "0.0.0.0",
