@@ -42,6 +42,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from gen.serving.fit import BudgetTerm
+
 if TYPE_CHECKING:
     from gen.serving.model_catalog import LLMSpec
 
@@ -52,7 +54,6 @@ __all__ = [
     "UBATCH_TOKENS",
     "AppleFitReport",
     "AppleGPU",
-    "FitTerm",
     "apple_fit",
     "compute_bytes",
     "kv_bytes",
@@ -97,19 +98,6 @@ class AppleGPU:
     def memory_mib(self) -> int:
         """The cap in MiB."""
         return self.memory_bytes // MIB
-
-
-@dataclass(frozen=True)
-class FitTerm:
-    """One line of the budget: what it is, its bytes, and llama.cpp's log line to compare."""
-
-    name: str
-    bytes: int
-    source: str
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"name", "bytes", "source"}``."""
-        return {"name": self.name, "bytes": self.bytes, "source": self.source}
 
 
 def kv_bytes(model: LLMSpec, n_ctx: int, slots: int = 1) -> int:
@@ -159,7 +147,7 @@ class AppleFitReport:
     max_model_len: int
     slots: int
     n_ctx: int
-    terms: tuple[FitTerm, ...]
+    terms: tuple[BudgetTerm, ...]
     max_model_len_fit: int
     max_slots_fit: int
 
@@ -307,13 +295,13 @@ def apple_fit(
             f"one {UBATCH_TOKENS}-token batch of activations (gen's estimate)",
         )
     terms = (
-        FitTerm("budget", budget, f"{gpu_memory_utilization:.2f} × the cap{cap}"),
-        FitTerm("weights", weights, sources[0]),
-        FitTerm("kv", kv, sources[1]),
-        FitTerm("compute", compute, sources[2]),
-        FitTerm("runtime", RUNTIME_BYTES, "backend objects outside those buffers (gen's "
+        BudgetTerm("budget", budget, f"{gpu_memory_utilization:.2f} × the cap{cap}"),
+        BudgetTerm("weights", weights, sources[0]),
+        BudgetTerm("kv", kv, sources[1]),
+        BudgetTerm("compute", compute, sources[2]),
+        BudgetTerm("runtime", RUNTIME_BYTES, "backend objects outside those buffers (gen's "
                 "allowance)"),
-        FitTerm("headroom", budget - used, "budget − the four terms above"),
+        BudgetTerm("headroom", budget - used, "budget − the four terms above"),
     )
     errors: list[str] = []
     if length < 1:
