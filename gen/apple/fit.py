@@ -42,6 +42,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from gen.apple.chips import GIB, MIB
 from gen.serving.fit import BudgetTerm
 
 if TYPE_CHECKING:
@@ -59,9 +60,6 @@ __all__ = [
     "kv_bytes",
     "kv_tokens",
 ]
-
-MIB = 1 << 20
-GIB = 1 << 30
 
 KV_ELEMENT_BYTES = 2
 """llama.cpp's default KV cache type is f16 (``--cache-type-k`` / ``-v``: ``f16``)."""
