@@ -11,6 +11,7 @@ capabilities never import each other: they meet here and in the Plan (``gen.flee
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -20,9 +21,7 @@ from gen.emit.cache import (
     CACHE_GITIGNORE,
     CACHE_GITIGNORE_BYTES,
     FLEET_RECORD,
-    CacheRecord,
     new_record,
-    record_bytes,
     record_path,
 )
 from gen.emit.output import Changes, compute_changes, unified_diff, write_tree
@@ -40,23 +39,32 @@ from gen.errors import (
 from gen.fleet.plan import ClusterPlan, Plan
 
 if TYPE_CHECKING:
+    from gen.emit.cache import CacheRecord
     from gen.emit.crd_schemas import CRDSet
     from gen.fleet.suppress import SuppressionReport
 
 __all__ = [
+    "CheckPart",
+    "CheckScope",
     "Progress",
     "RenderResult",
     "Validator",
     "build_cluster",
     "build_manifests",
+    "build_one",
+    "check_parts",
     "check_report",
+    "cluster_checks",
     "cluster_fingerprints",
     "default_jobs",
+    "fleet_checks",
     "lint",
     "lint_report",
     "load_plan",
+    "merged_findings",
     "render",
     "render_outputs",
+    "resolve_fleet",
     "run_checks",
 ]
 
@@ -125,6 +133,112 @@ def _checks() -> tuple[Check, ...]:
             apple_check, gitops_check, capacity_check)
 
 
+CheckScope = Literal["cluster", "once", "fleet"]
+"""What a part of a check reads, and so where it runs (:data:`CHECK_PARTS`):
+
+- ``cluster``: one built cluster (a Plan holding it alone, with the fleet's profiles); run by
+  the worker that builds that cluster, and reused from its record when its pre-build key
+  matches (:func:`gen.emit.cache.prebuild_key`: what else of ``plan.profiles`` it reads
+  must be in that key);
+- ``once``: as ``cluster``, but each finding list is keyed by what it is about, and of the
+  lists with the same key only the first cluster's (in plan order) counts;
+- ``fleet``: the whole resolved fleet, before any build: run once by the parent, while the
+  workers build (it may read nothing the builders decide)."""
+
+
+@dataclass(frozen=True)
+class CheckPart:
+    """One part of a capability's lint rules (:func:`_checks` lists the whole checks, each
+    the sum of its parts)."""
+
+    check: str
+    """The capability check it is part of."""
+    scope: CheckScope
+    run: Callable[[Plan], list[Finding]] | None = None
+    """For ``cluster`` (on a one-cluster Plan) and ``fleet`` (on the resolved Plan)."""
+    once: Callable[[ClusterPlan], Mapping[str, list[Finding]]] | None = None
+    """For ``once``: the cluster's finding lists by what they are about."""
+
+
+def check_parts() -> tuple[CheckPart, ...]:
+    """Every check split by scope, in :func:`_checks` order."""
+    from gen.apple import checks as apple
+    from gen.dra import checks as dra
+    from gen.dra import satisfiability
+    from gen.gitops import checks as gitops
+    from gen.nvidia import checks as mig
+    from gen.security import checks as security
+    from gen.serving import capacity
+    from gen.serving import checks as serving
+
+    return (
+        CheckPart("mig", "cluster", mig.check_clusters),
+        CheckPart("mig", "fleet", mig.unused_layouts),
+        CheckPart("dra", "cluster", dra.check_clusters),
+        CheckPart("dra", "fleet", dra.check_fleet),
+        CheckPart("serving", "cluster", serving.check),
+        CheckPart("security", "fleet", security.check),
+        CheckPart("satisfiability", "cluster", satisfiability.check),
+        CheckPart("apple", "cluster", apple.check_clusters),
+        CheckPart("apple", "once", once=apple.mac_findings),
+        CheckPart("gitops", "cluster", gitops.check_clusters),
+        CheckPart("gitops", "fleet", gitops.fleet_modes),
+        CheckPart("capacity", "cluster", capacity.check),
+    )
+
+
+ClusterFindings = tuple[list[Finding], dict[str, list[Finding]]]
+"""One cluster's findings of the ``cluster`` parts, and of the ``once`` parts by key."""
+
+
+def cluster_checks(plan: Plan, cluster: ClusterPlan) -> ClusterFindings:
+    """The ``cluster`` and ``once`` parts of every check on one built ``cluster`` of
+    ``plan`` (whose other clusters are not looked at)."""
+    import dataclasses
+
+    one = dataclasses.replace(plan, clusters=(cluster,), findings=())
+    findings: list[Finding] = []
+    once: dict[str, list[Finding]] = {}
+    for part in check_parts():
+        if part.scope == "cluster" and part.run is not None:
+            findings.extend(part.run(one))
+        elif part.scope == "once" and part.once is not None:
+            for key, found in part.once(cluster).items():
+                once[f"{part.check}:{key}"] = list(found)
+    return findings, once
+
+
+def fleet_checks(plan: Plan) -> list[Finding]:
+    """The ``fleet`` parts of every check, on the resolved (built or not) fleet."""
+    return [f for part in check_parts() if part.scope == "fleet" and part.run is not None
+            for f in part.run(plan)]
+
+
+def merged_findings(plan: Plan, clusters: Iterable[ClusterFindings],
+                    fleet: Iterable[Finding]) -> list[Finding]:
+    """Every finding of every check, from the parts: resolve's, each cluster's (in plan
+    order; of the ``once`` lists with the same key, the first), the fleet's. The same
+    findings as :func:`check_report` gathers from the whole checks, not in the same order."""
+    findings: list[Finding] = list(plan.findings)
+    once: dict[str, list[Finding]] = {}
+    for found, keyed in clusters:
+        findings.extend(found)
+        for key, items in keyed.items():
+            once.setdefault(key, items)
+    findings.extend(fleet)
+    for items in once.values():
+        findings.extend(items)
+    return findings
+
+
+def _suppressed(plan: Plan, findings: Iterable[Finding], *, whole: bool) -> SuppressionReport:
+    from gen.fleet.suppress import apply_suppressions
+    from gen.rules import RULES
+
+    return apply_suppressions(findings, plan.profiles.suppressions, RULES,
+                              report_unused=whole, profiles=plan.profiles)
+
+
 def check_report(plan: Plan) -> SuppressionReport:
     """All findings of all capabilities' rules (and those resolve recorded in the Plan),
     split by the fleet's suppressions (:mod:`gen.fleet.suppress`) into those that count
@@ -151,16 +265,36 @@ def load_plan(profiles_dir: Path, *, base: Path | None = None) -> Plan:
     its provenance file (:mod:`gen.gitops.provenance`)."""
     import dataclasses
 
+    plan, root = resolve_fleet(profiles_dir, base=base)
+    return dataclasses.replace(plan, clusters=tuple(
+        build_one(c, root) for c in plan.clusters))
+
+
+def resolve_fleet(profiles_dir: Path, *, base: Path | None = None) -> tuple[Plan, Path]:
+    """Load, validate and resolve the profiles, with the fleet view every cluster's build
+    reads (:func:`gen.gitops.fleet.fleet_view`) recorded in each cluster, nothing built;
+    and the folder the profile paths shown in the output are relative to
+    (:func:`build_one` reads the profile files there)."""
+    import dataclasses
+
     from gen.fleet.profiles import load_profiles
     from gen.fleet.resolve import build_plan
-    from gen.gitops.provenance import with_provenance
+    from gen.gitops.fleet import fleet_view
 
-    profiles = load_profiles(profiles_dir, base=base)
-    plan = build_manifests(build_plan(profiles))
+    plan = build_plan(load_profiles(profiles_dir, base=base))
+    view = fleet_view(plan.clusters)
     # The folder the profile paths shown in the output are relative to (gen.fleet.loader).
     root = base if base is not None else profiles_dir.resolve().parent
     return dataclasses.replace(plan, clusters=tuple(
-        with_provenance(c, root) for c in plan.clusters))
+        dataclasses.replace(c, gitops_fleet=view) for c in plan.clusters)), root
+
+
+def build_one(cluster: ClusterPlan, root: Path) -> ClusterPlan:
+    """One cluster of :func:`resolve_fleet` built (:func:`build_cluster`), with its
+    provenance file."""
+    from gen.gitops.provenance import with_provenance
+
+    return with_provenance(build_cluster(cluster), root)
 
 
 def lint(profiles_dir: Path, *, base: Path | None = None,
@@ -285,10 +419,13 @@ class _RenderCluster:
         warm(sorted(keys), self.crds)
 
     def __call__(self, index: int) -> _ClusterOutput:
+        return self.render_built(self.plan.clusters[index])
+
+    def render_built(self, cluster: ClusterPlan) -> _ClusterOutput:
+        """Render and validate one built cluster."""
         from gen.emit.render import kustomizations, render_cluster
 
         self._setup()
-        cluster = self.plan.clusters[index]
         try:
             objects, files = render_cluster(self._env, cluster)
         except TemplateError as err:
@@ -307,15 +444,177 @@ class _RenderCluster:
         return _ClusterOutput(outputs, findings, (), len(objects))
 
 
+@dataclass
+class _TaskOutput:
+    """What the worker of one cluster sends back to a render: its per-cluster findings and,
+    when it is rendered, its files, findings and record (never its built plan)."""
+
+    lint: list[Finding]
+    once: dict[str, list[Finding]]
+    files: Mapping[PurePosixPath, bytes] = dataclasses.field(default_factory=dict)
+    findings: list[Finding] = dataclasses.field(default_factory=list)
+    """Schema validation findings."""
+    template_findings: tuple[Finding, ...] = ()
+    objects: int = 0
+    record: bytes | None = None
+    """The cluster's record as out/ should hold it (None: it gets none)."""
+    reused: bool = False
+    """Its files are the bytes just read from out/ (the render cache vouched for them)."""
+    rendered: bool = False
+    """Its files are in ``files`` (it was selected and its lint let it render)."""
+    built: bool = True
+    """False when the pre-build key matched: nothing was built, linted or rendered."""
+    build_error: Exception | None = None
+    """What building or checking it raised (the render raises it, first cluster first)."""
+    render_error: Exception | None = None
+    """What rendering it raised, beside a template error (raised after the lint errors)."""
+
+
+class _ClusterTask:
+    """Cluster ``i`` of a resolved plan, from its cached record or built, checked,
+    fingerprinted, rendered and validated: the task each worker of :func:`render` runs.
+
+    Picklable (spawned workers get it pickled once): the resolved plan and the options;
+    the Jinja environment, the validators and the fingerprinter are made once per process.
+    ``selected``: the clusters the render renders (the others are only linted).
+    ``records``: the render makes records (fingerprints and pre-build keys);
+    ``reuse``: it may take a cluster from its record.
+    """
+
+    def __init__(self, plan: Plan, root: Path, out_dir: Path, templates_dir: Path | None,
+                 out_label: str, validate: bool, crds: CRDSet | None,
+                 selected: frozenset[str], records: bool, reuse: bool,
+                 prebuild_extra: Mapping[str, Any] | None) -> None:
+        self.plan = plan
+        self.root = root
+        self.out_dir = out_dir
+        self.templates_dir = templates_dir
+        self.out_label = out_label
+        self.validate = validate
+        self.crds = crds
+        self.selected = selected
+        self.records = records
+        self.reuse = reuse
+        self.prebuild_extra = prebuild_extra
+        self._render: _RenderCluster | None = None
+        self._fingerprinter: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_render": None, "_fingerprinter": None}
+
+    def _renderer(self) -> _RenderCluster:
+        if self._render is None:
+            self._render = _RenderCluster(self.plan, self.templates_dir, self.out_label,
+                                          self.validate, self.crds)
+            self._render._setup()
+        return self._render
+
+    def _fingerprint(self, cluster: ClusterPlan) -> str | None:
+        from gen.emit.cache import Fingerprinter
+
+        if self._fingerprinter is None:
+            self._fingerprinter = Fingerprinter(
+                self._renderer()._env, self.crds.digest() if self.crds is not None else "")
+        fingerprint: str | None = self._fingerprinter.fingerprint(cluster)
+        return fingerprint
+
+    def _key(self, cluster: ClusterPlan) -> tuple[str, frozenset[str]] | None:
+        from gen.emit.cache import prebuild_key
+
+        if self.prebuild_extra is None:
+            return None
+        layouts = sorted({p.mig_layout.name for p in cluster.pools if p.mig_layout})
+        extra = {**self.prebuild_extra, "layouts": [
+            self.plan.profiles.mig_layouts.get(name) for name in layouts]}
+        return prebuild_key(cluster, extra, self.root)
+
+    def __call__(self, index: int) -> _TaskOutput:
+        from gen.emit.cache import lint_record_bytes, read_lint_record, verified_files
+
+        resolved = self.plan.clusters[index]
+        name = resolved.name
+        selected = name in self.selected
+        keyed = self._key(resolved) if self.records else None
+        found = read_lint_record(self.out_dir, name) if self.reuse else None
+        validated_ok = found is not None and (found.record.validated or not self.validate)
+        if found is not None and keyed is not None and found.prebuild == keyed[0]:
+            hit = _TaskOutput(list(found.findings), {k: list(v) for k, v in found.once.items()},
+                              built=False)
+            if not selected:
+                return hit
+            files = verified_files(self.out_dir, found.record) if validated_ok else None
+            if files is not None:
+                hit.files, hit.objects, hit.record = files, found.record.objects, found.data
+                hit.reused = True
+                return hit
+        try:
+            cluster = build_one(resolved, self.root)
+            lint, once = cluster_checks(self.plan, cluster)
+        except Exception as err:  # noqa: BLE001 - raised by the parent, in plan order
+            return _TaskOutput([], {}, build_error=err)
+        out = _TaskOutput(lint, once)
+        if not selected:
+            return out
+        fingerprint = self._fingerprint(cluster) if self.records else None
+        # The pre-build key vouches for the cluster only if it hashed every profile file
+        # the provenance file reads (the origins of its objects and files).
+        origins = {cluster.located.document.path, *(m.origin.path for m in cluster.manifests),
+                   *(f.origin.path for f in cluster.files)} - {""}
+        prebuild = keyed[0] if keyed is not None and origins <= keyed[1] else None
+
+        def record(objects: int, files: Mapping[PurePosixPath, bytes]) -> bytes | None:
+            if fingerprint is None:
+                return None
+            return lint_record_bytes(new_record(name, fingerprint, self.validate, objects,
+                                                files), prebuild, lint, once)
+
+        if (found is not None and fingerprint is not None and validated_ok
+                and found.record.fingerprint == fingerprint):
+            files = verified_files(self.out_dir, found.record)
+            if files is not None:
+                out.files, out.objects, out.reused = files, found.record.objects, True
+                out.record = record(found.record.objects, files)
+                return out
+        if self._errors(lint, once):
+            return out  # the render stops at the lint errors: no use rendering
+        try:
+            result = self._renderer().render_built(cluster)
+        except Exception as err:  # noqa: BLE001 - raised by the parent after the lint errors
+            out.render_error = err
+            return out
+        out.files, out.findings = result.files, result.findings
+        out.template_findings, out.objects = result.template_findings, result.objects
+        out.rendered = True
+        if not result.template_findings:
+            out.record = record(result.objects, result.files)
+        return out
+
+    def _errors(self, lint: list[Finding], once: dict[str, list[Finding]]) -> bool:
+        """Whether this cluster's own findings hold an error no suppression silences."""
+        findings = [*lint, *(f for found in once.values() for f in found)]
+        if not any(f.severity is Severity.ERROR for f in findings):
+            return False
+        kept = _suppressed(self.plan, findings, whole=False).findings
+        return any(f.severity is Severity.ERROR for f in kept)
+
+
 def default_jobs(plan: Plan) -> int:
     """Worker processes for a render of ``plan``: one per CPU (at most
-    :data:`MAX_DEFAULT_JOBS`) for large fleets, else 1."""
+    :data:`MAX_DEFAULT_JOBS`) for large fleets, else 1. A plan not built yet (a render
+    builds in its workers) is sized by :func:`_estimated_manifests`."""
     from gen.emit.parallel import available_cpus
 
-    manifests = sum(len(c.manifests) for c in plan.clusters)
+    manifests = sum(len(c.manifests) for c in plan.clusters) or _estimated_manifests(plan)
     if manifests < PARALLEL_MIN_MANIFESTS:
         return 1
     return min(available_cpus(), len(plan.clusters), MAX_DEFAULT_JOBS)
+
+
+def _estimated_manifests(plan: Plan) -> int:
+    """About how many manifests building ``plan`` makes: a handful per service (Deployment,
+    Service, claim template, PVC, policies...) and per cluster (namespaces, GitOps
+    objects, device classes); only :func:`default_jobs` reads it."""
+    return sum(10 + 6 * len(c.services) for c in plan.clusters)
 
 
 def render_outputs(
@@ -460,7 +759,6 @@ def render(
     ``crds_dir`` (:func:`gen.emit.crd_schemas.load_crd_dir`); a CRD file gen cannot use is
     a lint error (``GEN023``).
     """
-    import dataclasses
 
     from gen.emit.crd_schemas import load_crd_dir
 
@@ -473,46 +771,24 @@ def render(
         fast = _fast_path(out_dir, digest)
         if fast is not None:
             return fast
-    plan = load_plan(profiles_dir, base=base)
+    whole, root = resolve_fleet(profiles_dir, base=base)
     crds, crd_findings = load_crd_dir(crds_dir, base)
-    lint_findings = [*run_checks(plan), *crd_findings]
-    errors = [f for f in lint_findings if f.severity is Severity.ERROR]
-    if errors:
-        raise LintError(f"{len(errors)} lint error(s); nothing was written", findings=errors)
-    plan = plan.select(clusters)
+    known = {c.name for c in whole.clusters}
+    selected = frozenset(c for c in clusters if c in known) if clusters else frozenset(known)
+    if clusters and not set(clusters) <= known:
+        selected = frozenset()  # plan.select raises, once the lint has had its say
     validate = validator != "none"
-    fingerprints = (
-        {} if check and no_cache else _fingerprints(plan, templates_dir, crds)
+    make_records = not (check and no_cache)
+    task = _ClusterTask(
+        whole, root, out_dir, templates_dir, out_label, validate, crds, selected,
+        records=make_records, reuse=not no_cache,
+        prebuild_extra=_prebuild_extra(templates_dir, crds) if make_records else None,
     )
-    reused = {} if no_cache else _reusable(plan, out_dir, fingerprints, validate)
-    # A skipped cluster's files are the bytes just read from out/: by its record, the bytes
-    # a render of its unchanged inputs writes (gen.emit.cache).
-    rendered = _render_clusters(
-        dataclasses.replace(plan, clusters=tuple(
-            c for c in plan.clusters if c.name not in reused)),
-        templates_dir=templates_dir, out_label=out_label, validator=validator,
-        jobs=jobs, progress=progress, crds=crds,
-    )
-    outputs: dict[PurePosixPath, bytes] = {}
-    findings: list[Finding] = []
-    records: dict[str, bytes] = {}
-    fresh = iter(rendered)
-    count = 0
-    for cluster in plan.clusters:
-        if cluster.name in reused:
-            record, data, files = reused[cluster.name]
-            outputs.update(files)
-            records[record_path(cluster.name)] = data
-            count += record.objects
-            continue
-        result = next(fresh)
-        outputs.update(result.files)
-        findings.extend(result.findings)
-        count += result.objects
-        fingerprint = fingerprints.get(cluster.name)
-        if fingerprint is not None:
-            records[record_path(cluster.name)] = record_bytes(
-                new_record(cluster.name, fingerprint, validate, result.objects, result.files))
+    done, fleet = _run_cluster_tasks(task, jobs, progress)
+    lint_findings = _lint_findings(whole, done, fleet, crd_findings)
+    plan = whole.select(clusters)
+    results = [done[i] for i in sorted(done) if whole.clusters[i].name in selected]
+    outputs, findings, records, reused, count = _collected(plan, results)
     outputs = dict(sorted(outputs.items(), key=lambda kv: str(kv[0])))
     if validator in ("auto", "kubeconform"):
         findings.extend(_kubeconform(plan, outputs, required=validator == "kubeconform",
@@ -529,7 +805,7 @@ def render(
     warnings = tuple(sort_findings(f for f in lint_findings if f.severity is not Severity.ERROR))
     skipped = tuple(c.name for c in plan.clusters if c.name in reused)
     if check:
-        verified = [p for _, _, files in reused.values() for p in files]
+        verified = [p for files in reused.values() for p in files]
         changes = compute_changes(outputs, out_dir, verified=verified)
         text = unified_diff(outputs, out_dir, changes) if diff and not changes.empty else ""
         if not changes.empty:
@@ -544,6 +820,118 @@ def render(
         records[FLEET_RECORD] = _fleet_record(digest, plan, count, warnings, outputs, records)
     changes = write_tree(outputs, out_dir, cache=dict(sorted(records.items())))
     return RenderResult(outputs, changes, warnings, count, skipped=skipped)
+
+
+def _lint_findings(whole: Plan, done: Mapping[int, _TaskOutput],
+                   fleet: list[Finding] | Exception, crd_findings: Iterable[Finding],
+                   ) -> list[Finding]:
+    """The lint findings that count of a render whose tasks are ``done``: resolve's, the
+    clusters' and the fleet's, suppressed once over all of them, and the CRD folder's.
+    Raises, in this order, what a cluster's build or check raised (the first cluster's),
+    what the fleet checks raised, :class:`LintError` for the errors among them."""
+    for i in sorted(done):
+        error = done[i].build_error
+        if error is not None:
+            raise error
+    if isinstance(fleet, Exception):
+        raise fleet
+    merged = merged_findings(whole, ((done[i].lint, done[i].once) for i in sorted(done)),
+                             fleet)
+    lint_findings = [*_suppressed(whole, merged, whole=True).findings, *crd_findings]
+    errors = [f for f in lint_findings if f.severity is Severity.ERROR]
+    if errors:
+        raise LintError(f"{len(errors)} lint error(s); nothing was written", findings=errors)
+    return lint_findings
+
+
+def _collected(plan: Plan, results: Sequence[_TaskOutput]) -> tuple[
+        dict[PurePosixPath, bytes], list[Finding], dict[str, bytes],
+        dict[str, Mapping[PurePosixPath, bytes]], int]:
+    """The files (sorted), schema findings, records, reused clusters' files and object
+    count of the selected clusters' tasks (``results``, in ``plan`` order). Raises what a
+    cluster's render raised (the first cluster's), then every template error together as
+    one :class:`TemplateError`."""
+    for result in results:
+        if result.render_error is not None:
+            raise result.render_error
+    template_findings = [f for r in results for f in r.template_findings]
+    if template_findings:
+        raise TemplateError(
+            f"rendering failed: {len(template_findings)} template error(s)",
+            findings=template_findings,
+        )
+    outputs: dict[PurePosixPath, bytes] = {}
+    findings: list[Finding] = []
+    records: dict[str, bytes] = {}
+    reused: dict[str, Mapping[PurePosixPath, bytes]] = {}
+    count = 0
+    for cluster, result in zip(plan.clusters, results, strict=True):
+        # A reused cluster's files are the bytes just read from out/: by its record, the
+        # bytes a render of its unchanged inputs writes (gen.emit.cache).
+        outputs.update(result.files)
+        findings.extend(result.findings)
+        count += result.objects
+        if result.reused:
+            reused[cluster.name] = result.files
+        if result.record is not None:
+            records[record_path(cluster.name)] = result.record
+    return (dict(sorted(outputs.items(), key=lambda kv: str(kv[0]))), findings, records,
+            reused, count)
+
+
+def _prebuild_extra(templates_dir: Path | None, crds: CRDSet | None) -> dict[str, Any] | None:
+    """What every cluster's pre-build key holds beside the cluster (:func:`gen.emit.cache.
+    prebuild_key`): the template overrides (the key skips the render too) and the CRDs
+    (they decide the verdict). None when the overrides cannot be hashed: no key then."""
+    from gen.emit.cache import template_tree_digest
+
+    overrides = template_tree_digest(templates_dir)
+    if overrides is None:
+        return None
+    return {"templates": overrides, "crds": crds.digest() if crds is not None else ""}
+
+
+def _run_cluster_tasks(
+    task: _ClusterTask, jobs: int | None, progress: Progress | None,
+) -> tuple[dict[int, _TaskOutput], list[Finding] | Exception]:
+    """Every cluster's task, in ``jobs`` worker processes (default: :func:`default_jobs`),
+    and meanwhile, here, the fleet-wide checks (their findings, or what they raised)."""
+    from gen.emit.parallel import run_tasks
+
+    plan = task.plan
+    total = len(plan.clusters)
+    shown = sum(1 for c in plan.clusters if c.name in task.selected)
+    done: dict[int, _TaskOutput] = {}
+    ticks = 0
+    fleet: list[Finding] | Exception = []
+
+    def collect(index: int, result: _TaskOutput) -> None:
+        nonlocal ticks
+        done[index] = result
+        name = plan.clusters[index].name
+        if progress is not None and name in task.selected:
+            ticks += 1
+            progress(name, ticks, shown)
+
+    def meanwhile() -> None:
+        nonlocal fleet
+        try:
+            fleet = fleet_checks(plan)
+        except Exception as err:  # noqa: BLE001 - raised after the clusters' build errors
+            fleet = err
+
+    try:
+        run_tasks(task, total, default_jobs(plan) if jobs is None else jobs, collect,
+                  meanwhile=meanwhile)
+    except WorkerError as err:
+        if err.task is None:
+            raise
+        raise WorkerError(
+            f"{err.message} while building and rendering cluster "
+            f"{plan.clusters[err.task].name!r}; nothing was written "
+            "(out of memory? try --jobs 1)"
+        ) from None
+    return done, fleet
 
 
 def _input_digest(
@@ -642,7 +1030,8 @@ def _fingerprints(plan: Plan, templates_dir: Path | None,
 def _reusable(
     plan: Plan, out_dir: Path, fingerprints: dict[str, str | None], validate: bool,
 ) -> dict[str, tuple[CacheRecord, bytes, dict[PurePosixPath, bytes]]]:
-    """The clusters the cache vouches for: cluster → (its record, the record's bytes, its
+    """(For bench/run.py's phase timings; a render looks up each cluster in its worker.)
+    The clusters the cache vouches for: cluster → (its record, the record's bytes, its
     files as read from out/). Each needs a record with the fingerprint it has now, validated if this
     render validates, and every recorded file in out/ with the bytes recorded."""
     from gen.emit.cache import read_record, verified_files

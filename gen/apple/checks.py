@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 Device = tuple[str, "AppleGPU", str, "AppleFitReport | None"]
 """(where it is, the device, how to make room, the model's fit on it) for the fit rule."""
 
-__all__ = ["check"]
+__all__ = ["check", "check_clusters", "mac_findings"]
 
 GIB = 1 << 30
 
@@ -285,20 +285,26 @@ def _argocd(cluster: ClusterPlan, svc: ServicePlan) -> Finding | None:
 
 def check(plan: Plan) -> list[Finding]:
     """GEN601–GEN611."""
+    findings = check_clusters(plan)
+    once: dict[str, list[Finding]] = {}
+    for cluster in plan.clusters:
+        for name, found in mac_findings(cluster).items():
+            once.setdefault(name, found)
+    for found in once.values():
+        findings += found
+    return findings
+
+
+def check_clusters(plan: Plan) -> list[Finding]:
+    """The rules on each cluster alone: everything but the native-Mac rules
+    (:func:`mac_findings`), which count once per service however many clusters it is in."""
     findings: list[Finding] = []
-    macs_seen: set[str] = set()
     for cluster in plan.clusters:
         decided = decisions(cluster)
         findings += _pool_findings(cluster, decided.pools)
         for svc in cluster.services:
             service = svc.service
             if service.mac_hosts:
-                if service.name not in macs_seen:
-                    macs_seen.add(service.name)
-                    findings += _mac_findings(svc, decided.macs[service.name])
-                    gguf = _gguf_finding(svc)
-                    if gguf is not None:
-                        findings.append(gguf)
                 argo = _argocd(cluster, svc)
                 if argo is not None:
                     findings.append(argo)
@@ -310,3 +316,20 @@ def check(plan: Plan) -> list[Finding]:
             elif service.name in decided.vllm:
                 findings.append(_located_vllm_on_apple(cluster, svc, decided.vllm[service.name]))
     return findings
+
+
+def mac_findings(cluster: ClusterPlan) -> dict[str, list[Finding]]:
+    """The native-Mac rules of each service of ``cluster`` on macOS hosts, by service name.
+    A service in several clusters counts once: its findings from the first of them in plan
+    order (:func:`check`)."""
+    decided = decisions(cluster)
+    found: dict[str, list[Finding]] = {}
+    for svc in cluster.services:
+        service = svc.service
+        if service.mac_hosts and service.name not in found:
+            findings = list(_mac_findings(svc, decided.macs[service.name]))
+            gguf = _gguf_finding(svc)
+            if gguf is not None:
+                findings.append(gguf)
+            found[service.name] = findings
+    return found

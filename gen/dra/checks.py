@@ -197,6 +197,11 @@ def _selector_findings(plan: Plan) -> list[Finding]:
 
 def check(plan: Plan) -> list[Finding]:
     """GEN201–GEN208, GEN215–GEN218 (satisfiability lives in gen.dra.satisfiability)."""
+    return [*check_clusters(plan), *check_fleet(plan)]
+
+
+def check_clusters(plan: Plan) -> list[Finding]:
+    """The rules on each cluster alone (versions, gates, the chart, quotas)."""
     findings: list[Finding] = []
     for cluster in plan.clusters:
         findings += _version_findings(cluster)
@@ -212,15 +217,18 @@ def check(plan: Plan) -> list[Finding]:
                         svc.located.at("gpu", "alternatives"), "gpu.alternatives",
                         severity=Severity.WARNING,
                     ))
-    findings += _selector_findings(plan)
-    findings += _selector_counts(plan)
-    for cluster in plan.clusters:
         findings += _chart_floor(cluster)
         if cluster.dra_api_version is None:
             findings += _device_plugin_drops(cluster)
         else:
             findings += _quota_bypasses(cluster)
     return findings
+
+
+def check_fleet(plan: Plan) -> list[Finding]:
+    """The rules on each selector and selector list, compiled for every DRA cluster that
+    uses it (GEN203, GEN216): they read the resolved fleet, nothing the builders decide."""
+    return [*_selector_findings(plan), *_selector_counts(plan)]
 
 
 def _rendered_classes(cluster: ClusterPlan) -> list[str]:

@@ -869,3 +869,138 @@ def verified_outputs(out_dir: Path, hashes: Mapping[str, str], *, cache_ok: bool
             kept[rel] = digest
             loaded[rel] = data
     return VerifiedFiles(root, kept, loaded)
+
+
+# ------------------------------------------------------------------------- the pre-build key
+# Added for the build in the workers (gen.pipeline): a second key in each cluster's record,
+# computed before the cluster is built, and the cluster's own lint findings with it.
+
+PREBUILD_FORMAT = 1
+"""The pre-build key's layout version (part of the key)."""
+
+
+def prebuild_key(cluster: ClusterPlan, extra: Mapping[str, Any],
+                 root: Path) -> tuple[str, frozenset[str]] | None:
+    """The pre-build key of a resolved (not yet built) cluster, and the shown paths of the
+    profile files whose bytes it hashed; None when an input cannot be hashed.
+
+    A SHA-256 over the canonical JSON of: gen's version, code digest and libraries (as a
+    fingerprint has them); the built-in templates and gen's data files (catalogs read by
+    builders and checks); ``extra`` (the caller's other inputs: override templates, CRDs,
+    what the checks read beside the cluster); the cluster plan itself, every value the
+    resolver put there, with every source location **with its line and column** (findings
+    carry them, unlike the bytes a fingerprint vouches for); and the SHA-256 of the bytes of
+    every profile file any of those locations or documents names, read from ``root`` (the
+    folder the shown paths are relative to), as the provenance file reads them. A profile is
+    hashed as its whole file, so an edit anywhere in it (a comment that moves the lines
+    below) changes the key of every cluster that draws on it.
+    """
+    from gen.fleet.profiles import Located
+
+    paths: set[str] = set()
+
+    def default(value: Any) -> Any:
+        if isinstance(value, SourceLocation):
+            paths.add(value.path)
+            return [value.path, value.line, value.column, value.note]
+        if isinstance(value, Located):
+            paths.add(value.document.path)
+            return {"value": value.value,
+                    "from": [value.document.path, value.document.index]}
+        return _default(value)
+
+    builtin = _builtin_digest()
+    if builtin is None:
+        return None
+    try:
+        text = json.dumps(
+            {"cluster": cluster, "extra": extra}, sort_keys=True, separators=(",", ":"),
+            ensure_ascii=True, allow_nan=False, default=default)
+    except (Uncacheable, ValueError):
+        return None
+    files: dict[str, str] = {}
+    for shown in sorted(p for p in paths if p):
+        try:
+            files[shown] = _file_sha256(root / shown)
+        except _NoDigest:
+            return None
+    parts = {
+        "format": PREBUILD_FORMAT,
+        "gen": {"version": __version__, "code": code_digest(), "format": FORMAT,
+                **_library_versions()},
+        "builtin": builtin,
+        "plan": _sha256(text),
+        "files": files,
+    }
+    return _sha256(canonical_json(parts)), frozenset(files)
+
+
+def template_tree_digest(folder: Path | None) -> list[tuple[str, str]] | None:
+    """(relative path, SHA-256) of every file of a template override folder (empty for none);
+    None when it holds a link or an unreadable entry (:func:`prebuild_key` then has no key)."""
+    if folder is None or not folder.is_dir():
+        return []
+    if folder.is_symlink():
+        return None
+    try:
+        return _tree_digest(folder)
+    except _NoDigest:
+        return None
+
+
+@dataclasses.dataclass(frozen=True)
+class LintRecord:
+    """A cluster's record with what :func:`lint_record_bytes` adds: the pre-build key it was
+    written with and the cluster's own lint findings (before suppressions)."""
+
+    record: CacheRecord
+    data: bytes
+    """The record file's bytes."""
+    prebuild: str | None
+    findings: tuple[Any, ...]
+    """The per-cluster checks' findings (:class:`gen.errors.Finding`), in their order."""
+    once: Mapping[str, tuple[Any, ...]]
+    """The per-cluster findings that count once in the fleet, by what they are about."""
+
+
+def lint_record_bytes(record: CacheRecord, prebuild: str | None, findings: Iterable[Any],
+                      once: Mapping[str, Iterable[Any]]) -> bytes:
+    """:func:`record_bytes` with the pre-build key and the cluster's lint findings added
+    (none added without a key: they could never be reused). :func:`parse_record` reads the
+    rest of the file as before."""
+    if prebuild is None:
+        return record_bytes(record)
+    data = {
+        "cluster": record.cluster,
+        "files": dict(sorted(record.files.items())),
+        "fingerprint": record.fingerprint,
+        "format": FORMAT,
+        "objects": record.objects,
+        "validated": record.validated,
+        "prebuild": prebuild,
+        "lint": [finding_json(f) for f in findings],
+        "lint_once": {k: [finding_json(f) for f in v] for k, v in sorted(once.items())},
+    }
+    return (json.dumps(data, sort_keys=True, indent=1, ensure_ascii=True) + "\n").encode()
+
+
+def read_lint_record(out_dir: Path, cluster: str) -> LintRecord | None:
+    """The record of ``cluster`` in out/ with its pre-build key and findings (a record
+    without them, or with damaged ones, has ``prebuild`` None); None when there is no
+    usable record at all."""
+    found = read_record(out_dir, cluster)
+    if found is None:
+        return None
+    record, data = found
+    raw = json.loads(data)
+    prebuild, lint, once = raw.get("prebuild"), raw.get("lint"), raw.get("lint_once")
+    try:
+        if not (isinstance(prebuild, str) and isinstance(lint, list)
+                and isinstance(once, dict)
+                and all(isinstance(v, list) for v in once.values())):
+            raise ValueError("no pre-build key")
+        findings = tuple(parse_finding(f) for f in lint)
+        keyed = {str(k): tuple(parse_finding(f) for f in v) for k, v in once.items()}
+    except ValueError:
+        return LintRecord(record, data, None, (), {})
+    return LintRecord(record, data, prebuild, findings, keyed)

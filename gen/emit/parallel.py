@@ -77,15 +77,21 @@ def run_tasks(
     count: int,
     jobs: int,
     on_result: Callable[[int, R], None],
+    *,
+    meanwhile: Callable[[], None] | None = None,
 ) -> None:
     """Call ``on_result(i, task(i))`` for every ``i < count``, in completion order.
 
     With ``jobs <= 1`` (or a single task) everything runs here, in index order.
+    ``meanwhile``: called once here while the workers run their first tasks (after the
+    last task when there are no workers); what it raises ends the run like a task's error.
     """
     jobs = min(jobs, count)
     if jobs <= 1:
         for index in range(count):
             on_result(index, task(index))
+        if meanwhile is not None:
+            meanwhile()
         return
     ctx = _context()
     workers: list[tuple[Any, Connection]] = []
@@ -96,7 +102,7 @@ def run_tasks(
             process.start()
             child_end.close()
             workers.append((process, parent_end))
-        _dispatch(workers, count, on_result)
+        _dispatch(workers, count, on_result, meanwhile)
     finally:
         for _, conn in workers:
             with contextlib.suppress(OSError):
@@ -110,7 +116,8 @@ def run_tasks(
 
 
 def _dispatch(
-    workers: list[tuple[Any, Connection]], count: int, on_result: Callable[[int, Any], None]
+    workers: list[tuple[Any, Connection]], count: int, on_result: Callable[[int, Any], None],
+    meanwhile: Callable[[], None] | None = None,
 ) -> None:
     next_index = 0
     busy: dict[Any, tuple[Any, Connection, int]] = {}  # conn -> (process, conn, its task)
@@ -119,6 +126,8 @@ def _dispatch(
             conn.send(next_index)
             busy[conn] = (process, conn, next_index)
             next_index += 1
+    if meanwhile is not None:
+        meanwhile()
     while busy:
         for ready in wait(list(busy)):
             process, conn, task = busy.pop(ready)

@@ -8,7 +8,7 @@ from gen.fleet.manifests import has_addon, model_cache_storage
 from gen.fleet.plan import ClusterPlan, Plan, ServicePlan
 from gen.gitops.fleet import fleet_view
 
-__all__ = ["check"]
+__all__ = ["check", "check_clusters", "fleet_modes"]
 
 
 def _addons(cluster: ClusterPlan) -> list[Finding]:
@@ -70,7 +70,9 @@ def _storage(cluster: ClusterPlan, svc: ServicePlan) -> Finding | None:
     )
 
 
-def _fleet_modes(plan: Plan) -> list[Finding]:
+def fleet_modes(plan: Plan) -> list[Finding]:
+    """GEN703: the clusters one Argo CD root syncs disagree on fleet_mode (the profiles' own
+    settings: nothing the builders decide)."""
     findings: list[Finding] = []
     view = fleet_view(plan.clusters)
     by_name = {c.name: c for c in plan.clusters}
@@ -104,6 +106,11 @@ def _fleet_modes(plan: Plan) -> list[Finding]:
 
 def check(plan: Plan) -> list[Finding]:
     """Every GitOps finding of the fleet."""
+    return [*check_clusters(plan), *fleet_modes(plan)]
+
+
+def check_clusters(plan: Plan) -> list[Finding]:
+    """The add-on and storage rules, on each cluster alone."""
     findings: list[Finding] = []
     for cluster in plan.clusters:
         findings.extend(_addons(cluster))
@@ -111,5 +118,4 @@ def check(plan: Plan) -> list[Finding]:
             finding = _storage(cluster, svc)
             if finding is not None:
                 findings.append(finding)
-    findings.extend(_fleet_modes(plan))
     return findings

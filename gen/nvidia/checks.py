@@ -38,6 +38,12 @@ def _layout_location(plan: Plan, name: str, path: tuple[str | int, ...],
 
 def check(plan: Plan) -> list[Finding]:
     """GEN101–GEN104 (static layouts) and GEN110–GEN119 (dynamic MIG)."""
+    return [*check_clusters(plan), *unused_layouts(plan)]
+
+
+def check_clusters(plan: Plan) -> list[Finding]:
+    """The rules on each cluster's pools, cluster by cluster: a cluster's findings depend on
+    that cluster and on the layouts its pools name (``plan.profiles.mig_layouts``) only."""
     findings: list[Finding] = []
     for cluster in plan.clusters:
         findings += _dynamic_findings(cluster)
@@ -97,11 +103,10 @@ def check(plan: Plan) -> list[Finding]:
                     f"(or 'gen explain --runbook --cluster {cluster.name}'); then remove "
                     "previous_mig_layout",
                 ))
-    findings += _unused_layouts(plan)
     return findings
 
 
-def _unused_layouts(plan: Plan) -> list[Finding]:
+def unused_layouts(plan: Plan) -> list[Finding]:
     """GEN101/GEN104 for the layouts no pool uses: they are checked too, so that a layout
     waiting for its pool is not found broken on the day a pool names it."""
     from gen.nvidia.gpus import gpu_catalog

@@ -1,0 +1,114 @@
+"""The checks split by scope (gen.pipeline.CHECK_PARTS): each cluster's parts run on that
+cluster alone (as a render's worker runs them), the fleet parts once on the resolved fleet
+before any build, and together they find exactly what the whole checks find on the whole
+built fleet: every finding, as many times, and the same after the suppressions.
+
+Run on the example fleet, on every corpus case (tests/corpus) and variant, and on bench
+fleets."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+import pytest
+
+from gen.errors import Finding, GenError
+from gen.pipeline import (
+    build_one,
+    check_parts,
+    check_report,
+    cluster_checks,
+    fleet_checks,
+    load_plan,
+    merged_findings,
+    resolve_fleet,
+)
+from tests.corpus.test_corpus import CASES, FLEETS, VARIANTS, Case, _apply
+from tests.helpers import REPO
+
+sys.path.insert(0, str(REPO / "bench"))
+from fleet import write_fleet
+
+
+def _ordered(findings: Iterable[Finding]) -> list[tuple[tuple[str, int, int, str, str], str]]:
+    """Every finding (duplicates kept) in the sorted order, each with all its fields."""
+    return sorted((f.sort_key(), repr(f)) for f in findings)
+
+
+def _assert_split_equals_whole(profiles: Path, base: Path) -> int:
+    """The parts on one-cluster plans and on the unbuilt fleet against the whole checks on
+    the built fleet: raw findings, those that count and those suppressed. Returns how many
+    findings there were (0 when the fleet does not load: nothing to compare)."""
+    from gen.fleet.suppress import apply_suppressions
+    from gen.pipeline import _checks
+    from gen.rules import RULES
+
+    try:
+        whole = load_plan(profiles, base=base)
+    except GenError as err:
+        # The fleet does not load or build: the split path fails the same way.
+        with pytest.raises(type(err)):
+            resolved, root = resolve_fleet(profiles, base=base)
+            for cluster in resolved.clusters:
+                build_one(cluster, root)
+        return 0
+    raw_whole = [*whole.findings, *(f for check in _checks() for f in check(whole))]
+    resolved, root = resolve_fleet(profiles, base=base)
+    per_cluster = [cluster_checks(resolved, build_one(c, root)) for c in resolved.clusters]
+    raw_split = merged_findings(resolved, per_cluster, fleet_checks(resolved))
+    assert _ordered(raw_split) == _ordered(raw_whole)
+    report = check_report(whole)
+    split = apply_suppressions(raw_split, resolved.profiles.suppressions, RULES,
+                               report_unused=True, profiles=resolved.profiles)
+    assert _ordered(split.findings) == _ordered(report.findings)
+    assert sorted(map(repr, split.suppressed)) == sorted(map(repr, report.suppressed))
+    return len(raw_whole)
+
+
+def test_every_check_is_split_into_parts() -> None:
+    """Each capability check has parts, each part one callable of its scope."""
+    parts = check_parts()
+    assert {p.check for p in parts} == {
+        "mig", "dra", "serving", "security", "satisfiability", "apple", "gitops", "capacity"}
+    for part in parts:
+        assert (part.once is not None) == (part.scope == "once")
+        assert (part.run is not None) == (part.scope != "once")
+
+
+def test_example_fleet(tmp_path: Path) -> None:
+    shutil.copytree(REPO / "profiles", tmp_path / "profiles")
+    _assert_split_equals_whole(tmp_path / "profiles", tmp_path)
+
+
+@pytest.mark.parametrize("clusters,services", [(3, 4), (12, 6)])
+def test_bench_fleet(tmp_path: Path, clusters: int, services: int) -> None:
+    _assert_split_equals_whole(write_fleet(tmp_path, clusters, services), tmp_path)
+
+
+def _mutated(case: Case, tmp_path: Path) -> Path:
+    root = tmp_path / "fleet"
+    shutil.copytree(REPO / "profiles", root / "profiles", symlinks=True)
+    for edit in case.edits:
+        _apply(root, edit)
+    return root
+
+
+LINT_CASES = [c for c in CASES if c.mode != "cel"]
+
+
+@pytest.mark.parametrize("case", LINT_CASES, ids=[f"{c.group}:{c.name}" for c in LINT_CASES])
+def test_corpus_case(case: Case, tmp_path: Path) -> None:
+    root = _mutated(case, tmp_path)
+    _assert_split_equals_whole(root / "profiles", root)
+
+
+@pytest.mark.parametrize("case", VARIANTS, ids=[f"{c.group}:{c.name}" for c in VARIANTS])
+def test_corpus_fleet_variant(case: Case, tmp_path: Path) -> None:
+    root = tmp_path / "fleet"
+    shutil.copytree(FLEETS / case.group / "profiles", root / "profiles")
+    for edit in case.edits:
+        _apply(root, edit)
+    _assert_split_equals_whole(root / "profiles", root)
