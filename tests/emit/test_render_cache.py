@@ -69,12 +69,31 @@ EDITS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("profiles/services/llama-70b-mac.yaml", r"^  port: (\d+)$", ("8080",)),
     # a template override: a real change (an annotation) and one the output cannot show
     ("templates/core/namespace.yaml.j2", r'sync-wave: "(-?\d+)"', ("-21", "-20")),
+    # edits that reach the findings (and their lines), not the output: a warning (GEN103)
+    # in a cluster, comments that move the lines below them (in the cluster, in the shared
+    # MIG layout, in the shared GPU class), a layout error silenced inline (its marker must
+    # stay on the finding's line), suppressions in gen.yaml and in a profile
+    ("profiles/clusters/prod-us-east.yaml", r"^    mig_layout: (h100-mixed)$",
+     ("h100-mixed\n    previous_mig_layout: all-1g",)),
+    ("profiles/clusters/prod-us-east.yaml", r"^(kind: Cluster)$", ("# moved\nkind: Cluster",)),
+    ("profiles/mig-layouts/h100-mixed.yaml", r"^(kind: MIGLayout)$",
+     ("# moved\nkind: MIGLayout",)),
+    ("profiles/gpu-classes/h100.yaml", r"^(kind: GPUClass)$", ("# moved\nkind: GPUClass",)),
+    ("profiles/mig-layouts/h100-mixed.yaml", r"^  1g\.10gb: (.+)$",
+     ("3  # gen: ignore[GEN101] testing the cache", "2", "3")),
+    ("gen.yaml", r"^  ignore: (.*)$",
+     ("[{rule: GEN103, reason: planned}]", "[]",
+      "[{rule: GEN101, reason: tested, paths: ['profiles/mig-layouts/*']}]")),
+    ("profiles/clusters/prod-us-east.yaml", r"^(allocation: dra)$",
+     ("allocation: dra\nlint: {ignore: [{rule: GEN103, reason: planned}]}",)),
 )
 
 
 def _apply(root: Path, edit: int, value: int) -> None:
     rel, pattern, values = EDITS[edit]
     target = root / rel
+    if rel == "gen.yaml" and not target.exists():
+        target.write_text("lint:\n  ignore: []\n", encoding="utf-8")
     if rel.startswith("templates/") and not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(BUILTIN_TEMPLATES / rel.removeprefix("templates/"), target)
@@ -88,14 +107,15 @@ def _apply(root: Path, edit: int, value: int) -> None:
     target.write_text(edited, encoding="utf-8")
 
 
-def _outcome(root: Path, **kwargs: object) -> tuple[str, dict[str, bytes]]:
-    """What a render did: 'ok' or the error's class, and the whole out/ tree after it."""
+def _outcome(root: Path, **kwargs: object) -> tuple[str, list[str], dict[str, bytes]]:
+    """What a render did: 'ok' or the error's class, its findings (every field, in their
+    order) and the whole out/ tree after it."""
     try:
-        _render(root, **kwargs)
+        findings = list(_render(root, **kwargs).findings)
         status = "ok"
     except GenError as err:
-        status = type(err).__name__
-    return status, snapshot_tree(root / "out")
+        status, findings = type(err).__name__, list(err.findings)
+    return status, [repr(f) for f in findings], snapshot_tree(root / "out")
 
 
 EDIT_LISTS = st.lists(
