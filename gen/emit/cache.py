@@ -895,11 +895,18 @@ def prebuild_key(cluster: ClusterPlan, extra: Mapping[str, Any],
     hashed as its whole file, so an edit anywhere in it (a comment that moves the lines
     below) changes the key of every cluster that draws on it.
     """
+    from gen.fleet.plan import ServicePlan
     from gen.fleet.profiles import Located
 
     paths: set[str] = set()
+    pools = {id(p): p.name for p in cluster.pools}
 
     def default(value: Any) -> Any:
+        if isinstance(value, ServicePlan) and all(id(p) in pools for p in value.pools):
+            # its pools are the cluster's own (hashed there): by name, not once more each
+            return {"@type": "ServicePlan", "located": value.located,
+                    "gpu_class": value.gpu_class, "alternatives": value.alternatives,
+                    "model": value.model, "pools": [pools[id(p)] for p in value.pools]}
         if isinstance(value, SourceLocation):
             paths.add(value.path)
             return [value.path, value.line, value.column, value.note]
@@ -926,13 +933,20 @@ def prebuild_key(cluster: ClusterPlan, extra: Mapping[str, Any],
             return None
     parts = {
         "format": PREBUILD_FORMAT,
-        "gen": {"version": __version__, "code": code_digest(), "format": FORMAT,
-                **_library_versions()},
+        "gen": _gen_versions(),
         "builtin": builtin,
         "plan": _sha256(text),
         "files": files,
     }
     return _sha256(canonical_json(parts)), frozenset(files)
+
+
+@once
+def _gen_versions() -> dict[str, Any]:
+    """gen's version, code digest and record format, and the libraries' versions (as a
+    fingerprint has them), once per process."""
+    return {"version": __version__, "code": code_digest(), "format": FORMAT,
+            **_library_versions()}
 
 
 def template_tree_digest(folder: Path | None) -> list[tuple[str, str]] | None:
