@@ -941,12 +941,16 @@ def prebuild_key(cluster: ClusterPlan, extra: Mapping[str, Any],
     return _sha256(canonical_json(parts)), frozenset(files)
 
 
-@once
 def _gen_versions() -> dict[str, Any]:
     """gen's version, code digest and record format, and the libraries' versions (as a
-    fingerprint has them), once per process."""
+    fingerprint has them; the libraries' looked up once per process)."""
     return {"version": __version__, "code": code_digest(), "format": FORMAT,
-            **_library_versions()}
+            **_library_versions_once()}
+
+
+@once
+def _library_versions_once() -> dict[str, str]:
+    return _library_versions()
 
 
 def template_tree_digest(folder: Path | None) -> list[tuple[str, str]] | None:

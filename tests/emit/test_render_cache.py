@@ -69,6 +69,9 @@ EDITS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("profiles/services/llama-70b-mac.yaml", r"^  port: (\d+)$", ("8080",)),
     # a template override: a real change (an annotation) and one the output cannot show
     ("templates/core/namespace.yaml.j2", r'sync-wave: "(-?\d+)"', ("-21", "-20")),
+)
+
+LINT_EDITS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     # edits that reach the findings (and their lines), not the output: a warning (GEN103)
     # in a cluster, comments that move the lines below them (in the cluster, in the shared
     # MIG layout, in the shared GPU class), a layout error silenced inline (its marker must
@@ -89,8 +92,13 @@ EDITS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 
 
+ALL_EDITS = EDITS + LINT_EDITS
+"""What the property tests draw from: edits that reach the output, and edits that reach only
+the findings (their lines, their suppressions), which the pre-build key must see too."""
+
+
 def _apply(root: Path, edit: int, value: int) -> None:
-    rel, pattern, values = EDITS[edit]
+    rel, pattern, values = ALL_EDITS[edit]
     target = root / rel
     if rel == "gen.yaml" and not target.exists():
         target.write_text("lint:\n  ignore: []\n", encoding="utf-8")
@@ -119,7 +127,7 @@ def _outcome(root: Path, **kwargs: object) -> tuple[str, list[str], dict[str, by
 
 
 EDIT_LISTS = st.lists(
-    st.tuples(st.integers(0, len(EDITS) - 1), st.integers(0, 5)), min_size=1, max_size=3)
+    st.tuples(st.integers(0, len(ALL_EDITS) - 1), st.integers(0, 5)), min_size=1, max_size=3)
 
 
 def _cached_equals_uncached(rendered: Path, tmp: Path, edits: list[tuple[int, int]]) -> None:
