@@ -5,8 +5,15 @@ Library users call :func:`lint` or :func:`render`; the CLI is a thin layer over 
 This module is also the capability registry. Each capability package (``gen.nvidia``,
 ``gen.dra``, ``gen.serving``, ``gen.apple``, ``gen.gitops``, ``gen.security``) exposes
 its builders and checks; :func:`build_cluster` runs the builders in the order their
-outputs depend on each other, and :data:`CHECKS` lists every capability's check. The
+outputs depend on each other, and :func:`_checks` lists every capability's check, which
+:func:`check_parts` splits by what each part reads (one cluster, or the fleet). The
 capabilities never import each other: they meet here and in the Plan (``gen.fleet``).
+
+:func:`render` loads and resolves once, then builds, lints, fingerprints, renders and
+validates each cluster in a worker (:class:`_ClusterTask`), or takes it from its record in
+``out/.gen-cache/`` when its pre-build key matches (:func:`gen.emit.cache.prebuild_key`),
+while the parent runs the fleet-wide checks; suppressions are then applied once over every
+finding. :func:`lint` and :func:`load_plan` build the whole fleet here, serially.
 """
 
 from __future__ import annotations
@@ -134,7 +141,7 @@ def _checks() -> tuple[Check, ...]:
 
 
 CheckScope = Literal["cluster", "once", "fleet"]
-"""What a part of a check reads, and so where it runs (:data:`CHECK_PARTS`):
+"""What a part of a check reads, and so where it runs (:func:`check_parts`):
 
 - ``cluster``: one built cluster (a Plan holding it alone, with the fleet's profiles); run by
   the worker that builds that cluster, and reused from its record when its pre-build key

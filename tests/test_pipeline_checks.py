@@ -1,4 +1,4 @@
-"""The checks split by scope (gen.pipeline.CHECK_PARTS): each cluster's parts run on that
+"""The checks split by scope (gen.pipeline.check_parts): each cluster's parts run on that
 cluster alone (as a render's worker runs them), the fleet parts once on the resolved fleet
 before any build, and together they find exactly what the whole checks find on the whole
 built fleet: every finding, as many times, and the same after the suppressions.
