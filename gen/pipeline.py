@@ -748,14 +748,18 @@ def render(
     """Render the fleet into ``out_dir`` (or, with ``check``, compare and write nothing).
 
     Lint errors, template errors and schema errors stop the render before anything is
-    written. With ``check``, a stale out/ raises :class:`StaleOutputError`. ``jobs`` and
-    ``progress`` are passed to :func:`render_outputs`.
+    written, in that order of precedence. With ``check``, a stale out/ raises
+    :class:`StaleOutputError`. Each cluster is built, linted, rendered and validated in
+    one of ``jobs`` worker processes (default: :func:`default_jobs`); ``progress`` is
+    called as each selected cluster is done. The result does not depend on ``jobs``.
 
     A cluster whose fingerprint equals the one recorded in ``out/.gen-cache/`` and whose
     recorded files out/ still holds byte for byte is not rendered again: its files are
-    read from out/ (:mod:`gen.emit.cache`; ``RenderResult.skipped`` names them). A render
-    that writes also writes the records. ``no_cache`` renders every cluster (the records
-    are still written, from that render).
+    read from out/ (:mod:`gen.emit.cache`; ``RenderResult.skipped`` names them). One whose
+    pre-build key (:func:`gen.emit.cache.prebuild_key`) equals its record's is not even
+    built or linted: the record's findings count as the cluster's. A render that writes
+    also writes the records. ``no_cache`` renders every cluster (the records are still
+    written, from that render).
 
     Before any of that, the fleet record (:mod:`gen.emit.cache`): when the input digest of
     this render and every file of out/ match it, nothing is loaded, linted or rendered;
