@@ -56,10 +56,10 @@ _PLAIN_STATEMENTS = frozenset({"if", "elif", "else", "endif", "for", "endfor", "
 _PLACEHOLDER = re.compile("\x00Gn([0-9]+)\x00")
 _IMMUTABLE = frozenset({str, int, float, bool, type(None)})
 
-_recording: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
-    "gen_skeleton_recording", default=None,
-)
-"""The JSON texts ``tojson`` has written during the current skeleton render (per thread)."""
+_recording: contextvars.ContextVar[tuple[list[str], list[Any]] | None] = (
+    contextvars.ContextVar("gen_skeleton_recording", default=None))
+"""The JSON texts ``tojson`` has written during the current skeleton render, and their
+values where ``tojson`` knew them (:data:`FROM_TEXT` elsewhere); per thread."""
 
 _SCALARS: BoundedCache[str, Any] = BoundedCache("gen.emit.skeleton.scalars", 100_000)
 """A recorded JSON text → its (immutable) value."""
@@ -82,16 +82,25 @@ def is_plain(source: str) -> bool:
     return True
 
 
-def record(json_text: str) -> str | None:
+FROM_TEXT: Any = object()
+"""For :func:`record`: the value is not known here; take it from the JSON text."""
+
+
+def record(json_text: str, value: Any = FROM_TEXT) -> str | None:
     """Called by ``tojson`` with the JSON it would write: the placeholder to write instead.
 
-    ``None`` outside a skeleton render (``tojson`` then writes the JSON itself).
+    ``value``, when given, is the immutable scalar a YAML parse of ``json_text`` gives
+    (``tojson`` passes it for the strings, integers, booleans and None it writes plainly),
+    so the value need not be parsed back. ``None`` outside a skeleton render (``tojson``
+    then writes the JSON itself).
     """
     recorded = _recording.get()
     if recorded is None:
         return None
-    recorded.append(json_text)
-    return f'"\\u0000Gn{len(recorded) - 1}\\u0000"'
+    texts, values = recorded
+    texts.append(json_text)
+    values.append(value)
+    return f'"\\u0000Gn{len(texts) - 1}\\u0000"'
 
 
 def _plain_templates(env: jinja2.Environment) -> dict[str, bool]:
@@ -137,7 +146,8 @@ def render_shape(
     if not _template_is_plain(env, template):
         return None
     recorded: list[str] = []
-    token = _recording.set(recorded)
+    known: list[Any] = []
+    token = _recording.set((recorded, known))
     try:
         text = template.render(**context)
     finally:
@@ -152,7 +162,10 @@ def render_shape(
         _plain_templates(env)[template.name or ""] = False
         return None
     try:
-        values = [_value(json_text) for json_text in recorded]
+        values = [
+            _value(json_text) if value is FROM_TEXT else value
+            for json_text, value in zip(recorded, known, strict=True)
+        ]
         docs = [_fill(plan, values) for plan in compiled[0]]
     except _Miss:
         return None

@@ -23,6 +23,7 @@ thousands of times, so each distinct scalar is resolved or represented once and 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -197,6 +198,18 @@ _scalar_cache = _SCALAR.data
 _LINE_BREAKS = frozenset("\r\n\x85\u2028\u2029")
 
 
+_PLAIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_./-]*")
+"""Strings PyYAML writes plain, as they are, unless the resolver would read them as another
+type: a letter first (no number, timestamp, ``.inf``, indicator or merge key can start so),
+then only characters that are never indicators or need quoting in a block scalar."""
+_RESOLVES = frozenset({
+    "yes", "Yes", "YES", "no", "No", "NO", "true", "True", "TRUE", "false", "False", "FALSE",
+    "on", "On", "ON", "off", "Off", "OFF", "null", "Null", "NULL",
+})
+"""Of those, the ones PyYAML's implicit resolvers read as a bool or null (its ``bool`` and
+``null`` patterns, ``yaml/resolver.py``): it quotes them."""
+
+
 def _scalar(value: Any) -> str:
     """The text :func:`dump_slow` writes for ``value`` as a mapping value (one line)."""
     # By type, and floats by their repr: 0.0 == -0.0 (and 1 == 1.0 == True) as dict keys.
@@ -205,10 +218,13 @@ def _scalar(value: Any) -> str:
         return _scalar_cache[key]
     except KeyError:
         pass
-    if type(value) is str and (
-        len(value) > _MAX_FAST_SCALAR or not _LINE_BREAKS.isdisjoint(value)
-    ):
-        raise _Fallback
+    if type(value) is str:
+        if len(value) > _MAX_FAST_SCALAR or not _LINE_BREAKS.isdisjoint(value):
+            raise _Fallback
+        if _PLAIN_WORD.fullmatch(value) and value not in _RESOLVES:
+            return _SCALAR.put(key, value)
+    elif type(value) is int:
+        return _SCALAR.put(key, int.__repr__(value))
     text = dump_slow({"k": value})
     if not text.startswith("k: ") or text.count("\n") != 1:
         raise _Fallback

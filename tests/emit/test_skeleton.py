@@ -76,7 +76,7 @@ def _builtin_shapes() -> list[tuple[str, Any]]:
             env = make_environment(None)
             for cluster in load_plan(profiles, base=root).clusters:
                 for spec in cluster.manifests:
-                    recorded: list[str] = []
+                    recorded: tuple[list[str], list[Any]] = ([], [])
                     token = skeleton._recording.set(recorded)
                     try:
                         text = env.get_template(spec.template).render(**spec.context)
