@@ -31,7 +31,7 @@ from __future__ import annotations
 import contextvars
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jinja2
@@ -166,7 +166,10 @@ def render_shape(
             _value(json_text) if value is FROM_TEXT else value
             for json_text, value in zip(recorded, known, strict=True)
         ]
-        docs = [_fill(plan, values) for plan in compiled[0]]
+        docs = [
+            _fill(plan, values) if fill is None else fill(values)
+            for plan, fill in zip(compiled[0], compiled[3], strict=True)
+        ]
     except _Miss:
         return None
     shape = compiled[2]
@@ -174,7 +177,8 @@ def render_shape(
 
 
 _Plan = tuple[Any, ...]
-_Compiled = tuple[list[_Plan], int, yamlfast.ShapeText | None]
+_Filler = Callable[[list[Any]], Any]
+_Compiled = tuple[list[_Plan], int, yamlfast.ShapeText | None, list[_Filler | None]]
 _SKELETONS: BoundedCache[str, _Compiled | None] = BoundedCache(
     "gen.emit.skeleton.skeletons", 4096)
 """A skeleton render's text → its compiled plans, placeholder count and canonical text
@@ -196,7 +200,7 @@ def _compile(text: str, load_all: Any) -> _Compiled | None:
     if sorted(found) != list(range(len(found))):
         return None  # a placeholder lost (in a comment, a block string) or repeated
     shape = yamlfast.compile_shape(docs[0], _hole) if len(docs) == 1 else None
-    return plans, len(found), shape
+    return plans, len(found), shape, [filler(plan) for plan in plans]
 
 
 def _hole(node: Any) -> int | None:
@@ -257,6 +261,51 @@ def _fill(plan: _Plan, values: list[Any]) -> Any:
             raise _Miss  # a value made two keys equal: the real parse reports it
         out[key] = _fill(value_plan, values)
     return out
+
+
+_MAX_DEPTH = 64
+"""Deeper plans keep :func:`_fill` (Python's compiler limits how deep an expression nests)."""
+
+
+def filler(plan: _Plan) -> _Filler | None:
+    """:func:`_fill` of ``plan`` as one compiled expression: ``filler(plan)(values)`` builds
+    the same document (the same fixed parts shared, the values in the same places, the
+    keys in the same order). None where a key is a value: those keep :func:`_fill`, which
+    checks each such key.
+
+    The expression only indexes two tuples, the fixed parts (``K``) and the values (``v``):
+    no text from a template or a value is ever part of the code compiled.
+    """
+    fixed: list[Any] = []
+
+    def const(node: Any) -> str:
+        fixed.append(node)
+        return f"K[{len(fixed) - 1}]"
+
+    def expr(part: _Plan, depth: int) -> str:
+        if depth > _MAX_DEPTH:
+            raise _Miss
+        tag = part[0]
+        if tag == "s":
+            return const(part[1])
+        if tag == "p":
+            return f"v[{int(part[1])}]"
+        if tag == "l":
+            return "[" + "".join(f"{expr(item, depth + 1)}, " for item in part[1]) + "]"
+        entries = []
+        for key_plan, value_plan in part[1]:
+            if key_plan[0] != "s":
+                raise _Miss  # a key from a value: _fill checks it is hashable and new
+            entries.append(f"{const(key_plan[1])}: {expr(value_plan, depth + 1)}")
+        return "{" + ", ".join(entries) + "}"
+
+    try:
+        source = f"lambda v: {expr(plan, 0)}"
+    except _Miss:
+        return None
+    namespace = {"K": tuple(fixed)}
+    function: _Filler = eval(compile(source, "<gen.emit.skeleton>", "eval"), namespace)
+    return function
 
 
 _SURROGATE_ESCAPE = re.compile(r"\\ud[89a-f]", re.IGNORECASE)
