@@ -173,7 +173,7 @@ def render_shape(
     except _Miss:
         return None
     shape = compiled[2]
-    return docs, None if shape is None else shape.fill(values)
+    return docs, None if shape is None else shape.fill(values, recorded)
 
 
 _Plan = tuple[Any, ...]
@@ -316,9 +316,22 @@ def _value(json_text: str) -> Any:
     cached = _scalars.get(json_text)
     if cached is not None or json_text == "null":
         return cached
+    cached = _collections.get(json_text)
+    if cached is not None:
+        return cached
     if "\\u" in json_text and _SURROGATE_ESCAPE.search(json_text):
         raise _Miss
     value = json.loads(json_text)
     if type(value) in _IMMUTABLE:
         _SCALARS.put(json_text, value)
+    elif len(json_text) <= _MAX_SHARED:
+        # A collection (labels, args, env, …) is parsed once per distinct text and shared
+        # by every object that writes it: rendered data is read-only (render_data).
+        _COLLECTIONS.put(json_text, value)
     return value
+
+
+_COLLECTIONS: BoundedCache[str, Any] = BoundedCache("gen.emit.skeleton.collections", 16_384)
+"""A recorded JSON text of a list or mapping → its value, shared (read-only)."""
+_collections = _COLLECTIONS.data
+_MAX_SHARED = 8192

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 from typing import Any
@@ -193,6 +194,11 @@ def test_a_shapes_text_filled_is_dump_of_the_filled_data(shape: tuple[Any, list[
     assert (text is not None) == _fast(data)  # steps aside exactly where dump does
     if text is not None:
         assert text == yamlfast.dump(data)
+    # With each value named by its JSON text, a collection's block is written once and
+    # reused: the second fill comes from the cache and must be the same bytes.
+    keys = [json.dumps(v, sort_keys=True) for v in values]
+    assert compiled.fill(values, keys) == text
+    assert compiled.fill(values, keys) == text
 
 
 @pytest.mark.parametrize(("doc", "values"), [
@@ -250,7 +256,6 @@ def test_integers_are_written_as_pyyaml_writes_them(value: int) -> None:
 @settings(max_examples=300, deadline=None, derandomize=True)
 @given(st.one_of(TEXT, st.integers(), st.booleans(), st.none()))
 def test_tojson_of_a_scalar_is_json_dumps_text(value: Any) -> None:
-    import json
     import re
 
     expected = json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False)
