@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from gen.emit.cache import (
     FLEET_RECORD,
     FleetRecord,
+    file_text,
     finding_json,
     fleet_record_bytes,
     parse_finding,
@@ -411,7 +412,8 @@ def test_the_stat_table_vouches_for_every_file_after_a_render(
 
     record = parse_fleet_record((stat_rendered / "out" / FLEET_RECORD).read_bytes())
     assert record is not None
-    assert set(read_stat_table(stat_rendered / "out")) == set(record.files)
+    table = read_stat_table(stat_rendered / "out")
+    assert table is not None and table.vouched() == set(record.files)
     reads = _counting_reads(monkeypatch)
     result = _render(stat_rendered, check=True)
     assert result.fast_path and reads == []
@@ -453,8 +455,9 @@ def test_a_hand_edit_is_reported_though_the_stat_table_vouched(
 
 def test_only_files_old_enough_and_still_gen_s_are_vouched_for(tmp_path: Path) -> None:
     """A file whose mtime is within the margin of the time after which only someone else
-    can have changed it, or that is no longer the inode gen put there, is left out of the
-    table; a file on a filesystem with whole-second times leaves the table out entirely."""
+    can have changed it, that is no longer the inode gen put there, or that the fleet
+    record does not list, is listed without its stat; a file on a filesystem with
+    whole-second times leaves the table out entirely."""
     import os
     import time
 
@@ -464,18 +467,32 @@ def test_only_files_old_enough_and_still_gen_s_are_vouched_for(tmp_path: Path) -
     (out / ".gen-cache").mkdir(parents=True)
     path = out / "a.yaml"
     path.write_bytes(b"a\n")
+    (out / "mine.txt").write_bytes(b"not gen's\n")
     inode, now = path.stat().st_ino, time.time_ns()
-    hashes = {"a.yaml": "0" * 64}
-    write_stat_table(out, hashes, {"a.yaml": (inode, now)})
-    assert read_stat_table(out) == {}
+    fleet = fleet_record_bytes(FleetRecord("d", (), 0, {"a.yaml": "0" * 64}, ()))
+    write_stat_table(out, fleet, {"a.yaml": (inode, now)})
+    assert not (out / STAT_TABLE).exists()
     later = now + 2 * STAT_MARGIN_NS
-    write_stat_table(out, hashes, {"a.yaml": (inode + 1, later)})
-    assert read_stat_table(out) == {}
-    write_stat_table(out, hashes, {})
-    assert read_stat_table(out) == {}
-    write_stat_table(out, hashes, {"a.yaml": (inode, later)})
-    assert set(read_stat_table(out)) == {"a.yaml"}
+    write_stat_table(out, fleet, {"a.yaml": (inode + 1, later)})
+    assert not (out / STAT_TABLE).exists()
+    write_stat_table(out, fleet, {})
+    assert not (out / STAT_TABLE).exists()
+    write_stat_table(out, b"{not a fleet record", {"a.yaml": (inode, later)})
+    assert not (out / STAT_TABLE).exists()
+    mine = (out / "mine.txt").stat().st_ino
+    write_stat_table(out, fleet, {"a.yaml": (inode, later), "mine.txt": (mine, later)})
+    table = read_stat_table(out)
+    assert table is not None and table.vouched() == {"a.yaml"}
+    assert table.folders[""].split("//") == [
+        ".gen-cache/d", file_text("a.yaml", path.stat()), "mine.txt/?"]
+    assert table.folders[".gen-cache"] == "_fleet.json/c//_stat.json/c"
     whole = (int(time.time()) - 10) * 1_000_000_000
     os.utime(path, ns=(whole, whole))
-    write_stat_table(out, hashes, {"a.yaml": (inode, later)})
+    write_stat_table(out, fleet, {"a.yaml": (inode, later)})
     assert not (out / STAT_TABLE).exists()
+
+
+def test_the_digest_finds_the_built_in_templates_where_the_renderer_does() -> None:
+    from gen.emit.cache import builtin_templates
+
+    assert builtin_templates() == BUILTIN_TEMPLATES
