@@ -717,6 +717,6 @@ def _merge_unselected(
 
 
 def _label(out_dir: Path, base: Path | None) -> str:
-    from gen.fleet.loader import display_path
+    from gen.fleet.discovery import display_path
 
     return display_path(out_dir, base if base is not None else Path.cwd())

@@ -207,15 +207,79 @@ def code_digest() -> str:
 
 
 def _library_versions() -> dict[str, str]:
-    from importlib import metadata
-
-    versions = {}
+    """The installed version of each of :data:`_LIBRARIES` ("" when not installed), as
+    ``importlib.metadata.version`` gives it. Read here from the first ``*.dist-info``
+    folder on ``sys.path`` that names the project, as that function finds it: importing
+    ``importlib.metadata`` costs more than a no-op render's whole input digest. Anything
+    this does not find plainly is asked of ``importlib.metadata`` itself."""
+    versions: dict[str, str] = {}
+    missing = []
+    found = _dist_info_versions({_project_key(name) for name in _LIBRARIES})
     for name in _LIBRARIES:
+        version = found.get(_project_key(name))
+        if version is None:
+            missing.append(name)
+        else:
+            versions[name] = version
+    if missing:
+        from importlib import metadata
+
+        for name in missing:
+            try:
+                versions[name] = metadata.version(name)
+            except metadata.PackageNotFoundError:
+                versions[name] = ""
+    return {name: versions[name] for name in _LIBRARIES}
+
+
+def _project_key(name: str) -> str:
+    """A project name as ``importlib.metadata`` compares them (PEP 503, ``_`` for runs of
+    ``-_.``)."""
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def _dist_info_versions(keys: set[str]) -> dict[str, str]:
+    """For each project key, the ``Version`` of the first ``<name>-<version>.dist-info``
+    folder naming it on ``sys.path``, in path order. A key whose first match is anything
+    else (an egg, a zip, metadata without a version) is left out, for the caller to ask
+    ``importlib.metadata``."""
+    import sys
+
+    found: dict[str, str] = {}
+    settled: set[str] = set()
+    for entry in sys.path:
         try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = ""
-    return versions
+            names = sorted(os.listdir(entry or "."))  # noqa: PTH208 - str names
+        except OSError:
+            continue  # a zip, a missing folder: importlib.metadata may read it
+        for name in names:
+            stem, dot, suffix = name.rpartition(".")
+            if not dot or suffix not in ("dist-info", "egg-info"):
+                continue
+            key = _project_key(stem.partition("-")[0])
+            if key not in keys or key in settled:
+                continue
+            settled.add(key)
+            version = (_metadata_version(os.path.join(entry or ".", name))  # noqa: PTH118
+                       if suffix == "dist-info" else None)
+            if version is not None:
+                found[key] = version
+    return found
+
+
+def _metadata_version(folder: str) -> str | None:
+    """The ``Version`` header of a dist-info folder's METADATA; None when unreadable."""
+    try:
+        with open(os.path.join(folder, "METADATA"), "rb") as handle:  # noqa: PTH118, PTH123
+            head = handle.read(1 << 16)
+    except OSError:
+        return None
+    for line in head.decode("utf-8", "replace").splitlines():
+        if not line:
+            break  # the end of the headers
+        if line.lower().startswith("version:"):
+            return line.split(":", 1)[1].strip()
+    return None
 
 
 # --------------------------------------------------------------------------- fingerprints
@@ -541,10 +605,10 @@ def _builtin_digest() -> tuple[list[tuple[str, str]], list[tuple[str, str]]] | N
 
 def _profile_digest(profiles_dir: Path, base: Path | None) -> list[tuple[str, str]]:
     """(shown path, SHA-256) of every file the loader reads, in its order: the loader's own
-    discovery (:func:`gen.fleet.loader.profile_files`, then the JSON files a Model profile's
-    ``config`` may name, :func:`gen.fleet.loader.json_files`) and its own displayed paths
+    discovery (:func:`gen.fleet.discovery.profile_files`, then the JSON files a Model profile's
+    ``config`` may name, :func:`gen.fleet.discovery.json_files`) and its own displayed paths
     (they reach messages and the rendered headers)."""
-    from gen.fleet.loader import MAX_FILE_BYTES, display_path, json_files, profile_files
+    from gen.fleet.discovery import MAX_FILE_BYTES, display_path, json_files, profile_files
 
     if not profiles_dir.is_dir() or profiles_dir.is_symlink():
         raise _NoDigest(os.fspath(profiles_dir))
@@ -568,7 +632,7 @@ def _profile_digest(profiles_dir: Path, base: Path | None) -> list[tuple[str, st
 def _config_digest(profiles_dir: Path, base: Path | None) -> str | None:
     """The SHA-256 of the fleet's ``gen.yaml`` (its suppressions change the verdict), or
     None when there is none."""
-    from gen.fleet.loader import CONFIG_FILE, MAX_FILE_BYTES, fleet_config_repo
+    from gen.fleet.discovery import CONFIG_FILE, MAX_FILE_BYTES, fleet_config_repo
 
     file = fleet_config_repo(profiles_dir, base) / CONFIG_FILE
     if file.is_symlink():
@@ -773,8 +837,10 @@ def stat_of(path: str) -> Stat | None:
 
 def file_text(name: str, st: os.stat_result) -> str:
     """A regular file in a folder's listing: its name, then ``f`` and its size, mtime, ctime,
-    inode and device. A listing joins its entries, sorted by name, with ``//``: a name
-    holds no ``/``, so the text splits back unambiguously (:func:`split_listing`)."""
+    inode and device. A listing joins its entries with ``//``, in the order the filesystem
+    lists them (an unchanged folder lists them in the same order; one that does not is
+    merely checked entry by entry); a name holds no ``/``, so the text splits back
+    unambiguously (:func:`split_listing`)."""
     return f"{name}/f/{st.st_size}/{st.st_mtime_ns}/{st.st_ctime_ns}/{st.st_ino}/{st.st_dev}"
 
 
@@ -829,7 +895,7 @@ def write_stat_table(out_dir: Path, fleet_record: bytes,
             rel_dir, path = todo.pop()
             prefix = rel_dir + "/" if rel_dir else ""
             own = rel_dir == CACHE_DIR
-            texts: dict[str, str] = {}
+            texts: dict[str, str] = {}  # in the order the filesystem lists them
             with os.scandir(path) as it:
                 entries = list(it)
             for entry in entries:
@@ -852,10 +918,10 @@ def write_stat_table(out_dir: Path, fleet_record: bytes,
                         fine = fine or st.st_mtime_ns % 1_000_000_000 != 0
                     else:
                         texts[name] = name + "/?"
-            if own:
-                for name in OWN_FILES:
-                    texts[name] = name + "/c"  # the table itself is written below
-            folders[rel_dir] = "//".join(texts[name] for name in sorted(texts))
+            if own:  # the table itself is written below: this folder's names are sorted
+                texts.update({name: name + "/c" for name in OWN_FILES})
+                texts = {name: texts[name] for name in sorted(texts)}
+            folders[rel_dir] = "//".join(texts.values())
         if not fine:
             table.unlink(missing_ok=True)  # nothing it could vouch for
             return

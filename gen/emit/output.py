@@ -234,13 +234,15 @@ def fast_outputs(out_dir: Path, digest: str) -> tuple[FleetRecord, VerifiedFiles
 
 def _listing(rel_dir: str, path: str, todo: list[tuple[str, str]],
              ) -> tuple[list[os.DirEntry[str]], list[str], int]:
-    """A folder's entries sorted by name, their texts as the stat table lists them
+    """A folder's entries in the order the filesystem lists them (by name in the cache
+    folder, where the stat table is added after its listing was taken), their texts as the
+    stat table lists them
     (:func:`gen.emit.cache.file_text`; ``l`` a link, ``o`` anything else), and how many
     regular files it holds; its subfolders are added to ``todo``."""
     own = rel_dir == CACHE_DIR
     regular, link = stat.S_ISREG, stat.S_ISLNK
-    with os.scandir(path) as it:
-        entries = sorted(it, key=_by_name)
+    with os.scandir(path) as it:  # in the order the filesystem lists it, as recorded
+        entries = sorted(it, key=_by_name) if own else list(it)
     texts = []
     count = 0
     for entry in entries:

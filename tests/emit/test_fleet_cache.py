@@ -483,7 +483,7 @@ def test_only_files_old_enough_and_still_gen_s_are_vouched_for(tmp_path: Path) -
     write_stat_table(out, fleet, {"a.yaml": (inode, later), "mine.txt": (mine, later)})
     table = read_stat_table(out)
     assert table is not None and table.vouched() == {"a.yaml"}
-    assert table.folders[""].split("//") == [
+    assert sorted(table.folders[""].split("//")) == [
         ".gen-cache/d", file_text("a.yaml", path.stat()), "mine.txt/?"]
     assert table.folders[".gen-cache"] == "_fleet.json/c//_stat.json/c"
     whole = (int(time.time()) - 10) * 1_000_000_000
@@ -496,3 +496,25 @@ def test_the_digest_finds_the_built_in_templates_where_the_renderer_does() -> No
     from gen.emit.cache import builtin_templates
 
     assert builtin_templates() == BUILTIN_TEMPLATES
+
+
+def test_library_versions_are_what_importlib_metadata_says(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The digest's library versions, read without importing importlib.metadata, are the
+    installed ones; a dist-info earlier on sys.path wins, as it does for importlib; an
+    egg-info is asked of importlib.metadata."""
+    import sys
+    from importlib import metadata
+
+    from gen.emit import cache
+
+    assert cache._library_versions() == {
+        name: metadata.version(name) for name in cache._LIBRARIES}
+    (tmp_path / "Jinja2-9.9.dist-info").mkdir()
+    (tmp_path / "Jinja2-9.9.dist-info/METADATA").write_text(
+        "Metadata-Version: 2.1\nName: Jinja2\nVersion: 9.9\n\nVersion: 1.0\n")
+    (tmp_path / "PyYAML-0.1.egg-info").write_text("Name: PyYAML\nVersion: 0.1\n")
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    found = cache._library_versions()
+    assert found == {name: metadata.version(name) for name in cache._LIBRARIES}
+    assert found["jinja2"] == "9.9" and found["PyYAML"] == "0.1"

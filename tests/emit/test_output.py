@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -269,6 +269,11 @@ def _touch(path: Path) -> None:
     os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 5_000_000_000))
 
 
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
+
+
 def _to_link(path: Path) -> None:
     copy = path.with_name(path.name + ".real")
     copy.write_bytes(path.read_bytes())
@@ -276,7 +281,7 @@ def _to_link(path: Path) -> None:
     path.symlink_to(copy.name)
 
 
-FILE_EDITS = {
+FILE_EDITS: dict[str, Callable[[Path], object]] = {
     "edit, same size, mtime put back": _edit_in_place,
     "append": lambda p: p.write_bytes(p.read_bytes() + b"# more\n"),
     "rename-replace, same bytes": _rename_replace,
@@ -288,12 +293,11 @@ FILE_EDITS = {
     "extra file of the user's beside it": lambda p: p.with_name("mine.txt").write_text("x"),
     "extra link of the user's beside it": lambda p: p.with_name("l.yaml").symlink_to(p.name),
     "empty folder beside it": lambda p: p.with_name("empty").mkdir(exist_ok=True),
-    "folder of the user's beside it": lambda p: (
-        p.with_name("docs").mkdir(exist_ok=True), (p.parent / "docs/x.md").write_text("y")),
+    "folder of the user's beside it": lambda p: _write(p.parent / "docs/x.md", "y"),
 }
 """Changes to one file of out/ (or beside it)."""
 
-TREE_EDITS = {
+TREE_EDITS: dict[str, Callable[[Path], object]] = {
     "index deleted": lambda out: (out / INDEX_NAME).unlink(),
     "extra cache file": lambda out: (out / ".gen-cache/by-hand.json").write_text("{}"),
     "cache record deleted": lambda out: (out / ".gen-cache/c1.json").unlink(),
@@ -328,7 +332,12 @@ def test_the_walk_lists_a_file_as_the_stat_table_does(tmp_path: Path,
         seen.add(rel_dir)
     assert seen == set(table.folders)
     reads: list[str] = []
-    monkeypatch.setattr("gen.emit.cache._read_all", lambda p: reads.append(p) or b"")
+
+    def counted(path: str) -> bytes:
+        reads.append(path)
+        return b""
+
+    monkeypatch.setattr("gen.emit.cache._read_all", counted)
     found = output.fast_outputs(out, "D")
     assert found is not None and len(found[1]) == len(FAST_FILES) and reads == []
     assert output.fast_outputs(out, "another digest") is None
@@ -359,7 +368,7 @@ def _same_as_the_definition(out: Path) -> None:
     assert (found is None) == (expected is None)
     if found is not None:
         assert dict(found[1]) == expected
-        assert list(found[1]) == sorted(expected)  # type: ignore[arg-type]
+        assert expected is not None and list(found[1]) == sorted(expected)
 
 
 def test_the_fast_path_walk_is_the_definition_under_random_edits(tmp_path: Path) -> None:
