@@ -107,6 +107,7 @@ __all__ = [
     "read_stat_table",
     "record_bytes",
     "record_path",
+    "shown_path",
     "split_listing",
     "stat_of",
     "verified_files",
@@ -608,11 +609,12 @@ def _profile_digest(profiles_dir: Path, base: Path | None) -> list[tuple[str, st
     discovery (:func:`gen.fleet.discovery.profile_files`, then the JSON files a Model profile's
     ``config`` may name, :func:`gen.fleet.discovery.json_files`) and its own displayed paths
     (they reach messages and the rendered headers)."""
-    from gen.fleet.discovery import MAX_FILE_BYTES, display_path, json_files, profile_files
+    from gen.fleet.discovery import MAX_FILE_BYTES, json_files, profile_files
 
     if not profiles_dir.is_dir() or profiles_dir.is_symlink():
         raise _NoDigest(os.fspath(profiles_dir))
-    shown_base = base if base is not None else profiles_dir.resolve().parent
+    root_real = profiles_dir.resolve()
+    base_real = (base if base is not None else root_real.parent).resolve()
     checked: set[Path] = set()
     entries = []
     for file in [*profile_files(profiles_dir), *json_files(profiles_dir)]:
@@ -624,9 +626,20 @@ def _profile_digest(profiles_dir: Path, base: Path | None) -> list[tuple[str, st
                 if folder.is_symlink():
                     raise _NoDigest(os.fspath(folder))
                 checked.add(folder)
-        shown = display_path(file, shown_base)
+        shown = shown_path(file, profiles_dir, root_real, base_real)
         entries.append((os.fsencode(shown).hex(), _file_sha256(file, MAX_FILE_BYTES)))
     return entries
+
+
+def shown_path(file: Path, profiles_dir: Path, root_real: Path, base_real: Path) -> str:
+    """:func:`gen.fleet.discovery.display_path` of ``file``, a file under ``profiles_dir``
+    reached through no link, relative to ``base_real`` (resolved), with
+    ``root_real = profiles_dir.resolve()``: the same text, without resolving every file
+    again (no link on the way, so ``file.resolve()`` is ``root_real`` and the rest)."""
+    try:
+        return (root_real / file.relative_to(profiles_dir)).relative_to(base_real).as_posix()
+    except ValueError:
+        return file.as_posix()
 
 
 def _config_digest(profiles_dir: Path, base: Path | None) -> str | None:

@@ -20,8 +20,6 @@ clean-up never deletes the tree a first run is still building.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import difflib
 import errno
 import hashlib
 import os
@@ -228,7 +226,9 @@ def fast_outputs(out_dir: Path, digest: str) -> tuple[FleetRecord, VerifiedFiles
         found += checked
     if found != len(files):
         return None  # a listed file is missing
-    rels = sorted(rel for rel in files if rel != INDEX_NAME and not is_cache_path(rel))
+    cache_prefix = CACHE_DIR + "/"
+    rels = sorted([rel for rel in files if rel[0] != "." or not (
+        rel == INDEX_NAME or rel.startswith(cache_prefix))])
     return record, VerifiedFiles(root, files, loaded, rels)
 
 
@@ -381,6 +381,8 @@ def _changes(
 
 def unified_diff(outputs: Mapping[PurePosixPath, bytes], out_dir: Path, changes: Changes) -> str:
     """A unified diff from out/ to the render, for ``--check --diff``."""
+    import difflib
+
     wanted = {str(p): data for p, data in outputs.items()}
     chunks: list[str] = []
     for rel in sorted((*changes.added, *changes.changed, *changes.removed)):
@@ -421,6 +423,8 @@ _AT_FDCWD = -100
 
 def _exchange(a: Path, b: Path) -> bool:
     """Atomically swap two paths; False when the platform cannot."""
+    import ctypes  # only a render that writes needs it
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         renameat2 = libc.renameat2

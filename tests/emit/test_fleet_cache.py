@@ -518,3 +518,26 @@ def test_library_versions_are_what_importlib_metadata_says(
     found = cache._library_versions()
     assert found == {name: metadata.version(name) for name in cache._LIBRARIES}
     assert found["jinja2"] == "9.9" and found["PyYAML"] == "0.1"
+
+
+@pytest.mark.parametrize("where", ["beside", "base given", "base elsewhere", "relative"])
+def test_the_digest_shows_each_profile_path_as_the_loader_does(
+        rendered: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    from gen.emit.cache import shown_path
+    from gen.fleet.discovery import display_path, json_files, profile_files
+
+    root = _copy(rendered, tmp_path / "fleet")
+    (root / "profiles/deep/er").mkdir(parents=True)
+    (root / "profiles/deep/er/x.yaml").write_text("# nothing\n", encoding="utf-8")
+    profiles = root / "profiles"
+    base = {"beside": None, "base given": root, "base elsewhere": tmp_path / "other",
+            "relative": None}[where]
+    if where == "relative":
+        monkeypatch.chdir(root)
+        profiles = Path("profiles")
+    shown_base = base if base is not None else profiles.resolve().parent
+    files = [*profile_files(profiles), *json_files(profiles)]
+    assert len(files) > 5
+    for file in files:
+        assert shown_path(file, profiles, profiles.resolve(),
+                          shown_base.resolve()) == display_path(file, shown_base)
