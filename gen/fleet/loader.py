@@ -12,6 +12,14 @@ duplicate keys are errors, bytes that are not UTF-8 and NUL bytes are reported w
 line and column, a scalar YAML cannot convert (``!!float x``, ``2024-02-30``) is a located
 syntax error, and a file name that cannot be shown in messages and rendered headers (not
 UTF-8, control or line-break characters) is refused.
+
+Speed: PyYAML's C parser still resolves and constructs every scalar in Python. A fleet
+repeats the same few hundred scalars (keys, kinds, GPU names) thousands of times, so the
+loader remembers each scalar's tag by its text and implicit flags (the safe resolver has no
+path resolvers: nothing else decides it), and each str, int, bool and null value by its tag
+and text (immutable, so one value serves every use). A scalar PyYAML cannot construct is
+never remembered and fails as before, at its node. A test compares every document,
+position and finding with the caches on and off.
 """
 
 from __future__ import annotations
@@ -63,6 +71,20 @@ MAX_DEPTH = 64
 _BaseLoader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+_CACHED_TEXT = 256
+"""Longest scalar text whose tag and value are remembered across documents and files."""
+_CACHED_ENTRIES = 200_000
+"""Most scalars remembered (a bound on memory for hostile input)."""
+_RESOLVED: dict[tuple[str, bool, bool], str] = {}
+"""(text, plain implicit, quoted implicit) → the tag PyYAML's safe resolver gives it."""
+_PLAIN_TAGS = frozenset({"tag:yaml.org,2002:str", "tag:yaml.org,2002:int",
+                         "tag:yaml.org,2002:bool", "tag:yaml.org,2002:null"})
+_CONSTRUCTED: dict[tuple[str, str], Any] = {}
+"""(tag, text) → the value the safe constructor makes of a scalar with one of
+:data:`_PLAIN_TAGS` (str, int, bool, None: immutable, so shared)."""
+_NOT_YET = object()
+
+
 class _Loader(_BaseLoader):  # type: ignore[misc]
     """The safe loader, with every constructor failure reported at its node.
 
@@ -71,7 +93,35 @@ class _Loader(_BaseLoader):  # type: ignore[misc]
     ``!!timestamp x`` (AttributeError), ``2024-02-30`` (ValueError, untagged).
     """
 
+    def resolve(self, kind: type[yaml.Node], value: Any, implicit: tuple[bool, bool]) -> str:
+        """PyYAML's tag for a node, a scalar's looked up in :data:`_RESOLVED` first. The
+        safe resolver has no path resolvers, so a scalar's tag depends on its text and its
+        two implicit flags alone (:meth:`yaml.resolver.BaseResolver.resolve`)."""
+        if kind is not yaml.ScalarNode or self.yaml_path_resolvers:
+            return super().resolve(kind, value, implicit)  # type: ignore[no-any-return]
+        key = (value, implicit[0], implicit[1])
+        tag = _RESOLVED.get(key)
+        if tag is None:
+            tag = super().resolve(kind, value, implicit)
+            if len(value) <= _CACHED_TEXT and len(_RESOLVED) < _CACHED_ENTRIES:
+                _RESOLVED[key] = tag
+        return tag
+
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        if type(node) is yaml.ScalarNode and node.tag in _PLAIN_TAGS:
+            # A str, int, bool or null scalar is a function of its tag and text alone,
+            # and immutable: the value constructed once is the value every time.
+            key = (node.tag, node.value)
+            found = _CONSTRUCTED.get(key, _NOT_YET)
+            if found is not _NOT_YET:
+                return found
+            value = self._construct_object(node, deep)
+            if len(node.value) <= _CACHED_TEXT and len(_CONSTRUCTED) < _CACHED_ENTRIES:
+                _CONSTRUCTED[key] = value
+            return value
+        return self._construct_object(node, deep)
+
+    def _construct_object(self, node: yaml.Node, deep: bool) -> Any:
         try:
             return super().construct_object(node, deep)
         except (ValueError, LookupError, TypeError, AttributeError, ArithmeticError) as err:
