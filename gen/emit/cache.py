@@ -57,7 +57,14 @@ render returned. When the digest matches, every listed file hashes as recorded a
 holds nothing a render would remove or replace, a render would write exactly what out/
 holds and report exactly those warnings: the render returns them without loading anything.
 A link among the inputs, an unreadable one, or kubeconform (which is never skipped) means
-no digest, and the normal path.
+no digest, and the normal path. Both conditions on out/ are proved by one walk of it
+(:func:`gen.emit.output.fast_outputs`), which compares each folder's listing with the
+**stat table** (``out/.gen-cache/_stat.json``, :func:`write_stat_table`): what every folder
+held, with each file's size, mtime, ctime, inode and device, just after the render that
+wrote this very fleet record. A file whose stat is not the recorded one is read and hashed.
+
+The fleet record and the stat table are machine-local and git-ignored: JSON only, never
+anything that runs code when loaded, and a damaged one is a miss.
 """
 
 from __future__ import annotations

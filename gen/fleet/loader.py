@@ -266,7 +266,8 @@ def _walk(
         raise _TooBig
     if depth > MAX_DEPTH:
         raise _TooDeep(_mark(file, node.start_mark))
-    out.setdefault(path, _mark(file, node.start_mark))
+    if path not in out:  # a mapping's value is already placed at its key
+        out[path] = _mark(file, node.start_mark)
     if isinstance(node, yaml.ScalarNode):
         if scalars is not None and not node.style and node.tag != _STR_TAG:
             scalars.setdefault(path, node.value)
