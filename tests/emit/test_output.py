@@ -399,3 +399,29 @@ def test_the_fast_path_walk_is_the_definition_under_random_edits(tmp_path: Path)
             _same_as_the_definition(out)
 
     run()
+
+
+def test_a_folder_listed_in_another_order_is_still_vouched_for_file_by_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A filesystem that lists an unchanged folder in another order makes its listing
+    differ from the recorded text: that folder is then checked entry by entry, each file
+    still vouched for by its own recorded stat, and nothing is read."""
+    import json
+
+    from gen.emit.cache import STAT_TABLE
+
+    out = tmp_path / "out"
+    _fleet_written(out, monkeypatch)
+    table = out / STAT_TABLE
+    raw = json.loads(table.read_bytes())
+    raw["folders"] = {k: "//".join(reversed(v.split("//"))) for k, v in raw["folders"].items()}
+    table.write_text(json.dumps(raw))
+    reads: list[str] = []
+
+    def counted(path: str) -> bytes:
+        reads.append(path)
+        return b""
+
+    monkeypatch.setattr("gen.emit.cache._read_all", counted)
+    found = output.fast_outputs(out, "D")
+    assert found is not None and len(found[1]) == len(FAST_FILES) and reads == []
