@@ -52,6 +52,7 @@ __all__ = [
     "check_report",
     "cluster_fingerprints",
     "default_jobs",
+    "fast_render",
     "lint",
     "lint_report",
     "load_plan",
@@ -544,6 +545,19 @@ def render(
         records[FLEET_RECORD] = _fleet_record(digest, plan, count, warnings, outputs, records)
     changes = write_tree(outputs, out_dir, cache=dict(sorted(records.items())))
     return RenderResult(outputs, changes, warnings, count, skipped=skipped)
+
+
+def fast_render(
+    profiles_dir: Path, out_dir: Path, *, templates_dir: Path | None = None,
+    validator: Validator = "auto", base: Path | None = None, crds_dir: Path | None = None,
+) -> RenderResult | None:
+    """The fleet fast path of :func:`render` alone: what ``render`` with these arguments
+    (no ``clusters``, no ``no_cache``; ``check`` or not) returns when the fleet record
+    vouches for it, without loading anything; None when it does not (``render`` would then
+    take the normal path). The CLI answers a no-op ``gen render`` with it before
+    importing click (:mod:`gen._noop`)."""
+    digest = _input_digest(profiles_dir, templates_dir, base, (), validator, crds_dir)
+    return None if digest is None else _fast_path(out_dir, digest)
 
 
 def _input_digest(
