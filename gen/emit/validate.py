@@ -21,6 +21,7 @@ its workers, so they inherit the compiled validators;
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -29,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from gen.caches import BoundedCache, memoize, once
-from gen.emit.crd_convert import CRDSchema, to_json_schema
+from gen.emit.crd_convert import CRDSchema
 from gen.emit.crd_rules import schema_checks
-from gen.emit.crd_schemas import CRDSet
+from gen.emit.crd_schemas import CRDSet, json_schema
 from gen.errors import Finding, SourceLocation
 from gen.fleet.loader import format_key_path
 from gen.k8s import names
@@ -51,8 +52,13 @@ when no schema describes the kind in that version."""
 
 @once
 def _schema_root() -> Path:
-    root = resources.files("kubernetes_validate") / "kubernetes-json-schema"
-    return Path(str(root))
+    """The ``kubernetes-validate`` package's schema folder, found without importing the
+    package: its ``__init__`` imports ``jsonschema`` and more (about 0.2 s), none of it used."""
+    spec = importlib.util.find_spec("kubernetes_validate")
+    locations = spec.submodule_search_locations if spec is not None else None
+    if not locations:  # pragma: no cover - a declared dependency; a namespace/zip install
+        return Path(str(resources.files("kubernetes_validate"))) / "kubernetes-json-schema"
+    return Path(locations[0]) / "kubernetes-json-schema"
 
 
 @once
@@ -94,7 +100,7 @@ def _build(minor: int, api_version: str, kind: str, crd: CRDSchema | None) -> An
 
     if crd is not None:
         return jsonschema_rs.Draft202012Validator(
-            to_json_schema(crd.schema, api_version, kind), registry=_registry(minor),
+            json_schema(crd), registry=_registry(minor),
             validate_formats=False)
     file = _schema_file(minor, api_version, kind)
     if not file.is_file():
