@@ -24,8 +24,10 @@ REPO = BENCH.parent
 
 _CHILD = """
 import gc, pickle, statistics, sys, time
+import gen.emit.validate
 from gen.emit.validate import SchemaValidator
 from gen.errors import SourceLocation
+assert gen.emit.validate.__file__.startswith(sys.argv[3]), gen.emit.validate.__file__
 objects = pickle.loads(open(sys.argv[1], "rb").read())
 validator, where = SchemaValidator(), SourceLocation("out/x.yaml")
 assert not any(validator.validate(d, m, where) for m, d in objects)
@@ -62,9 +64,11 @@ def main() -> None:
             for name, tree in (("base", args.base.resolve()), ("this", REPO)):
                 for source, path in files.items():
                     env = {**os.environ, "PYTHONPATH": str(tree)}
+                    # cwd: ``-c`` puts the working folder first on sys.path.
                     out = subprocess.run(
-                        [sys.executable, "-c", _CHILD, str(path), str(args.repeat)],
-                        env=env, capture_output=True, text=True, check=True).stdout.strip()
+                        [sys.executable, "-c", _CHILD, str(path), str(args.repeat), str(tree)],
+                        env=env, cwd=tree, capture_output=True, text=True,
+                        check=True).stdout.strip()
                     print(f"round {round_ + 1} {name:4} {source:7} {out} µs/object")
 
 

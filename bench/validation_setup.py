@@ -42,6 +42,7 @@ imported, cpu1 = time.perf_counter(), time.process_time()
 keys = [tuple(k) for k in json.loads(open(sys.argv[1]).read())]
 v.warm(keys)
 done, cpu2 = time.perf_counter(), time.process_time()
+assert v.__file__.startswith(sys.argv[2]), v.__file__
 print(json.dumps({"import": cpu1 - cpu0, "warm": cpu2 - cpu1, "warm wall": done - imported}))
 """
 
@@ -118,7 +119,8 @@ def render_keys(source: str, clusters: int, services: int) -> list[tuple[int, st
 def _child(code: str, keys_file: Path, tree: Path = REPO) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    out = subprocess.run([sys.executable, "-c", code, str(keys_file)], env=env,
+    # cwd: ``-c`` puts the working folder first on sys.path, ahead of PYTHONPATH.
+    out = subprocess.run([sys.executable, "-c", code, str(keys_file), str(tree)], env=env, cwd=tree,
                          capture_output=True, text=True, check=True).stdout
     result: dict[str, Any] = json.loads(out)
     return result
