@@ -12,7 +12,9 @@ the CRD's names, scope and each version's ``openAPIV3Schema`` without descriptio
 
 Beside them, ``gen/data/crd-schemas/json-schema/`` ships each bundled CRD version already
 converted to JSON Schema (:func:`json_schema_files`, written by the same tool; a test checks
-that converting again gives the same bytes). Converting the bundled CRDs took about 0.17 s in
+that converting again gives the same bytes), with each repeated subschema written once under
+``$defs`` (:func:`~gen.emit.crd_convert.share_subschemas`), which jsonschema-rs compiles
+once: 20× quicker for Argo CD's ApplicationSet. Converting the bundled CRDs took about 0.17 s in
 every process that validated; reading the converted ones back takes a few ms, and only those
 a render meets are read. :func:`json_schema` hands out a CRD version's JSON Schema: the
 shipped one for a bundled CRD whose schema digest it records, else converted here, once per
@@ -35,7 +37,15 @@ from pathlib import Path
 from typing import Any
 
 from gen.caches import BoundedCache, once
-from gen.emit.crd_convert import OBJECT_META_REF, CRDSchema, crd_schemas, read_crds, to_json_schema
+from gen.emit.crd_convert import (
+    OBJECT_META_REF,
+    CRDSchema,
+    crd_schemas,
+    inline_subschemas,
+    read_crds,
+    share_subschemas,
+    to_json_schema,
+)
 from gen.emit.crd_rules import unevaluable_rules
 from gen.errors import Finding, Severity, SourceLocation
 from gen.fleet.loader import display_path, format_key_path
@@ -121,8 +131,9 @@ _JSON_SCHEMAS: BoundedCache[tuple[str, str, str], dict[str, Any]] = BoundedCache
 def json_schema(crd: CRDSchema) -> dict[str, Any]:
     """The JSON Schema of one CRD version (:func:`~gen.emit.crd_convert.to_json_schema` of
     it), shared: treat it as read-only. A bundled CRD's is read from the converted file
-    shipped beside it when that file records the same schema digest; any other is converted
-    once per process (per digest; without a digest, on every call)."""
+    shipped beside it when that file records the same schema digest (its repeated
+    subschemas written once: the same constraints); any other is converted once per process
+    (per digest; without a digest, on every call)."""
     if not crd.digest:
         return to_json_schema(crd.schema, crd.api_version, crd.kind)
     key = (crd.api_version, crd.kind, crd.digest)
@@ -151,8 +162,10 @@ def _shipped(crd: CRDSchema) -> dict[str, Any] | None:
 
 def json_schema_files(bundle: Mapping[str, bytes]) -> dict[str, bytes]:
     """The shipped ``json-schema/`` files (name → bytes) of the bundled CRD files ``bundle``
-    (name → bytes, as in ``gen/data/crd-schemas/``): each served version's JSON Schema with
-    the digest of the CRD schema it was converted from, gzip without a time stamp."""
+    (name → bytes, as in ``gen/data/crd-schemas/``): each served version's JSON Schema, its
+    repeated subschemas written once (:func:`~gen.emit.crd_convert.share_subschemas`: Argo
+    CD's ApplicationSet compiles in 3 ms instead of 70), with the digest of the CRD schema it
+    was converted from; gzip without a time stamp."""
     out: dict[str, bytes] = {}
     for name in sorted(bundle):
         content = json.loads(gzip.decompress(bundle[name]))
@@ -160,9 +173,9 @@ def json_schema_files(bundle: Mapping[str, bytes]) -> dict[str, bytes]:
         if problems:
             raise ValueError(f"{name}: {problems}")
         for crd in found:
+            schema = share_subschemas(to_json_schema(crd.schema, crd.api_version, crd.kind))
             text = json.dumps(
-                {"digest": crd.digest,
-                 "schema": to_json_schema(crd.schema, crd.api_version, crd.kind)},
+                {"digest": crd.digest, "schema": schema},
                 sort_keys=True, separators=(",", ":"), ensure_ascii=True)
             out[f"{schema_file_name(crd.api_version, crd.kind)}.gz"] = gzip.compress(
                 text.encode("ascii"), 9, mtime=0)
@@ -209,7 +222,7 @@ def write_kubeconform_schemas(folder: Path, crds: CRDSet | None = None) -> str:
     crds = crds or CRDSet()
     chosen = {(s.api_version, s.kind): s for s in (*bundled(), *crds.user)}
     for (api_version, kind), crd in sorted(chosen.items()):
-        schema = _without_meta_ref(json_schema(crd))
+        schema = _without_meta_ref(inline_subschemas(json_schema(crd)))
         (folder / schema_file_name(api_version, kind)).write_text(
             json.dumps(schema, sort_keys=True), encoding="utf-8")
     return f"{folder.as_posix()}/{{{{ .ResourceKind }}}}{{{{ .KindSuffix }}}}.json"

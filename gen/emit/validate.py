@@ -14,8 +14,9 @@ checked too (:func:`metadata_findings`). A kind with no schema and no CRD is an 
 Validators are compiled once per (schema minor, apiVersion, kind, CRD) per process and kept in
 one cache, :data:`_VALIDATORS` (:func:`compiled`, :func:`warm`), registered with
 :mod:`gen.caches` like every other cache. A custom resource's validator is compiled once for
-every minor whose ObjectMeta is the same: a converted CRD schema refers to nothing but
-ObjectMeta (:data:`~gen.emit.crd_convert.OBJECT_META_REF`; CRDs cannot hold ``$ref``), so
+every minor whose ObjectMeta is the same: a converted CRD schema refers to nothing outside
+itself but ObjectMeta (:data:`~gen.emit.crd_convert.OBJECT_META_REF`; CRDs cannot hold
+``$ref``), so
 two minors whose ObjectMeta definitions, with every definition they refer to, are equal get
 the same validator (:func:`_meta_digest`; Kubernetes 1.32–1.35 share one). A render fills
 the cache in the parent before it forks its workers, so they inherit the compiled validators

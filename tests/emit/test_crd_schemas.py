@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from gen.emit.crd_convert import to_json_schema
+from gen.emit.crd_convert import inline_subschemas, share_subschemas, to_json_schema
 from gen.emit.crd_schemas import (
     CRDSet,
     bundled,
@@ -407,7 +407,9 @@ def test_shipped_json_schemas_are_what_converting_gives() -> None:
     assert json_schema_files(bundle) == shipped
     assert len(shipped) == len(bundled())
     for crd in bundled():
-        assert json_schema(crd) == to_json_schema(crd.schema, crd.api_version, crd.kind)
+        converted = to_json_schema(crd.schema, crd.api_version, crd.kind)
+        assert json_schema(crd) == share_subschemas(converted)
+        assert inline_subschemas(json_schema(crd)) == converted
 
 
 def test_bundled_json_schemas_are_read_not_converted(monkeypatch: pytest.MonkeyPatch) -> None:
