@@ -10,6 +10,10 @@ seconds of the process (``time.process_time``: the set-up is single-threaded, an
 less of the other load on a shared machine than wall time), medians over the runs; the wall
 time's median is shown beside them.
 
+``--prepare`` times, in fresh processes too, what a parallel render does in the parent
+before it forks its workers (``gen.pipeline._RenderCluster.prepare``: one probe render per
+template and minor, then :func:`~gen.emit.validate.warm`), on the bench fleet.
+
 ``--parts`` also times, in one more fresh process, each part of that set-up on its own: the
 bundled CRDs read, each (apiVersion, kind)'s JSON Schema built (a CRD converted, or a
 built-in kind's file read), each minor's ``_definitions.json`` registry, and the
@@ -44,6 +48,23 @@ v.warm(keys)
 done, cpu2 = time.perf_counter(), time.process_time()
 assert v.__file__.startswith(sys.argv[2]), v.__file__
 print(json.dumps({"import": cpu1 - cpu0, "warm": cpu2 - cpu1, "warm wall": done - imported}))
+"""
+
+_PREPARE = """
+import sys, time, json
+sys.path.insert(0, sys.argv[3])
+from pathlib import Path
+import gen.emit.validate as v
+assert v.__file__.startswith(sys.argv[2]), v.__file__
+from gen.pipeline import _RenderCluster, build_manifests
+from gen.fleet.profiles import load_profiles
+from gen.fleet.resolve import build_plan
+plan = build_manifests(build_plan(load_profiles(Path(sys.argv[1]))))
+task = _RenderCluster(plan, None, "out", validate=True)
+wall, cpu = time.perf_counter(), time.process_time()
+task.prepare()
+print(json.dumps({"prepare": time.process_time() - cpu,
+                  "prepare wall": time.perf_counter() - wall}))
 """
 
 _PARTS = """
@@ -116,14 +137,30 @@ def render_keys(source: str, clusters: int, services: int) -> list[tuple[int, st
     return sorted(keys)
 
 
-def _child(code: str, keys_file: Path, tree: Path = REPO) -> dict[str, Any]:
+def _child(code: str, keys_file: Path, tree: Path = REPO, *extra: str) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     # cwd: ``-c`` puts the working folder first on sys.path, ahead of PYTHONPATH.
-    out = subprocess.run([sys.executable, "-c", code, str(keys_file), str(tree)], env=env, cwd=tree,
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", code, str(keys_file), str(tree), *extra],
+                         env=env, cwd=tree, capture_output=True, text=True, check=True).stdout
     result: dict[str, Any] = json.loads(out)
     return result
+
+
+def _prepare(trees: dict[str, Path], args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory(dir="/dev/shm" if Path("/dev/shm").is_dir()
+                                     else None) as tmp:
+        profiles = write_fleet(Path(tmp), args.clusters, args.services)
+        runs: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
+        for _ in range(args.runs):
+            for name, tree in trees.items():
+                runs[name].append(_child(_PREPARE, profiles, tree, str(BENCH)))
+    for name, found in runs.items():
+        cpu = statistics.median(float(r["prepare"]) for r in found)
+        wall = statistics.median(float(r["prepare wall"]) for r in found)
+        spread = ", ".join(f"{float(r['prepare']):.3f}" for r in found)
+        print(f"bench ({name}): prepare() before the fork {cpu:.3f} s CPU (runs {spread}; "
+              f"wall {wall:.3f} s)")
 
 
 def main() -> None:
@@ -135,6 +172,7 @@ def main() -> None:
     parser.add_argument("--clusters", type=int, default=40)
     parser.add_argument("--services", type=int, default=32)
     parser.add_argument("--parts", action="store_true")
+    parser.add_argument("--prepare", action="store_true")
     parser.add_argument("--base", type=Path, default=None,
                         help="another checkout (git worktree add DIR COMMIT), timed in turns")
     args = parser.parse_args()
@@ -157,6 +195,8 @@ def main() -> None:
                 spread = ", ".join(f"{float(r['warm']):.3f}" for r in found)
                 print(f"{source} ({name}): {len(keys)} keys; cold warm() {warm:.3f} s CPU "
                       f"(runs {spread}; wall {wall:.3f} s); import {imp:.3f} s CPU")
+            if args.prepare and source == "bench":
+                _prepare(trees, args)
             if args.parts:
                 parts = _child(_PARTS, keys_file)
                 print(f"  {parts['validators']} validators ({parts['custom']} custom), "
