@@ -25,6 +25,7 @@ from typing import Any
 import jinja2
 import yaml
 
+from gen.caches import BoundedCache
 from gen.emit import skeleton, yamlfast
 from gen.errors import Finding, SourceLocation, TemplateError
 from gen.fleet.generated import YAML_HEADER
@@ -94,16 +95,60 @@ def tojson(value: Any) -> str:
     surrogates), which are written as ``\\uXXXX`` escapes inside their strings. Floats
     always have a ``.`` (YAML 1.1 reads ``1e-05`` as a string). NaN and infinities raise
     ``ValueError``: neither JSON nor Kubernetes has them.
+
+    Strings, integers, booleans and None (nearly every value a template writes) take a
+    short path with exactly ``json.dumps``' text: the encoder's own string function, and
+    ``int.__repr__`` as the encoder writes integers.
     """
-    text = json.dumps(
-        value, sort_keys=True, ensure_ascii=False, allow_nan=False, default=_json_default
-    )
+    kind = type(value)
+    if kind is str:
+        text = _str_json.get(value)
+        if text is None:
+            text = _STR_JSON.put(value, _json_str(value))
+        # The value is what a parse of the text gives unless YAML-unsafe characters were
+        # escaped (the skeleton then decides from the text, :func:`skeleton.record`).
+        exact = "\\u" not in text
+    elif kind is int:
+        text, exact = int.__repr__(value), True
+    elif kind is bool:
+        text, exact = ("true" if value else "false"), True
+    elif value is None:
+        text, exact = "null", True
+    else:
+        text, exact = _tojson_any(value), False
+    placeholder = skeleton.record(text, value if exact else skeleton.FROM_TEXT)
+    return text if placeholder is None else placeholder
+
+
+_encode_basestring = json.encoder.encode_basestring  # json.dumps' str form, ensure_ascii off
+_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)  # None without CPython's _json
+_STR_JSON: BoundedCache[str, str] = BoundedCache("gen.emit.render.str_json", 100_000)
+"""A string → its ``tojson`` text."""
+_str_json = _STR_JSON.data
+
+
+def _json_str(value: str) -> str:
+    text: str = _encode_basestring(value)
+    return _YAML_UNSAFE.sub(_escape_unsafe, text) if _YAML_UNSAFE.search(text) else text
+
+
+def _tojson_any(value: Any) -> str:
+    """:func:`tojson`'s text for any other value (collections, floats, …)."""
+    if _c_make_encoder is not None:
+        # json.dumps' own C encoder with its arguments, built here: dumps would first build
+        # a JSONEncoder in Python for every call (fresh markers: the circular-value check).
+        text = "".join(_c_make_encoder(
+            {}, _json_default, _encode_basestring, None, ": ", ", ", True, False, False,
+        )(value, 0))
+    else:
+        text = json.dumps(
+            value, sort_keys=True, ensure_ascii=False, allow_nan=False, default=_json_default
+        )
     if _EXPONENT.search(text) and _has_float(value):
         text = _encode(value)
     if _YAML_UNSAFE.search(text):
         text = _YAML_UNSAFE.sub(_escape_unsafe, text)
-    placeholder = skeleton.record(text)  # while a skeleton renders (gen.emit.skeleton)
-    return text if placeholder is None else placeholder
+    return text
 
 
 _EXPONENT = re.compile(r"[0-9]e[-+]")
@@ -238,6 +283,11 @@ def render_manifest(
     """Render one manifest; raise :class:`TemplateError` at the template's file:line."""
     try:
         template = env.get_template(spec.template)
+        if type(template.globals) is not dict:
+            # Jinja merges a template's globals (a ChainMap over the environment's) into
+            # every render's context; a dict of the same names is the same context, faster
+            # to merge. The environment's globals never change after make_environment.
+            template.globals = dict(template.globals)
         shaped = skeleton.render_shape(env, template, spec.context, yamlfast.load_all)
         docs, body = (None, None) if shaped is None else shaped
         text = template.render(**spec.context) if docs is None else ""

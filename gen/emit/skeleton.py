@@ -31,7 +31,7 @@ from __future__ import annotations
 import contextvars
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jinja2
@@ -56,10 +56,10 @@ _PLAIN_STATEMENTS = frozenset({"if", "elif", "else", "endif", "for", "endfor", "
 _PLACEHOLDER = re.compile("\x00Gn([0-9]+)\x00")
 _IMMUTABLE = frozenset({str, int, float, bool, type(None)})
 
-_recording: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
-    "gen_skeleton_recording", default=None,
-)
-"""The JSON texts ``tojson`` has written during the current skeleton render (per thread)."""
+_recording: contextvars.ContextVar[tuple[list[str], list[Any]] | None] = (
+    contextvars.ContextVar("gen_skeleton_recording", default=None))
+"""The JSON texts ``tojson`` has written during the current skeleton render, and their
+values where ``tojson`` knew them (:data:`FROM_TEXT` elsewhere); per thread."""
 
 _SCALARS: BoundedCache[str, Any] = BoundedCache("gen.emit.skeleton.scalars", 100_000)
 """A recorded JSON text → its (immutable) value."""
@@ -82,16 +82,25 @@ def is_plain(source: str) -> bool:
     return True
 
 
-def record(json_text: str) -> str | None:
+FROM_TEXT: Any = object()
+"""For :func:`record`: the value is not known here; take it from the JSON text."""
+
+
+def record(json_text: str, value: Any = FROM_TEXT) -> str | None:
     """Called by ``tojson`` with the JSON it would write: the placeholder to write instead.
 
-    ``None`` outside a skeleton render (``tojson`` then writes the JSON itself).
+    ``value``, when given, is the immutable scalar a YAML parse of ``json_text`` gives
+    (``tojson`` passes it for the strings, integers, booleans and None it writes plainly),
+    so the value need not be parsed back. ``None`` outside a skeleton render (``tojson``
+    then writes the JSON itself).
     """
     recorded = _recording.get()
     if recorded is None:
         return None
-    recorded.append(json_text)
-    return f'"\\u0000Gn{len(recorded) - 1}\\u0000"'
+    texts, values = recorded
+    texts.append(json_text)
+    values.append(value)
+    return f'"\\u0000Gn{len(texts) - 1}\\u0000"'
 
 
 def _plain_templates(env: jinja2.Environment) -> dict[str, bool]:
@@ -137,7 +146,8 @@ def render_shape(
     if not _template_is_plain(env, template):
         return None
     recorded: list[str] = []
-    token = _recording.set(recorded)
+    known: list[Any] = []
+    token = _recording.set((recorded, known))
     try:
         text = template.render(**context)
     finally:
@@ -152,16 +162,23 @@ def render_shape(
         _plain_templates(env)[template.name or ""] = False
         return None
     try:
-        values = [_value(json_text) for json_text in recorded]
-        docs = [_fill(plan, values) for plan in compiled[0]]
+        values = [
+            _value(json_text) if value is FROM_TEXT else value
+            for json_text, value in zip(recorded, known, strict=True)
+        ]
+        docs = [
+            _fill(plan, values) if fill is None else fill(values)
+            for plan, fill in zip(compiled[0], compiled[3], strict=True)
+        ]
     except _Miss:
         return None
     shape = compiled[2]
-    return docs, None if shape is None else shape.fill(values)
+    return docs, None if shape is None else shape.fill(values, recorded)
 
 
 _Plan = tuple[Any, ...]
-_Compiled = tuple[list[_Plan], int, yamlfast.ShapeText | None]
+_Filler = Callable[[list[Any]], Any]
+_Compiled = tuple[list[_Plan], int, yamlfast.ShapeText | None, list[_Filler | None]]
 _SKELETONS: BoundedCache[str, _Compiled | None] = BoundedCache(
     "gen.emit.skeleton.skeletons", 4096)
 """A skeleton render's text → its compiled plans, placeholder count and canonical text
@@ -183,7 +200,7 @@ def _compile(text: str, load_all: Any) -> _Compiled | None:
     if sorted(found) != list(range(len(found))):
         return None  # a placeholder lost (in a comment, a block string) or repeated
     shape = yamlfast.compile_shape(docs[0], _hole) if len(docs) == 1 else None
-    return plans, len(found), shape
+    return plans, len(found), shape, [filler(plan) for plan in plans]
 
 
 def _hole(node: Any) -> int | None:
@@ -246,6 +263,51 @@ def _fill(plan: _Plan, values: list[Any]) -> Any:
     return out
 
 
+_MAX_DEPTH = 64
+"""Deeper plans keep :func:`_fill` (Python's compiler limits how deep an expression nests)."""
+
+
+def filler(plan: _Plan) -> _Filler | None:
+    """:func:`_fill` of ``plan`` as one compiled expression: ``filler(plan)(values)`` builds
+    the same document (the same fixed parts shared, the values in the same places, the
+    keys in the same order). None where a key is a value: those keep :func:`_fill`, which
+    checks each such key.
+
+    The expression only indexes two tuples, the fixed parts (``K``) and the values (``v``):
+    no text from a template or a value is ever part of the code compiled.
+    """
+    fixed: list[Any] = []
+
+    def const(node: Any) -> str:
+        fixed.append(node)
+        return f"K[{len(fixed) - 1}]"
+
+    def expr(part: _Plan, depth: int) -> str:
+        if depth > _MAX_DEPTH:
+            raise _Miss
+        tag = part[0]
+        if tag == "s":
+            return const(part[1])
+        if tag == "p":
+            return f"v[{int(part[1])}]"
+        if tag == "l":
+            return "[" + "".join(f"{expr(item, depth + 1)}, " for item in part[1]) + "]"
+        entries = []
+        for key_plan, value_plan in part[1]:
+            if key_plan[0] != "s":
+                raise _Miss  # a key from a value: _fill checks it is hashable and new
+            entries.append(f"{const(key_plan[1])}: {expr(value_plan, depth + 1)}")
+        return "{" + ", ".join(entries) + "}"
+
+    try:
+        source = f"lambda v: {expr(plan, 0)}"
+    except _Miss:
+        return None
+    namespace = {"K": tuple(fixed)}
+    function: _Filler = eval(compile(source, "<gen.emit.skeleton>", "eval"), namespace)
+    return function
+
+
 _SURROGATE_ESCAPE = re.compile(r"\\ud[89a-f]", re.IGNORECASE)
 """JSON joins an escaped surrogate pair into one character; YAML keeps two."""
 
@@ -254,9 +316,22 @@ def _value(json_text: str) -> Any:
     cached = _scalars.get(json_text)
     if cached is not None or json_text == "null":
         return cached
+    cached = _collections.get(json_text)
+    if cached is not None:
+        return cached
     if "\\u" in json_text and _SURROGATE_ESCAPE.search(json_text):
         raise _Miss
     value = json.loads(json_text)
     if type(value) in _IMMUTABLE:
         _SCALARS.put(json_text, value)
+    elif len(json_text) <= _MAX_SHARED:
+        # A collection (labels, args, env, …) is parsed once per distinct text and shared
+        # by every object that writes it: rendered data is read-only (render_data).
+        _COLLECTIONS.put(json_text, value)
     return value
+
+
+_COLLECTIONS: BoundedCache[str, Any] = BoundedCache("gen.emit.skeleton.collections", 16_384)
+"""A recorded JSON text of a list or mapping → its value, shared (read-only)."""
+_collections = _COLLECTIONS.data
+_MAX_SHARED = 8192

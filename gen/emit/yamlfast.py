@@ -23,6 +23,7 @@ thousands of times, so each distinct scalar is resolved or represented once and 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -197,6 +198,18 @@ _scalar_cache = _SCALAR.data
 _LINE_BREAKS = frozenset("\r\n\x85\u2028\u2029")
 
 
+_PLAIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_./-]*")
+"""Strings PyYAML writes plain, as they are, unless the resolver would read them as another
+type: a letter first (no number, timestamp, ``.inf``, indicator or merge key can start so),
+then only characters that are never indicators or need quoting in a block scalar."""
+_RESOLVES = frozenset({
+    "yes", "Yes", "YES", "no", "No", "NO", "true", "True", "TRUE", "false", "False", "FALSE",
+    "on", "On", "ON", "off", "Off", "OFF", "null", "Null", "NULL",
+})
+"""Of those, the ones PyYAML's implicit resolvers read as a bool or null (its ``bool`` and
+``null`` patterns, ``yaml/resolver.py``): it quotes them."""
+
+
 def _scalar(value: Any) -> str:
     """The text :func:`dump_slow` writes for ``value`` as a mapping value (one line)."""
     # By type, and floats by their repr: 0.0 == -0.0 (and 1 == 1.0 == True) as dict keys.
@@ -205,10 +218,13 @@ def _scalar(value: Any) -> str:
         return _scalar_cache[key]
     except KeyError:
         pass
-    if type(value) is str and (
-        len(value) > _MAX_FAST_SCALAR or not _LINE_BREAKS.isdisjoint(value)
-    ):
-        raise _Fallback
+    if type(value) is str:
+        if len(value) > _MAX_FAST_SCALAR or not _LINE_BREAKS.isdisjoint(value):
+            raise _Fallback
+        if _PLAIN_WORD.fullmatch(value) and value not in _RESOLVES:
+            return _SCALAR.put(key, value)
+    elif type(value) is int:
+        return _SCALAR.put(key, int.__repr__(value))
     text = dump_slow({"k": value})
     if not text.startswith("k: ") or text.count("\n") != 1:
         raise _Fallback
@@ -323,15 +339,20 @@ class ShapeText:
         self._head = head
         self._holes = holes  # (kind, start, indent, hole index, literal text after it)
 
-    def fill(self, values: Sequence[Any]) -> str | None:
+    def fill(self, values: Sequence[Any], keys: Sequence[str] | None = None) -> str | None:
         """``dump`` of the document with ``values[i]`` in hole ``i``; None: ask ``dump``.
 
         None where ``dump`` would not take its fast path for a value (it then writes
         PyYAML's text, which only ``dump_slow`` of the whole document gives).
+
+        ``keys``, when given, names each value exactly (equal keys, equal values: the
+        skeleton passes each value's JSON text): a collection's text at a given indent is
+        then written once per key and reused (:data:`_BLOCKS`).
         """
         out = [self._head]
         append = out.append
         strs = _str_cache
+        blocks = _blocks
         try:
             for kind, start, indent, index, tail in self._holes:
                 value = values[index]
@@ -340,17 +361,16 @@ class ShapeText:
                     text = strs.get(value) or _value(value)
                     append(f"{start} {text}\n" if kind is _ENTRY else f"{start}{text}\n")
                 elif vtype is dict or vtype is list:
-                    if not value:
-                        empty = "{}" if vtype is dict else "[]"
-                        append(f"{start} {empty}\n" if kind is _ENTRY else f"{start}{empty}\n")
-                    elif kind is _ENTRY:
-                        append(start + "\n")
-                        _emit(value, indent + "  " if vtype is dict else indent, out)
+                    if keys is None:
+                        append(start + _block(value, vtype, kind, indent))
                     else:
-                        nested: list[str] = []
-                        _emit(value, indent + "  ", nested)
-                        append(start + nested[0][len(indent) + 2:])
-                        out.extend(nested[1:])
+                        block_key = (keys[index], kind, indent)
+                        block = blocks.get(block_key)
+                        if block is None:
+                            block = _block(value, vtype, kind, indent)
+                            if len(block) <= _MAX_BLOCK:
+                                _BLOCKS.put(block_key, block)
+                        append(start + block)
                 elif vtype in _SCALARS:
                     text = _value(value)
                     append(f"{start} {text}\n" if kind is _ENTRY else f"{start}{text}\n")
@@ -360,6 +380,28 @@ class ShapeText:
         except (_Fallback, TypeError):
             return None
         return "".join(out)
+
+
+_BLOCKS: BoundedCache[tuple[str, int, str], str] = BoundedCache("gen.emit.yamlfast.blocks", 16_384)
+"""(a value's exact key, hole kind, indent) → the text a collection hole writes after its
+fixed start; only blocks up to :data:`_MAX_BLOCK` characters are kept."""
+_blocks = _BLOCKS.data
+_MAX_BLOCK = 8192
+
+
+def _block(value: Any, vtype: type, kind: int, indent: str) -> str:
+    """What :func:`_emit` writes for a collection hole after the hole's fixed start."""
+    if not value:
+        empty = "{}" if vtype is dict else "[]"
+        return f" {empty}\n" if kind is _ENTRY else f"{empty}\n"
+    out: list[str] = []
+    if kind is _ENTRY:
+        out.append("\n")
+        _emit(value, indent + "  " if vtype is dict else indent, out)
+        return "".join(out)
+    _emit(value, indent + "  ", out)
+    out[0] = out[0][len(indent) + 2:]
+    return "".join(out)
 
 
 def compile_shape(doc: Any, hole: Callable[[Any], int | None]) -> ShapeText | None:

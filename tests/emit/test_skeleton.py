@@ -76,7 +76,7 @@ def _builtin_shapes() -> list[tuple[str, Any]]:
             env = make_environment(None)
             for cluster in load_plan(profiles, base=root).clusters:
                 for spec in cluster.manifests:
-                    recorded: list[str] = []
+                    recorded: tuple[list[str], list[Any]] = ([], [])
                     token = skeleton._recording.set(recorded)
                     try:
                         text = env.get_template(spec.template).render(**spec.context)
@@ -177,7 +177,7 @@ def test_builtin_shapes_filled_with_any_values_are_dump_byte_for_byte(
 ) -> None:
     """Any value (a mapping, a list, empty ones, None, strings needing quotes or PyYAML's
     path) in every placeholder of every built-in shape: the filled text is ``dump``'s."""
-    name, (plans, count, text) = shape
+    name, (plans, count, text, _) = shape
     if text is None:
         return
     values = [data.draw(VALUES) for _ in range(count)]
@@ -246,3 +246,45 @@ def test_threads_rendering_at_once_keep_their_values_apart(tmp_path: Path) -> No
     with ThreadPoolExecutor(8) as pool:
         together = list(pool.map(lambda item: render_manifest(env, *item).data, specs))
     assert together == alone
+
+
+def _same_tree(a: Any, b: Any) -> bool:
+    """Equal, with the same types and key order all the way down."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is dict:
+        return list(a) == list(b) and all(_same_tree(a[k], b[k]) for k in a)
+    if type(a) is list:
+        return len(a) == len(b) and all(_same_tree(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(st.lists(st.one_of(st.text(max_size=5), st.integers(), st.none(),
+                          st.lists(st.integers(), max_size=2)), min_size=64, max_size=64))
+def test_the_compiled_filler_builds_what_fill_builds(pool: list[Any]) -> None:
+    checked = 0
+    for name, compiled in BUILTIN_SHAPES:
+        assert compiled is not None
+        plans, count, _, fillers = compiled
+        values = [pool[i % len(pool)] for i in range(count)]
+        for plan, fill in zip(plans, fillers, strict=True):
+            made = skeleton.filler(plan)
+            if fill is None:  # a key is a value (namespace labels, annotations): _fill stays
+                assert made is None and compiled[2] is None, name
+                continue
+            expected = skeleton._fill(plan, values)
+            assert made is not None and _same_tree(made(values), expected), name
+            assert _same_tree(fill(values), expected), name
+            checked += 1
+    assert checked >= 20
+
+
+def test_a_filler_shares_the_fixed_parts_and_refuses_keys_from_values() -> None:
+    fixed = {"a": [1, 2]}
+    plan = ("d", ((("s", "x"), ("s", fixed)), (("s", "y"), ("p", 0))))
+    fill = skeleton.filler(plan)
+    assert fill is not None
+    doc = fill(["v"])
+    assert doc == {"x": {"a": [1, 2]}, "y": "v"} and doc["x"] is fixed
+    assert skeleton.filler(("d", ((("p", 0), ("s", 1)),))) is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 from typing import Any
@@ -12,6 +13,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gen import caches
 from gen.emit import yamlfast
 from gen.emit.render import tojson
 
@@ -192,6 +194,11 @@ def test_a_shapes_text_filled_is_dump_of_the_filled_data(shape: tuple[Any, list[
     assert (text is not None) == _fast(data)  # steps aside exactly where dump does
     if text is not None:
         assert text == yamlfast.dump(data)
+    # With each value named by its JSON text, a collection's block is written once and
+    # reused: the second fill comes from the cache and must be the same bytes.
+    keys = [json.dumps(v, sort_keys=True) for v in values]
+    assert compiled.fill(values, keys) == text
+    assert compiled.fill(values, keys) == text
 
 
 @pytest.mark.parametrize(("doc", "values"), [
@@ -216,3 +223,43 @@ def test_shape_text_in_nested_items(doc: Any, values: list[Any]) -> None:
 ])
 def test_shapes_that_cannot_be_proven_are_refused(doc: Any) -> None:
     assert yamlfast.compile_shape(doc, _hole) is None
+
+
+# The short paths for the values a render writes most (plain strings, integers), each
+# checked against the full path on the alphabet it accepts and the words it must not take.
+_PLAIN_TEXT = st.text(
+    alphabet="abcxyzABCXYZ019_./-eEnNoOyY", min_size=1, max_size=12,
+).filter(lambda s: s[0].isalpha())
+_WORDS = st.sampled_from([
+    *sorted(yamlfast._RESOLVES), "y", "n", "Y", "N", "yES", "nULL", "oN", "e5", "E1", "inf",
+    "nan", "NaN", "a.", "a-",
+    "a/", "a--b", "x_1.2", "v0.21.0", "Infinity", "NULL_", "nulls", "trueish",
+])
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(st.one_of(_PLAIN_TEXT, _WORDS), st.booleans())
+def test_plain_strings_are_written_as_pyyaml_writes_them(text: str, as_item: bool) -> None:
+    caches.clear()
+    data: Any = [text] if as_item else {"k": text, text: 1}
+    assert yamlfast.dump(data) == yamlfast.dump_slow(data)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.integers(min_value=-(2**70), max_value=2**70))
+def test_integers_are_written_as_pyyaml_writes_them(value: int) -> None:
+    caches.clear()
+    data = {"k": value, "l": [value]}
+    assert yamlfast.dump(data) == yamlfast.dump_slow(data)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.one_of(TEXT, st.integers(), st.booleans(), st.none()))
+def test_tojson_of_a_scalar_is_json_dumps_text(value: Any) -> None:
+    import re
+
+    expected = json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    expected = re.sub("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]",
+                      lambda m: f"\\u{ord(m.group()):04x}", expected)
+    assert tojson(value) == expected
+    assert tojson(value) == expected  # and again, from the cache
