@@ -147,7 +147,7 @@ def reads_of(expression: str) -> tuple[tuple[str, bool], ...] | None:
         if kind == "other" and (text in "`'\"" or (text == "/" and
                                 tokens[index + 1:index + 2] == [("other", "/")])):
             return None  # a backtick, a stray quote, a comment
-        if kind == "str" and "r" in text[:2].lower():
+        if kind == "str" and "r" in text[:len(text) - len(text.lstrip("rRbB"))].lower():
             return None  # raw strings: a backslash does not escape, keep clear of them
         if kind != "id" or text != "self":
             continue
