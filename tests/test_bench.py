@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from typing import Any
 
 import pytest
 
@@ -52,3 +53,29 @@ def test_small_benchmark_runs_and_no_op_render_rewrites_nothing() -> None:
     assert row["embedded_speedup"] > 10
     assert set(row["stages_s"]) == {"load", "resolve_build", "lint", "render", "validate",
                                     "write"}
+
+
+def test_budget_table_judges_each_budget_from_the_medians() -> None:
+    import budgets
+
+    def row(clusters: int, full: float, noop: float, one: float, rss: float,
+            helm: float | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "clusters": clusters, "peak_rss_mib": rss,
+            "median_s": {"full": full, "noop_render": noop, "noop_check": noop,
+                         "one_cluster_changed": one},
+        }
+        if helm is not None:
+            out["helm"] = {"median_s": helm, "equal": True}
+        return out
+
+    table = budgets.verdicts([row(40, 3.0, 0.25, 0.4, 200, helm=1.0),
+                              row(100, 12.0, 1.1, 1.5, 260)])
+    met = {budget.split(":")[0]: ok for budget, _, ok in table}
+    assert met["no-op `gen render`, 40 clusters"] is True   # 8% of full, 1 s applies at 100
+    assert met["one cluster changed, 40 clusters"] is True  # 13%
+    assert met["full render, 40 clusters"] is True          # 3.0×
+    assert met["no-op `gen render`, 100 clusters"] is False  # 9%, but over 1 s
+    assert met["one cluster changed, 100 clusters"] is True  # 12.5%
+    assert met["peak memory, 100 clusters"] is False
+    assert len(table) == 8

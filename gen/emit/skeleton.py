@@ -19,6 +19,12 @@ The shortcut is taken only when it provably gives the same data as the full pars
 Anything else (YAML errors included) returns ``None`` and the caller renders and parses
 the real text, so errors are reported exactly as before.
 
+Each fill plan is compiled once into one Python expression (:func:`filler`) that indexes the
+fixed parts and the values; a list or mapping value is parsed once per distinct JSON text
+and shared, like the fixed parts (rendered data is read-only). Where ``tojson`` wrote a
+string, integer, boolean or None it hands the value over with its text
+(:func:`record`), so nothing is parsed back.
+
 The canonical YAML text of a one-document skeleton is compiled once too
 (:func:`gen.emit.yamlfast.compile_shape`, with each placeholder a hole), so
 :func:`render_shape` also gives each object's text as ``yamlfast.dump`` writes it, from
