@@ -64,6 +64,7 @@ __all__ = [
     "cluster_checks",
     "cluster_fingerprints",
     "default_jobs",
+    "fast_render",
     "fleet_checks",
     "lint",
     "lint_report",
@@ -771,8 +772,6 @@ def render(
     a lint error (``GEN023``).
     """
 
-    from gen.emit.crd_schemas import load_crd_dir
-
     out_label = _label(out_dir, base)
     # A --cluster render neither takes nor writes the fleet record; it keeps the one out/
     # has, which stays valid exactly while out/ still holds every file it lists.
@@ -782,6 +781,8 @@ def render(
         fast = _fast_path(out_dir, digest)
         if fast is not None:
             return fast
+    from gen.emit.crd_schemas import load_crd_dir  # after the fast path: a costly import
+
     whole, root = resolve_fleet(profiles_dir, base=base)
     crds, crd_findings = load_crd_dir(crds_dir, base)
     known = {c.name for c in whole.clusters}
@@ -945,6 +946,19 @@ def _run_cluster_tasks(
     return done, fleet
 
 
+def fast_render(
+    profiles_dir: Path, out_dir: Path, *, templates_dir: Path | None = None,
+    validator: Validator = "auto", base: Path | None = None, crds_dir: Path | None = None,
+) -> RenderResult | None:
+    """The fleet fast path of :func:`render` alone: what ``render`` with these arguments
+    (no ``clusters``, no ``no_cache``; ``check`` or not) returns when the fleet record
+    vouches for it, without loading anything; None when it does not (``render`` would then
+    take the normal path). The CLI answers a no-op ``gen render`` with it before
+    importing click (:mod:`gen._noop`)."""
+    digest = _input_digest(profiles_dir, templates_dir, base, (), validator, crds_dir)
+    return None if digest is None else _fast_path(out_dir, digest)
+
+
 def _input_digest(
     profiles_dir: Path, templates_dir: Path | None, base: Path | None,
     clusters: Sequence[str], validator: Validator, crds_dir: Path | None = None,
@@ -968,17 +982,13 @@ def _fast_path(out_dir: Path, digest: str) -> RenderResult | None:
     """The whole render from out/ when the fleet record vouches for it: the same input
     digest, every recorded file (the index and the other records too) in out/ with the
     bytes recorded, and nothing a render would remove or replace. None otherwise."""
-    from gen.emit.cache import is_cache_path, read_fleet_record, verified_outputs
-    from gen.emit.output import INDEX_NAME, holds_only
+    from gen.emit.output import fast_outputs
 
-    record = read_fleet_record(out_dir)
-    if record is None or record.digest != digest:
-        return None
     # outputs: the files proved unchanged, read when asked for (a stat can vouch for one)
-    outputs = verified_outputs(out_dir, record.files, cache_ok=True,
-                               skip=lambda rel: rel == INDEX_NAME or is_cache_path(rel))
-    if outputs is None or not holds_only(out_dir, record.files):
+    found = fast_outputs(out_dir, digest)
+    if found is None:
         return None
+    record, outputs = found
     changes = Changes((), (), (), len(outputs))
     return RenderResult(outputs, changes, record.findings, record.objects,
                         skipped=record.clusters, fast_path=True)
@@ -1121,6 +1131,6 @@ def _merge_unselected(
 
 
 def _label(out_dir: Path, base: Path | None) -> str:
-    from gen.fleet.loader import display_path
+    from gen.fleet.discovery import display_path
 
     return display_path(out_dir, base if base is not None else Path.cwd())

@@ -18,7 +18,7 @@ capabilities     4      every other module of gen.nvidia, gen.dra, gen.serving,
 emit             4      gen.emit.*: render, YAML, validate, write, parallel
 pipeline         5      gen.pipeline: the façade and the capability registry
 api              6      gen (the package root: the public library API)
-cli              7      gen.cli.*, gen._entry, gen.__main__
+cli              7      gen.cli.*, gen._entry, gen._noop, gen.__main__
 ===============  =====  ==========================================================
 
 The rule:
@@ -111,7 +111,7 @@ LAYERS = (
     Layer("emit", 4, ("gen.emit.*",), "render, YAML, validate, write, parallel"),
     Layer("pipeline", 5, ("gen.pipeline",), "the façade and the capability registry"),
     Layer("api", 6, ("gen",), "the package root: the public library API"),
-    Layer("cli", 7, ("gen.cli.*", "gen._entry", "gen.__main__"),
+    Layer("cli", 7, ("gen.cli.*", "gen._entry", "gen._noop", "gen.__main__"),
           "the command line: parse options, call the library, format, exit"),
 )
 """The layers of gen/, lowest first."""

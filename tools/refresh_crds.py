@@ -3,8 +3,11 @@
 Each upstream CRD manifest named in :data:`SOURCES` (repository, path, release tag) is read,
 reduced by :func:`gen.emit.crd_convert.compact_crd` (names, scope, each version's
 ``openAPIV3Schema`` without descriptions) and written as ``<crd name>.json.gz`` with its
-source and the SHA-256 of the upstream file. Files are written deterministically (sorted keys,
-gzip without a time stamp), so an unchanged release rewrites identical bytes.
+source and the SHA-256 of the upstream file. Each served version's JSON Schema
+(:func:`gen.emit.crd_convert.to_json_schema`) is written beside them, in ``json-schema/``
+(:func:`gen.emit.crd_schemas.json_schema_files`), so that gen does not convert the bundled CRDs
+in every process. Files are written deterministically (sorted keys, gzip without a time
+stamp), so an unchanged release rewrites identical bytes.
 
 Usage (a developer's command; gen itself never downloads anything)::
 
@@ -12,6 +15,9 @@ Usage (a developer's command; gen itself never downloads anything)::
     python tools/refresh_crds.py --git argoproj/argo-cd=../argo-cd --git ...
                                                   # from local clones (git show TAG:PATH)
     python tools/refresh_crds.py --check          # exit 1 when the data differs
+    python tools/refresh_crds.py --convert        # only json-schema/, from the bundled CRDs
+                                                  # at hand (no download): after a change
+                                                  # to gen/emit/crd_convert.py
 
 To move a project to a new release, change its tag in :data:`SOURCES`, run the command,
 run the tests (``tests/emit/test_crd_schemas.py`` renders the example fleet against the new
@@ -36,8 +42,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gen.emit.crd_convert import compact_crd  # noqa: E402 - after the path is set
+from gen.emit.crd_schemas import json_schema_files  # noqa: E402 - after the path is set
 
 DATA = ROOT / "gen" / "data" / "crd-schemas"
+CONVERTED = DATA / "json-schema"
 
 SOURCES: tuple[tuple[str, str, str], ...] = (
     ("argoproj/argo-cd", "v3.5.1", "manifests/crds/application-crd.yaml"),
@@ -96,23 +104,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--git", action="append", default=[], metavar="OWNER/NAME=DIR",
                         help="read that repository from a local clone instead of GitHub")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 on change")
+    parser.add_argument("--convert", action="store_true",
+                        help="only rewrite json-schema/ from the bundled CRDs (no download)")
     args = parser.parse_args(argv)
     clones = {k: Path(v) for k, _, v in (g.partition("=") for g in args.git)}
-    wanted = {}
-    for repo, tag, path in SOURCES:
-        name, data = data_file(repo, tag, path, _read(repo, tag, path, clones))
-        wanted[name] = data
     current = {p.name: p.read_bytes() for p in DATA.glob("*.json.gz")}
+    if args.convert:
+        wanted = current
+    else:
+        wanted = {}
+        for repo, tag, path in SOURCES:
+            name, data = data_file(repo, tag, path, _read(repo, tag, path, clones))
+            wanted[name] = data
+    converted = json_schema_files(wanted)
+    have = {p.name: p.read_bytes() for p in CONVERTED.glob("*.json.gz")} \
+        if CONVERTED.is_dir() else {}
     stale = sorted(n for n in wanted.keys() | current.keys() if wanted.get(n) != current.get(n))
+    stale += sorted(f"json-schema/{n}" for n in converted.keys() | have.keys()
+                    if converted.get(n) != have.get(n))
     if args.check:
         for name in stale:
-            print(f"{name}: differs from upstream")
+            print(f"{name}: differs from {'the bundled CRDs' if args.convert else 'upstream'}")
         return 1 if stale else 0
-    for name in current.keys() - wanted.keys():
-        (DATA / name).unlink()
-    for name, data in sorted(wanted.items()):
-        (DATA / name).write_bytes(data)
-        print(f"{name}: {len(data)} bytes")
+    CONVERTED.mkdir(exist_ok=True)
+    for folder, old, new in ((DATA, current, wanted), (CONVERTED, have, converted)):
+        for name in old.keys() - new.keys():
+            (folder / name).unlink()
+        for name, data in sorted(new.items()):
+            if old.get(name) != data:
+                (folder / name).write_bytes(data)
+            print(f"{folder.relative_to(DATA.parent)}/{name}: {len(data)} bytes")
     return 0
 
 

@@ -147,7 +147,7 @@ def reads_of(expression: str) -> tuple[tuple[str, bool], ...] | None:
         if kind == "other" and (text in "`'\"" or (text == "/" and
                                 tokens[index + 1:index + 2] == [("other", "/")])):
             return None  # a backtick, a stray quote, a comment
-        if kind == "str" and "r" in text[:2].lower():
+        if kind == "str" and "r" in text[:len(text) - len(text.lstrip("rRbB"))].lower():
             return None  # raw strings: a backslash does not escape, keep clear of them
         if kind != "id" or text != "self":
             continue
@@ -335,7 +335,14 @@ class _Node:
     map_keys: tuple[str, ...]
 
 
+_PLANNED = frozenset({"properties", "additionalProperties", "items", "x-kubernetes-validations",
+                      "x-kubernetes-list-type"})
+"""The keys of a schema node :func:`_plan` reads: a node with none of them has no work."""
+
+
 def _plan(schema: Mapping[str, Any], root: bool = False) -> _Node | None:
+    if _PLANNED.isdisjoint(schema):
+        return None  # most nodes: a leaf without rules (the same answer, a set look-up)
     raw_props = schema.get("properties")
     props_in = raw_props if isinstance(raw_props, Mapping) else {}
     skip = {"apiVersion", "kind", "metadata"} if root else set()

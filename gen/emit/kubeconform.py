@@ -23,14 +23,16 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gen.emit.crd_schemas import CRDSet, write_kubeconform_schemas
 from gen.errors import Finding, KubeconformError, Severity, SourceLocation, ToolNotFoundError
+
+if TYPE_CHECKING:
+    import subprocess
+
+    from gen.emit.crd_schemas import CRDSet
 
 __all__ = ["RULE", "find_kubeconform", "run_kubeconform"]
 
@@ -139,7 +141,11 @@ def run_kubeconform(
         ",".join(_SKIP),
     ]
     findings: list[Finding] = []
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="gen-crd-schemas-") as scratch:
+        from gen.emit.crd_schemas import write_kubeconform_schemas  # the no-op path skips it
+
         crd_location = write_kubeconform_schemas(Path(scratch), crds)
         for location in (crd_location, *schema_locations, "default"):
             command += ["-schema-location", location]
@@ -151,6 +157,8 @@ def run_kubeconform(
 
 
 def _run(command: list[str], exe: str) -> subprocess.CompletedProcess[str]:
+    import subprocess  # not at import time: the no-op render only asks find_kubeconform
+
     try:
         return subprocess.run(  # fixed argv, no shell
             command,

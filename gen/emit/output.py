@@ -20,24 +20,31 @@ clean-up never deletes the tree a first run is still building.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import difflib
 import errno
+import hashlib
 import os
 import shutil
+import stat
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from gen.emit import cache as _cache
 from gen.emit.cache import (
+    CACHE_DIR,
     CACHE_GITIGNORE,
     FLEET_RECORD,
+    OWN_FILES,
     SLEEP_BEFORE_SWAP_FILES,
     STAT_MARGIN_NS,
     STAT_TABLE,
+    FleetRecord,
+    VerifiedFiles,
     is_cache_path,
     parse_fleet_record,
+    read_stat_table,
+    split_listing,
     stat_of,
     write_stat_table,
 )
@@ -45,7 +52,8 @@ from gen.errors import OutputError
 from gen.fleet.generated import MARKERS
 
 __all__ = [
-    "INDEX_NAME", "Changes", "compute_changes", "gen_files", "holds_only", "index_bytes",
+    "INDEX_NAME", "Changes", "compute_changes", "fast_outputs", "gen_files", "holds_only",
+    "index_bytes",
     "read_index",
     "unified_diff", "write_tree",
 ]
@@ -167,6 +175,142 @@ def holds_only(out_dir: Path, recorded: Collection[str]) -> bool:
     return wanted <= set(existing)
 
 
+def fast_outputs(out_dir: Path, digest: str) -> tuple[FleetRecord, VerifiedFiles] | None:
+    """The fleet record of out/ and the files it lists (less the index and the cache
+    records), when its input digest is ``digest``, every file it lists is in out/ with the
+    bytes it lists, and out/ holds nothing a render would remove or replace (as
+    :func:`holds_only`); else None. The fleet fast path, :mod:`gen.emit.cache`.
+
+    One walk of out/ proves all of it. Each folder's listing (names, kinds, and each file's
+    size, mtime, ctime, inode and device, :func:`gen.emit.cache.file_text`) is compared with
+    the one the stat table recorded right after the render that wrote this fleet record
+    (the table names the record by its SHA-256). An equal listing proves that folder: the
+    same entries, and every file the same inode with the same times, which an edit, a
+    replacement, an added or a removed file would each have changed. Any other folder is
+    checked entry by entry: a listed file whose own stat is the recorded one is vouched for,
+    any other is read and hashed, and every other entry is judged as :func:`holds_only`
+    judges it. Finally every file the record lists must have been found.
+    """
+    if out_dir.is_symlink() or _siblings(out_dir, "old") or _siblings(out_dir, "tmp"):
+        return None  # a render resolves the link and tidies beside the real folder
+    root = os.fspath(out_dir)
+    try:
+        data = (out_dir / FLEET_RECORD).read_bytes()
+    except OSError:
+        return None
+    record = parse_fleet_record(data)
+    if record is None or record.digest != digest:
+        return None
+    files = record.files
+    table = read_stat_table(out_dir)
+    lines = (table.folders if table is not None
+             and table.fleet == hashlib.sha256(data).hexdigest() else {})
+    loaded: dict[str, bytes] = {}
+    index: list[set[str]] = []  # out/'s index, read once when first needed
+    found = 0
+    todo = [("", root)]
+    while todo:
+        rel_dir, path = todo.pop()
+        try:
+            entries, texts, count = _listing(rel_dir, path, todo)
+        except OSError:
+            return None
+        recorded = lines.get(rel_dir)
+        if recorded is not None and "//".join(texts) == recorded:
+            found += count  # the table lists only recorded files' stats (write_stat_table)
+            continue
+        checked = _check_folder(out_dir, rel_dir, entries, texts, recorded, files, loaded,
+                                index)
+        if checked is None:
+            return None
+        found += checked
+    if found != len(files):
+        return None  # a listed file is missing
+    cache_prefix = CACHE_DIR + "/"
+    rels = sorted([rel for rel in files if rel[0] != "." or not (
+        rel == INDEX_NAME or rel.startswith(cache_prefix))])
+    return record, VerifiedFiles(root, files, loaded, rels)
+
+
+def _listing(rel_dir: str, path: str, todo: list[tuple[str, str]],
+             ) -> tuple[list[os.DirEntry[str]], list[str], int]:
+    """A folder's entries in the order the filesystem lists them (by name in the cache
+    folder, where the stat table is added after its listing was taken), their texts as the
+    stat table lists them
+    (:func:`gen.emit.cache.file_text`; ``l`` a link, ``o`` anything else), and how many
+    regular files it holds; its subfolders are added to ``todo``."""
+    own = rel_dir == CACHE_DIR
+    regular, link = stat.S_ISREG, stat.S_ISLNK
+    with os.scandir(path) as it:  # in the order the filesystem lists it, as recorded
+        entries = sorted(it, key=_by_name) if own else list(it)
+    texts = []
+    count = 0
+    for entry in entries:
+        name = entry.name
+        if entry.is_dir(follow_symlinks=False):
+            texts.append(name + "/d")
+            todo.append((f"{rel_dir}/{name}" if rel_dir else name, entry.path))
+            continue
+        st = entry.stat(follow_symlinks=False)
+        mode = st.st_mode
+        if not regular(mode):
+            texts.append(name + ("/l" if link(mode) else "/o"))
+        elif own and name in OWN_FILES:
+            texts.append(name + "/c")
+        else:  # as file_text writes it, inlined: this runs once per file of out/
+            texts.append(f"{name}/f/{st.st_size}/{st.st_mtime_ns}/{st.st_ctime_ns}/"
+                         f"{st.st_ino}/{st.st_dev}")
+            count += 1
+    return entries, texts, count
+
+
+def _check_folder(
+    out_dir: Path, rel_dir: str, entries: list[os.DirEntry[str]], texts: list[str],
+    recorded: str | None, files: Mapping[str, str], loaded: dict[str, bytes],
+    index: list[set[str]],
+) -> int | None:
+    """One folder of out/ whose listing is not the recorded one, entry by entry: how many
+    recorded files it holds with their recorded bytes (vouched for by their own recorded
+    stat, else read and hashed into ``loaded``), or None when a recorded file differs or
+    the folder holds something a render would remove or replace (:func:`holds_only`)."""
+    known = split_listing(recorded) if recorded is not None else {}
+    prefix = rel_dir + "/" if rel_dir else ""
+    found = 0
+    for entry, text in zip(entries, texts, strict=True):
+        kind = text[len(entry.name) + 1]
+        rel = prefix + entry.name
+        if kind in "dc":
+            continue
+        if kind == "f" and rel in files:
+            if known.get(entry.name) != text:
+                try:
+                    body = _read_all(entry.path)
+                except OSError:
+                    return None
+                if hashlib.sha256(body).hexdigest() != files[rel]:
+                    return None
+                loaded[rel] = body
+            found += 1
+        elif rel in files or is_cache_path(rel):
+            if not (kind == "f" and rel == CACHE_GITIGNORE):
+                return None  # a link or not a file at a listed path; a stray cache file
+        elif kind != "o":  # a file or a link: a render removes it if it is gen's
+            if not index:
+                index.append(read_index(out_dir))
+            if rel == INDEX_NAME or rel in index[0] or (
+                    kind == "f" and _is_gen_file(Path(entry.path), index[0], rel)):
+                return None
+    return found
+
+
+def _by_name(entry: os.DirEntry[str]) -> str:
+    return entry.name
+
+
+def _read_all(path: str) -> bytes:
+    return _cache._read_all(path)  # looked up per call: tests count the reads
+
+
 def _is_gen_file(path: Path, index: set[str], rel: str) -> bool:
     if rel in index or rel == INDEX_NAME:
         return True
@@ -237,6 +381,8 @@ def _changes(
 
 def unified_diff(outputs: Mapping[PurePosixPath, bytes], out_dir: Path, changes: Changes) -> str:
     """A unified diff from out/ to the render, for ``--check --diff``."""
+    import difflib
+
     wanted = {str(p): data for p, data in outputs.items()}
     chunks: list[str] = []
     for rel in sorted((*changes.added, *changes.changed, *changes.removed)):
@@ -277,6 +423,8 @@ _AT_FDCWD = -100
 
 def _exchange(a: Path, b: Path) -> bool:
     """Atomically swap two paths; False when the platform cannot."""
+    import ctypes  # only a render that writes needs it
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         renameat2 = libc.renameat2
@@ -511,8 +659,6 @@ def _swap_in(
 
 def _record_stats(out_dir: Path, fleet_record: bytes,
                   placed: Mapping[str, tuple[int, int]]) -> None:
-    """The stat table of the files the fleet record lists (:func:`gen.emit.cache.
+    """The stat table of out/ for this fleet record (:func:`gen.emit.cache.
     write_stat_table`), for the next no-op render's fast path."""
-    record = parse_fleet_record(fleet_record)
-    if record is not None:
-        write_stat_table(out_dir, record.files, placed)
+    write_stat_table(out_dir, fleet_record, placed)

@@ -13,14 +13,21 @@ checked too (:func:`metadata_findings`). A kind with no schema and no CRD is an 
 
 Validators are compiled once per (schema minor, apiVersion, kind, CRD) per process and kept in
 one cache, :data:`_VALIDATORS` (:func:`compiled`, :func:`warm`), registered with
-:mod:`gen.caches` like every other cache. A render fills it in the parent before it forks
-its workers, so they inherit the compiled validators;
+:mod:`gen.caches` like every other cache. A custom resource's validator is compiled once for
+every minor whose ObjectMeta is the same: a converted CRD schema refers to nothing outside
+itself but ObjectMeta (:data:`~gen.emit.crd_convert.OBJECT_META_REF`; CRDs cannot hold
+``$ref``), so
+two minors whose ObjectMeta definitions, with every definition they refer to, are equal get
+the same validator (:func:`_meta_digest`; Kubernetes 1.32–1.35 share one). A render fills
+the cache in the parent before it forks its workers, so they inherit the compiled validators
+(and each CRD's :func:`~gen.emit.crd_rules.schema_checks`);
 ``jsonschema_rs`` validators do not pickle, so spawned workers compile their own.
 ``format`` is not checked, as ``jsonschema`` does not check it unless asked to.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import re
@@ -30,9 +37,9 @@ from pathlib import Path
 from typing import Any
 
 from gen.caches import BoundedCache, memoize, once
-from gen.emit.crd_convert import CRDSchema, to_json_schema
+from gen.emit.crd_convert import OBJECT_META_REF, CRDSchema
 from gen.emit.crd_rules import schema_checks
-from gen.emit.crd_schemas import CRDSet
+from gen.emit.crd_schemas import CRDSet, json_schema
 from gen.errors import Finding, SourceLocation
 from gen.fleet.loader import format_key_path
 from gen.k8s import names
@@ -48,6 +55,11 @@ ValidatorKey = tuple[int, str, str, str]
 _VALIDATORS: BoundedCache[ValidatorKey, Any] = BoundedCache("gen.emit.validate.validators", 4096)
 """The process-wide validator cache: key → compiled ``jsonschema_rs`` validator, or ``None``
 when no schema describes the kind in that version."""
+
+_CUSTOM: BoundedCache[tuple[str, str, str, str], Any] = BoundedCache(
+    "gen.emit.validate.custom_validators", 1024)
+"""(apiVersion, kind, CRD schema digest, :func:`_meta_digest` of the minor) → the compiled
+validator of a custom resource, shared by the minors whose ObjectMeta is the same."""
 
 
 @once
@@ -81,13 +93,55 @@ def schema_version_for(minor: int) -> int:
 
 
 @memoize(maxsize=64)
-def _registry(minor: int) -> Any:
-    """The ``_definitions.json`` of one version, parsed once, as a jsonschema-rs registry."""
+def _definitions(minor: int) -> tuple[Any, str]:
+    """The ``_definitions.json`` of one version, parsed once: as a jsonschema-rs registry, and
+    the :func:`_meta_digest` of its ObjectMeta (the parsed definitions are not kept)."""
     import jsonschema_rs
 
     path = _schema_root() / f"v1.{minor}.0-local-strict" / "_definitions.json"
     definitions = json.loads(path.read_text(encoding="utf-8"))
-    return jsonschema_rs.Registry([(_DEFINITIONS_URI, definitions)])
+    return (jsonschema_rs.Registry([(_DEFINITIONS_URI, definitions)]),
+            _meta_digest(definitions, minor))
+
+
+def _registry(minor: int) -> Any:
+    """The definitions of one version as a jsonschema-rs registry (:func:`_definitions`)."""
+    return _definitions(minor)[0]
+
+
+_LOCAL_DEF = re.compile(r"^#/\$defs/([^/~]+)$")
+
+
+def _meta_digest(definitions: Mapping[str, Any], minor: int) -> str:
+    """SHA-256 of ObjectMeta in one version's definitions and of every definition it refers
+    to, transitively: equal digests, equal verdicts on ``metadata``. A reference of another
+    form (or to a missing definition) makes the digest the minor's own: nothing is shared."""
+    defs = definitions.get("$defs")
+    name = OBJECT_META_REF.rpartition("/")[2]
+    if not isinstance(defs, Mapping) or name not in defs:
+        return f"v1.{minor}"
+    closure: dict[str, Any] = {}
+    todo = [name]
+    while todo:
+        current = todo.pop()
+        if current in closure:
+            continue
+        closure[current] = defs[current]
+        stack: list[Any] = [defs[current]]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, dict):
+                ref = node.get("$ref")
+                if ref is not None:
+                    match = _LOCAL_DEF.match(ref) if isinstance(ref, str) else None
+                    if match is None or match.group(1) not in defs:
+                        return f"v1.{minor}"
+                    todo.append(match.group(1))
+                stack.extend(node.values())
+            elif isinstance(node, list):
+                stack.extend(node)
+    text = json.dumps(closure, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
 def _schema_file(minor: int, api_version: str, kind: str) -> Path:
@@ -100,9 +154,15 @@ def _build(minor: int, api_version: str, kind: str, crd: CRDSchema | None) -> An
     import jsonschema_rs
 
     if crd is not None:
-        return jsonschema_rs.Draft202012Validator(
-            to_json_schema(crd.schema, api_version, kind), registry=_registry(minor),
-            validate_formats=False)
+        registry, meta = _definitions(minor)
+        shared = (api_version, kind, crd.digest, meta)
+        found = _CUSTOM.data.get(shared) if crd.digest else None
+        if found is None:
+            found = jsonschema_rs.Draft202012Validator(
+                json_schema(crd), registry=registry, validate_formats=False)
+            if crd.digest:
+                _CUSTOM.put(shared, found)
+        return found
     file = _schema_file(minor, api_version, kind)
     if not file.is_file():
         return None
@@ -122,11 +182,14 @@ def compiled(minor: int, api_version: str, kind: str, crd: CRDSchema | None = No
 
 
 def warm(keys: Iterable[tuple[int, str, str]], crds: CRDSet | None = None) -> None:
-    """Compile the validators of (cluster minor, apiVersion, kind) ahead of use."""
+    """Compile the validators of (cluster minor, apiVersion, kind) ahead of use, and the
+    :func:`~gen.emit.crd_rules.schema_checks` of each custom resource's CRD."""
     crds = crds or CRDSet()
     for cluster_minor, api_version, kind in keys:
-        compiled(schema_version_for(cluster_minor), api_version, kind,
-                 crds.lookup(api_version, kind))
+        crd = crds.lookup(api_version, kind)
+        compiled(schema_version_for(cluster_minor), api_version, kind, crd)
+        if crd is not None:
+            schema_checks(crd.schema, crd.digest)
 
 
 class SchemaValidator:

@@ -12,6 +12,14 @@ duplicate keys are errors, bytes that are not UTF-8 and NUL bytes are reported w
 line and column, a scalar YAML cannot convert (``!!float x``, ``2024-02-30``) is a located
 syntax error, and a file name that cannot be shown in messages and rendered headers (not
 UTF-8, control or line-break characters) is refused.
+
+Speed: PyYAML's C parser still resolves and constructs every scalar in Python. A fleet
+repeats the same few hundred scalars (keys, kinds, GPU names) thousands of times, so the
+loader remembers each scalar's tag by its text and implicit flags (the safe resolver has no
+path resolvers: nothing else decides it), and each str, int, bool and null value by its tag
+and text (immutable, so one value serves every use). A scalar PyYAML cannot construct is
+never remembered and fails as before, at its node. A test compares every document,
+position and finding with the caches on and off.
 """
 
 from __future__ import annotations
@@ -26,6 +34,15 @@ from typing import Any
 import yaml
 
 from gen.errors import Finding, ProfileSyntaxError, SourceLocation
+from gen.fleet.discovery import (
+    CONFIG_FILE,
+    MAX_FILE_BYTES,
+    discover,
+    display_path,
+    fleet_config_repo,
+    json_files,
+    profile_files,
+)
 
 __all__ = [
     "CONFIG_FILE",
@@ -34,24 +51,38 @@ __all__ = [
     "Document",
     "KeyPath",
     "Marker",
+    "discover",
+    "display_path",
+    "fleet_config_repo",
     "format_key_path",
+    "json_files",
     "load_documents",
     "parse_text",
+    "profile_files",
 ]
 
 KeyPath = tuple[str | int, ...]
 
-CONFIG_FILE = "gen.yaml"
-"""The fleet-wide settings file (suppressions), in the fleet repository beside
-``profiles/`` (:mod:`gen.fleet.suppress`)."""
-MAX_FILE_BYTES = 8 * 1024 * 1024
-"""Largest profile file read (8 MiB): fleets are big, but not that big."""
 MAX_NODES = 200_000
 """Most YAML nodes one document may expand to, aliases counted at every use."""
 MAX_DEPTH = 64
 """Deepest nesting of mappings and sequences."""
 
 _BaseLoader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+_CACHED_TEXT = 256
+"""Longest scalar text whose tag and value are remembered across documents and files."""
+_CACHED_ENTRIES = 200_000
+"""Most scalars remembered (a bound on memory for hostile input)."""
+_RESOLVED: dict[tuple[str, bool, bool], str] = {}
+"""(text, plain implicit, quoted implicit) → the tag PyYAML's safe resolver gives it."""
+_PLAIN_TAGS = frozenset({"tag:yaml.org,2002:str", "tag:yaml.org,2002:int",
+                         "tag:yaml.org,2002:bool", "tag:yaml.org,2002:null"})
+_CONSTRUCTED: dict[tuple[str, str], Any] = {}
+"""(tag, text) → the value the safe constructor makes of a scalar with one of
+:data:`_PLAIN_TAGS` (str, int, bool, None: immutable, so shared)."""
+_NOT_YET = object()
 
 
 class _Loader(_BaseLoader):  # type: ignore[misc]
@@ -62,7 +93,35 @@ class _Loader(_BaseLoader):  # type: ignore[misc]
     ``!!timestamp x`` (AttributeError), ``2024-02-30`` (ValueError, untagged).
     """
 
+    def resolve(self, kind: type[yaml.Node], value: Any, implicit: tuple[bool, bool]) -> str:
+        """PyYAML's tag for a node, a scalar's looked up in :data:`_RESOLVED` first. The
+        safe resolver has no path resolvers, so a scalar's tag depends on its text and its
+        two implicit flags alone (:meth:`yaml.resolver.BaseResolver.resolve`)."""
+        if kind is not yaml.ScalarNode or self.yaml_path_resolvers:
+            return super().resolve(kind, value, implicit)  # type: ignore[no-any-return]
+        key = (value, implicit[0], implicit[1])
+        tag = _RESOLVED.get(key)
+        if tag is None:
+            tag = super().resolve(kind, value, implicit)
+            if len(value) <= _CACHED_TEXT and len(_RESOLVED) < _CACHED_ENTRIES:
+                _RESOLVED[key] = tag
+        return tag
+
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        if type(node) is yaml.ScalarNode and node.tag in _PLAIN_TAGS:
+            # A str, int, bool or null scalar is a function of its tag and text alone,
+            # and immutable: the value constructed once is the value every time.
+            key = (node.tag, node.value)
+            found = _CONSTRUCTED.get(key, _NOT_YET)
+            if found is not _NOT_YET:
+                return found
+            value = self._construct_object(node, deep)
+            if len(node.value) <= _CACHED_TEXT and len(_CONSTRUCTED) < _CACHED_ENTRIES:
+                _CONSTRUCTED[key] = value
+            return value
+        return self._construct_object(node, deep)
+
+    def _construct_object(self, node: yaml.Node, deep: bool) -> Any:
         try:
             return super().construct_object(node, deep)
         except (ValueError, LookupError, TypeError, AttributeError, ArithmeticError) as err:
@@ -207,7 +266,8 @@ def _walk(
         raise _TooBig
     if depth > MAX_DEPTH:
         raise _TooDeep(_mark(file, node.start_mark))
-    out.setdefault(path, _mark(file, node.start_mark))
+    if path not in out:  # a mapping's value is already placed at its key
+        out[path] = _mark(file, node.start_mark)
     if isinstance(node, yaml.ScalarNode):
         if scalars is not None and not node.style and node.tag != _STR_TAG:
             scalars.setdefault(path, node.value)
@@ -428,100 +488,6 @@ def _bad_name(shown: str) -> str | None:
     if any(ch < " " or ch == "\x7f" or ch in _LINE_BREAKS for ch in shown):
         return "file name contains control or line-break characters"
     return None
-
-
-def profile_files(root: Path) -> list[Path]:
-    """Every YAML file under ``root``, in a stable order (see :func:`discover`)."""
-    return discover(root)[0]
-
-
-def _is_yaml(name: str) -> bool:
-    return name.endswith((".yaml", ".yml"))
-
-
-def discover(root: Path, repo: Path | None = None) -> tuple[list[Path], list[Finding]]:
-    """Every YAML file under ``root`` in a stable order, and a finding for each symbolic
-    link that cannot be followed.
-
-    Hidden files and folders are skipped. Symbolic links, to files or to folders, are
-    followed when they stay inside ``repo`` (the fleet repository; default: the folder
-    holding ``root``); a broken link, or one that leads outside the repository, is a
-    located error instead of a profile silently left out. A folder reached twice (a link
-    loop) is read once.
-    """
-    repo_real = (repo if repo is not None else root.resolve().parent).resolve()
-    files: list[Path] = []
-    problems: list[Finding] = []
-    seen_dirs: set[Path] = set()
-
-    def refuse(link: Path, why: str) -> None:
-        shown = display_path(link, repo_real, resolve=False)
-        problems.append(Finding(
-            "GEN001", why, SourceLocation(shown),
-            hint="make the link point at a file inside the fleet repository, or remove it",
-        ))
-
-    def visit(folder: Path) -> None:
-        real = folder.resolve()
-        if real in seen_dirs:
-            return
-        seen_dirs.add(real)
-        try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
-        except OSError:
-            return
-        for entry in entries:
-            if entry.name.startswith("."):
-                continue
-            path = folder / entry.name
-            if entry.is_symlink():
-                target = path.readlink().as_posix()
-                try:
-                    resolved = path.resolve(strict=True)
-                except (OSError, RuntimeError):
-                    if entry.name.endswith((".yaml", ".yml")) or not path.suffix:
-                        refuse(path, f"broken symbolic link (to {target!r}): the profile "
-                                     "it stood for would be left out")
-                    continue
-                if not resolved.is_relative_to(repo_real):
-                    if resolved.is_dir() or _is_yaml(entry.name):
-                        refuse(path, f"symbolic link to {target!r} leads outside the fleet "
-                                     "repository")
-                    continue
-            if path.is_dir():
-                visit(path)
-            elif _is_yaml(entry.name) and path.is_file():
-                files.append(path)
-
-    visit(root)
-    return sorted(files, key=lambda p: p.relative_to(root).as_posix()), problems
-
-
-def json_files(root: Path) -> list[Path]:
-    """Every JSON file under ``root`` (a ``kind: Model`` profile's ``config`` and the
-    safetensors index beside it), in a stable order; hidden folders are skipped."""
-    files = [
-        p for p in root.rglob("*.json")
-        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
-    ]
-    return sorted(files, key=lambda p: p.relative_to(root).as_posix())
-
-
-def display_path(path: Path, base: Path | None, *, resolve: bool = True) -> str:
-    """A path as users see it in messages: relative to ``base`` when inside it."""
-    if base is not None:
-        try:
-            if not resolve:
-                return path.absolute().relative_to(base.absolute()).as_posix()
-            return path.resolve().relative_to(base.resolve()).as_posix()
-        except ValueError:
-            pass
-    return path.as_posix()
-
-
-def fleet_config_repo(profiles_root: Path, base: Path | None) -> Path:
-    """The fleet repository: ``base`` when given, else the folder holding ``profiles/``."""
-    return base if base is not None else profiles_root.resolve().parent
 
 
 def _missing_folder(root: Path) -> Finding | None:

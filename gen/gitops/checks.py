@@ -3,6 +3,8 @@ settings the clusters of one Argo CD root must agree on."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from gen.errors import Finding
 from gen.fleet.manifests import has_addon, model_cache_storage
 from gen.fleet.plan import ClusterPlan, Plan, ServicePlan
@@ -81,26 +83,38 @@ def fleet_modes(plan: Plan) -> list[Finding]:
         if group.root in seen:
             continue
         seen.add(group.root)
-        chosen: tuple[str, ClusterPlan] | None = None
+        explicit: list[tuple[str, ClusterPlan]] = []
         for name in group.members:
             member = by_name[name]
             gitops = member.cluster.gitops
             assert gitops is not None
-            if gitops.fleet_mode == "auto":
+            if gitops.fleet_mode != "auto":
+                explicit.append((gitops.fleet_mode, member))
+        counts = Counter(mode for mode, _ in explicit)
+        if len(counts) < 2:
+            continue
+        # The mode most members set is the one to keep: the others are flagged. On a tie
+        # there is no telling which cluster changed, so every explicit member is flagged.
+        ranked = counts.most_common()
+        keep = ranked[0][0] if ranked[0][1] > ranked[1][1] else None
+        for mode, member in explicit:
+            if mode == keep:
                 continue
-            if chosen is None:
-                chosen = (gitops.fleet_mode, member)
-            elif gitops.fleet_mode != chosen[0]:
-                findings.append(Finding(
-                    "GEN703",
-                    f"cluster {name!r} sets fleet_mode {gitops.fleet_mode!r}, but "
-                    f"{chosen[1].name!r}, synced by the same Argo CD root "
-                    f"{group.root!r}, sets {chosen[0]!r}",
-                    member.located.at("gitops", "fleet_mode"), "gitops.fleet_mode",
-                    hint="one root Application delivers its clusters one way: give them the "
-                    "same fleet_mode (or leave it 'auto')",
-                    related=(chosen[1].located.at("gitops", "fleet_mode"),), cluster=name,
-                ))
+            others = [m for other, m in explicit if other != mode]
+            other_modes = sorted({other for other, _ in explicit if other != mode})
+            names = ", ".join(repr(m.name) for m in others)
+            findings.append(Finding(
+                "GEN703",
+                f"cluster {member.name!r} sets fleet_mode {mode!r}, but {names}, synced by "
+                f"the same Argo CD root {group.root!r}, "
+                f"{'sets' if len(others) == 1 else 'set'} "
+                f"{' or '.join(repr(m) for m in other_modes)}",
+                member.located.at("gitops", "fleet_mode"), "gitops.fleet_mode",
+                hint="one root Application delivers its clusters one way: give them the "
+                "same fleet_mode (or leave it 'auto')",
+                related=tuple(m.located.at("gitops", "fleet_mode") for m in others),
+                cluster=member.name,
+            ))
     return findings
 
 

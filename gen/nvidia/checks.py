@@ -194,13 +194,17 @@ def _dynamic_pool_findings(cluster: ClusterPlan, pools: list[tuple[int, NodePool
                 hint="remove 'mig: dynamic' (the GPU is published whole)",
             ))
         if pool.labels.get(dm.MIG_MANAGER_LABEL) != "false":
+            # The label to change when it is declared, else the labels to add it to.
+            where = (at("node_pools", i, "labels", dm.MIG_MANAGER_LABEL)
+                     if dm.MIG_MANAGER_LABEL in pool.labels
+                     else at("node_pools", i, "labels") if pool.labels
+                     else at("node_pools", i, "mig"))
             findings.append(Finding(
                 "GEN118",
                 f"pool {pool.name!r} is 'mig: dynamic', but the GPU Operator's mig-manager "
                 "runs on MIG-capable nodes and applies its default 'all-disabled' config, "
                 "fighting the DRA driver over MIG mode",
-                at("node_pools", i, "labels") if pool.labels else at("node_pools", i, "mig"),
-                f"node_pools[{i}].labels",
+                where, f"node_pools[{i}].labels",
                 hint=f"label the nodes {dm.MIG_MANAGER_LABEL}=\"false\" and declare it in "
                 "labels (the operator then leaves mig-manager off them)",
             ))

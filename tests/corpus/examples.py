@@ -50,7 +50,7 @@ def examples_markdown(cases: Iterable[Case] = CASES) -> str:
     """The page: per rule, the change of its first firing case and where gen reports it."""
     first: dict[str, Case] = {}
     for each in cases:
-        if each.expect is not None:
+        if each.expect is not None and not each.xfail:
             first.setdefault(each.expect["rule"], each)
     lines = [
         "# Lint rules by example",
@@ -73,6 +73,10 @@ def examples_markdown(cases: Iterable[Case] = CASES) -> str:
             continue
         change = "; ".join(_edit(e) for e in case.edits) if case.edits else (
             f"`{case.cel['expression']}`" if case.cel else "(none)")
+        if case.setup:
+            files = ", ".join(f"`{f}`" for f in dict.fromkeys(e["file"] for e in case.setup))
+            change = (f"(set up: {files}, as in [cases/{case.group}.yaml]"
+                      f"(../tests/corpus/cases/{case.group}.yaml)) {change}")
         lines.append(f"| `{rule_id}` {rule.title} | {change} | {_where(case)} |")
     return "\n".join(lines) + "\n"
 

@@ -6,7 +6,13 @@ from typing import Any
 
 import pytest
 
-from gen.emit.crd_convert import CRDSchema, compact_crd, to_json_schema
+from gen.emit.crd_convert import (
+    CRDSchema,
+    compact_crd,
+    inline_subschemas,
+    share_subschemas,
+    to_json_schema,
+)
 from gen.emit.crd_rules import compile_rule, schema_checks, unevaluable_rules
 from gen.emit.crd_schemas import CRDSet
 from gen.emit.validate import SchemaValidator
@@ -264,3 +270,53 @@ def test_every_bundled_rule_compiles() -> None:
     assert sum(str(s.schema).count("x-kubernetes-validations") for s in crds) >= 8
     assert [(s.kind, unevaluable_rules(s.schema)) for s in crds
             if unevaluable_rules(s.schema)] == []
+
+
+# ------------------------------------------------------------------- shared subschemas
+
+_BIG = {"type": "object", "additionalProperties": False,
+        "properties": {f"field{i}": {"type": "string", "minLength": 1} for i in range(12)}}
+
+
+def test_share_subschemas_writes_a_repeated_subschema_once() -> None:
+    """A large subschema met twice is one $defs entry, referred to from both places; small
+    ones and values (enum, default, const) stay where they are; inlining gives it back."""
+    schema = {"type": "object", "additionalProperties": False, "properties": {
+        "a": _BIG, "b": {"type": "array", "items": _BIG},
+        "c": {"anyOf": [_BIG, {"type": "string"}]},
+        "d": {"enum": [_BIG, _BIG]}, "e": {"default": _BIG, "type": "object"},
+        "f": {"type": "string"}, "g": {"type": "string"}}}
+    shared = share_subschemas(schema)
+    ref = {"$ref": "#/$defs/gen-shared-0"}
+    assert shared["$defs"] == {"gen-shared-0": _BIG}
+    props = shared["properties"]
+    assert props["a"] == ref and props["b"]["items"] == ref and props["c"]["anyOf"][0] == ref
+    assert props["d"] == {"enum": [_BIG, _BIG]} and props["e"]["default"] == _BIG
+    assert props["f"] == {"type": "string"}
+    assert inline_subschemas(shared) == schema
+    assert share_subschemas(schema, min_chars=10**6) == schema
+
+
+def test_share_subschemas_nests_and_keeps_verdicts() -> None:
+    """A shared subschema may hold another; jsonschema-rs gives the same errors, at the
+    same instance paths, on the shared and the inline form."""
+    import jsonschema_rs
+
+    outer = {"type": "object", "additionalProperties": False,
+             "properties": {"x": _BIG, "y": _BIG, "n": {"type": "integer", "minimum": 3}}}
+    schema = {"type": "object", "properties": {"p": outer, "q": outer, "r": _BIG}}
+    shared = share_subschemas(schema)
+    assert len(shared["$defs"]) == 2
+    assert inline_subschemas(shared) == schema
+    plain, compact = (jsonschema_rs.Draft202012Validator(s) for s in (schema, shared))
+    for instance in ({"p": {"x": {"field1": ""}}, "q": {"n": 1, "z": 0}, "r": {"u": 1}},
+                     {"q": {"y": {"field3": 5}}}, {"p": {"x": {"bad": 1}}, "q": {}}):
+        mine = sorted((tuple(e.instance_path), e.message) for e in compact.iter_errors(instance))
+        theirs = sorted((tuple(e.instance_path), e.message) for e in plain.iter_errors(instance))
+        assert mine == theirs and mine
+
+
+def test_share_subschemas_leaves_a_schema_with_defs_alone() -> None:
+    """A schema that already has $defs is not one of to_json_schema's: left as it is."""
+    schema = {"$defs": {"x": _BIG}, "properties": {"a": _BIG, "b": _BIG}}
+    assert share_subschemas(schema) == schema

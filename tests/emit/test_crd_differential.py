@@ -528,3 +528,27 @@ def test_the_campaign_catches_a_validator_that_skips_rules_or_metadata(
     counts = _compare(objects[:3], stride=2)
     causes = {e[:1] for errs, _ in counts["gen_accepts_invalid"] for e in errs}
     assert {("rule",), ("metadata",)} <= causes
+
+
+def test_the_campaign_catches_a_weakened_json_schema(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The comparison can fail on the JSON Schema too: converted schemas that let unknown
+    fields through (as a stale or edited shipped ``json-schema/`` file could) are caught."""
+    import gen.caches
+    from gen.emit import validate
+    from gen.emit.crd_schemas import json_schema
+
+    def opened(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: opened(v) for k, v in node.items()
+                    if not (k == "additionalProperties" and v is False)}
+        return [opened(v) for v in node] if isinstance(node, list) else node
+
+    monkeypatch.setattr(validate, "json_schema", lambda crd: opened(json_schema(crd)))
+    gen.caches.clear()  # compile the weakened validators, and keep them from later tests
+    try:
+        objects = tuple(o for o in _objects() if o["kind"] in ("HelmRelease", "Application"))
+        counts = _compare(objects[:3], stride=2)
+    finally:
+        gen.caches.clear()
+    causes = {e[:1] for errs, _ in counts["gen_accepts_invalid"] for e in errs}
+    assert causes - {("rule",), ("metadata",)}, causes

@@ -21,6 +21,10 @@ from gen.emit.crd_rules import compile_rule, plain, reads_of, schema_checks, ver
     ('"""self""" == self.y', (("y", True),)),
     ("'it\\'s self.x' + self.q == ''", (("q", True),)),
     ("true", ()),
+    # a literal that starts with R or B is not a raw or bytes prefix (Flux's strategy rules)
+    ("!has(self.retryInterval) || self.name != 'RemediateOnFailure'",
+     (("name", True), ("retryInterval", False))),
+    ('self.a == "Bytes" || self.b == b\'x\'', (("a", True), ("b", True))),
     # anything that may read more than named fields shares nothing
     ("self.all(x, x != '')", None),
     ("size(self) > 1", None),
@@ -30,6 +34,8 @@ from gen.emit.crd_rules import compile_rule, plain, reads_of, schema_checks, ver
     ("self.a.exists(s, s == self)", None),
     ('r"\\\\" == self.a || size(self) > 0', None),
     ("self.x // comment", None),
+    ("self.a == r'x'", None),
+    ("self.a == Rb'x'", None),
 ])
 def test_reads_of(rule: str, reads: Any) -> None:
     """The fields of self a rule reads, or None when it may read anything else."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import gzip
 import hashlib
 import json
@@ -12,12 +13,15 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
+from gen.emit.crd_convert import inline_subschemas, share_subschemas, to_json_schema
 from gen.emit.crd_schemas import (
     CRDSet,
     bundled,
     bundled_sources,
     custom_schema,
     custom_schema_dir,
+    json_schema,
+    json_schema_files,
     known_custom_kinds,
     load_crd_dir,
     schema_file_name,
@@ -392,6 +396,45 @@ def test_refresh_tool_writes_the_same_bytes(tmp_path: Path) -> None:
     assert name == path.name
     assert again["crd"] == content["crd"]
     assert again["source"]["sha256"] == hashlib.sha256(raw).hexdigest()
+
+
+def test_shipped_json_schemas_are_what_converting_gives() -> None:
+    """json-schema/ holds exactly the conversion of every bundled CRD version, byte for byte
+    (after a change to gen/emit/crd_convert.py: python tools/refresh_crds.py --convert)."""
+    bundle = {p.name: p.read_bytes() for p in custom_schema_dir().glob("*.json.gz")}
+    shipped = {p.name: p.read_bytes()
+               for p in (custom_schema_dir() / "json-schema").glob("*.json.gz")}
+    assert json_schema_files(bundle) == shipped
+    assert len(shipped) == len(bundled())
+    for crd in bundled():
+        converted = to_json_schema(crd.schema, crd.api_version, crd.kind)
+        assert json_schema(crd) == share_subschemas(converted)
+        assert inline_subschemas(json_schema(crd)) == converted
+
+
+def test_bundled_json_schemas_are_read_not_converted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bundled CRD's JSON Schema comes from the shipped file; a user CRD of the same kind
+    with another schema is converted (the shipped file records the schema it came from)."""
+    from gen.emit import crd_schemas
+
+    def refuse(*_args: object) -> None:
+        raise AssertionError("converted at run time")
+
+    monkeypatch.setattr(crd_schemas, "to_json_schema", refuse)
+    crd_schemas._JSON_SCHEMAS.clear()
+    try:
+        crd = CRDSet().lookup("argoproj.io/v1alpha1", "Application")
+        assert crd is not None
+        assert json_schema(crd)["title"] == "Application (argoproj.io/v1alpha1)"
+        other = dataclasses.replace(crd, schema={"type": "object"}, digest="0" * 64)
+        with pytest.raises(AssertionError, match="converted at run time"):
+            json_schema(other)
+        monkeypatch.undo()
+        assert json_schema(other)["properties"]["apiVersion"] == {
+            "const": "argoproj.io/v1alpha1"}
+        assert "spec" not in json_schema(other)["properties"]
+    finally:
+        crd_schemas._JSON_SCHEMAS.clear()
 
 
 @pytest.mark.parametrize("kind", known_custom_kinds())

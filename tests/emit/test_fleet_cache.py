@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from gen.emit.cache import (
     FLEET_RECORD,
     FleetRecord,
+    file_text,
     finding_json,
     fleet_record_bytes,
     parse_finding,
@@ -411,7 +412,8 @@ def test_the_stat_table_vouches_for_every_file_after_a_render(
 
     record = parse_fleet_record((stat_rendered / "out" / FLEET_RECORD).read_bytes())
     assert record is not None
-    assert set(read_stat_table(stat_rendered / "out")) == set(record.files)
+    table = read_stat_table(stat_rendered / "out")
+    assert table is not None and table.vouched() == set(record.files)
     reads = _counting_reads(monkeypatch)
     result = _render(stat_rendered, check=True)
     assert result.fast_path and reads == []
@@ -453,8 +455,9 @@ def test_a_hand_edit_is_reported_though_the_stat_table_vouched(
 
 def test_only_files_old_enough_and_still_gen_s_are_vouched_for(tmp_path: Path) -> None:
     """A file whose mtime is within the margin of the time after which only someone else
-    can have changed it, or that is no longer the inode gen put there, is left out of the
-    table; a file on a filesystem with whole-second times leaves the table out entirely."""
+    can have changed it, that is no longer the inode gen put there, or that the fleet
+    record does not list, is listed without its stat; a file on a filesystem with
+    whole-second times leaves the table out entirely."""
     import os
     import time
 
@@ -464,18 +467,77 @@ def test_only_files_old_enough_and_still_gen_s_are_vouched_for(tmp_path: Path) -
     (out / ".gen-cache").mkdir(parents=True)
     path = out / "a.yaml"
     path.write_bytes(b"a\n")
+    (out / "mine.txt").write_bytes(b"not gen's\n")
     inode, now = path.stat().st_ino, time.time_ns()
-    hashes = {"a.yaml": "0" * 64}
-    write_stat_table(out, hashes, {"a.yaml": (inode, now)})
-    assert read_stat_table(out) == {}
+    fleet = fleet_record_bytes(FleetRecord("d", (), 0, {"a.yaml": "0" * 64}, ()))
+    write_stat_table(out, fleet, {"a.yaml": (inode, now)})
+    assert not (out / STAT_TABLE).exists()
     later = now + 2 * STAT_MARGIN_NS
-    write_stat_table(out, hashes, {"a.yaml": (inode + 1, later)})
-    assert read_stat_table(out) == {}
-    write_stat_table(out, hashes, {})
-    assert read_stat_table(out) == {}
-    write_stat_table(out, hashes, {"a.yaml": (inode, later)})
-    assert set(read_stat_table(out)) == {"a.yaml"}
+    write_stat_table(out, fleet, {"a.yaml": (inode + 1, later)})
+    assert not (out / STAT_TABLE).exists()
+    write_stat_table(out, fleet, {})
+    assert not (out / STAT_TABLE).exists()
+    write_stat_table(out, b"{not a fleet record", {"a.yaml": (inode, later)})
+    assert not (out / STAT_TABLE).exists()
+    mine = (out / "mine.txt").stat().st_ino
+    write_stat_table(out, fleet, {"a.yaml": (inode, later), "mine.txt": (mine, later)})
+    table = read_stat_table(out)
+    assert table is not None and table.vouched() == {"a.yaml"}
+    assert sorted(table.folders[""].split("//")) == [
+        ".gen-cache/d", file_text("a.yaml", path.stat()), "mine.txt/?"]
+    assert table.folders[".gen-cache"] == "_fleet.json/c//_stat.json/c"
     whole = (int(time.time()) - 10) * 1_000_000_000
     os.utime(path, ns=(whole, whole))
-    write_stat_table(out, hashes, {"a.yaml": (inode, later)})
+    write_stat_table(out, fleet, {"a.yaml": (inode, later)})
     assert not (out / STAT_TABLE).exists()
+
+
+def test_the_digest_finds_the_built_in_templates_where_the_renderer_does() -> None:
+    from gen.emit.cache import builtin_templates
+
+    assert builtin_templates() == BUILTIN_TEMPLATES
+
+
+def test_library_versions_are_what_importlib_metadata_says(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The digest's library versions, read without importing importlib.metadata, are the
+    installed ones; a dist-info earlier on sys.path wins, as it does for importlib; an
+    egg-info is asked of importlib.metadata."""
+    import sys
+    from importlib import metadata
+
+    from gen.emit import cache
+
+    assert cache._library_versions() == {
+        name: metadata.version(name) for name in cache._LIBRARIES}
+    (tmp_path / "Jinja2-9.9.dist-info").mkdir()
+    (tmp_path / "Jinja2-9.9.dist-info/METADATA").write_text(
+        "Metadata-Version: 2.1\nName: Jinja2\nVersion: 9.9\n\nVersion: 1.0\n")
+    (tmp_path / "PyYAML-0.1.egg-info").write_text("Name: PyYAML\nVersion: 0.1\n")
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    found = cache._library_versions()
+    assert found == {name: metadata.version(name) for name in cache._LIBRARIES}
+    assert found["jinja2"] == "9.9" and found["PyYAML"] == "0.1"
+
+
+@pytest.mark.parametrize("where", ["beside", "base given", "base elsewhere", "relative"])
+def test_the_digest_shows_each_profile_path_as_the_loader_does(
+        rendered: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    from gen.emit.cache import shown_path
+    from gen.fleet.discovery import display_path, json_files, profile_files
+
+    root = _copy(rendered, tmp_path / "fleet")
+    (root / "profiles/deep/er").mkdir(parents=True)
+    (root / "profiles/deep/er/x.yaml").write_text("# nothing\n", encoding="utf-8")
+    profiles = root / "profiles"
+    base = {"beside": None, "base given": root, "base elsewhere": tmp_path / "other",
+            "relative": None}[where]
+    if where == "relative":
+        monkeypatch.chdir(root)
+        profiles = Path("profiles")
+    shown_base = base if base is not None else profiles.resolve().parent
+    files = [*profile_files(profiles), *json_files(profiles)]
+    assert len(files) > 5
+    for file in files:
+        assert shown_path(file, profiles, profiles.resolve(),
+                          shown_base.resolve()) == display_path(file, shown_base)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -194,3 +194,234 @@ def test_compute_changes_and_unified_diff(out: Path) -> None:
     assert "-a: 1\n+a: 2\n" in diff
     assert "--- /dev/null\n+++ b/c3/e.yaml\n" in diff
     assert "--- a/c2/d.yaml\n+++ /dev/null\n" in diff
+
+
+# ------------------------------------------------------------- the fleet fast path's one walk
+
+FAST_FILES = {
+    "c1/a.yaml": HEADER + "a: 1\n", "c1/b.yaml": HEADER + "b: 1\n",
+    "c1/sub/c.yaml": HEADER + "c: 1\n", "c2/d.yaml": HEADER + "d: 1\n",
+    "c2/deep/er/e.yaml": HEADER + "e: 1\n",
+}
+
+
+def _fleet_written(out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """FAST_FILES written as a render writes them: with the cache records, a fleet record
+    listing every file, and (the wait before the swap forced) a stat table vouching for
+    every file."""
+    import hashlib
+
+    from gen.emit.cache import (
+        CACHE_GITIGNORE,
+        CACHE_GITIGNORE_BYTES,
+        FLEET_RECORD,
+        FleetRecord,
+        fleet_record_bytes,
+    )
+
+    monkeypatch.setattr(output, "SLEEP_BEFORE_SWAP_FILES", 0)
+    outputs = {PurePosixPath(k): v.encode() for k, v in FAST_FILES.items()}
+    cache = {CACHE_GITIGNORE: CACHE_GITIGNORE_BYTES, ".gen-cache/c1.json": b"{}\n"}
+    hashes = {str(p): hashlib.sha256(d).hexdigest() for p, d in outputs.items()}
+    hashes[INDEX_NAME] = hashlib.sha256(output.index_bytes(list(FAST_FILES))).hexdigest()
+    hashes.update({rel: hashlib.sha256(d).hexdigest() for rel, d in cache.items()})
+    cache[FLEET_RECORD] = fleet_record_bytes(FleetRecord("D", ("c1",), 5, hashes, ()))
+    write_tree(outputs, out, cache=cache)
+
+
+def _exactly(out: Path, digest: str) -> dict[PurePosixPath, bytes] | None:
+    """What the fast path must return, by the definition: every listed file read and
+    hashed (verified_hashes), and holds_only."""
+    from gen.emit.cache import is_cache_path, read_fleet_record, verified_hashes
+
+    record = read_fleet_record(out)
+    if record is None or record.digest != digest:
+        return None
+    files = verified_hashes(out, record.files, cache_ok=True)
+    if files is None or not output.holds_only(out, record.files):
+        return None
+    return {p: d for p, d in files.items()
+            if str(p) != INDEX_NAME and not is_cache_path(str(p))}
+
+
+def _edit_in_place(path: Path) -> None:
+    import os
+
+    before = path.stat()
+    data = path.read_bytes()
+    path.write_bytes(data[:-2] + (b"2\n" if data[-2:] != b"2\n" else b"3\n"))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+def _rename_replace(path: Path, data: bytes | None = None) -> None:
+    import os
+
+    before = path.stat()
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(path.read_bytes() if data is None else data)
+    os.utime(tmp, ns=(before.st_atime_ns, before.st_mtime_ns))
+    tmp.replace(path)
+
+
+def _touch(path: Path) -> None:
+    import os
+
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 5_000_000_000))
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
+
+
+def _to_link(path: Path) -> None:
+    copy = path.with_name(path.name + ".real")
+    copy.write_bytes(path.read_bytes())
+    path.unlink()
+    path.symlink_to(copy.name)
+
+
+FILE_EDITS: dict[str, Callable[[Path], object]] = {
+    "edit, same size, mtime put back": _edit_in_place,
+    "append": lambda p: p.write_bytes(p.read_bytes() + b"# more\n"),
+    "rename-replace, same bytes": _rename_replace,
+    "rename-replace, other bytes": lambda p: _rename_replace(p, p.read_bytes() + b"x\n"),
+    "touch": _touch,
+    "delete": lambda p: p.unlink(),
+    "replaced by a link": _to_link,
+    "extra gen file beside it": lambda p: p.with_name("extra.yaml").write_text(HEADER),
+    "extra file of the user's beside it": lambda p: p.with_name("mine.txt").write_text("x"),
+    "extra link of the user's beside it": lambda p: p.with_name("l.yaml").symlink_to(p.name),
+    "empty folder beside it": lambda p: p.with_name("empty").mkdir(exist_ok=True),
+    "folder of the user's beside it": lambda p: _write(p.parent / "docs/x.md", "y"),
+}
+"""Changes to one file of out/ (or beside it)."""
+
+TREE_EDITS: dict[str, Callable[[Path], object]] = {
+    "index deleted": lambda out: (out / INDEX_NAME).unlink(),
+    "extra cache file": lambda out: (out / ".gen-cache/by-hand.json").write_text("{}"),
+    "cache record deleted": lambda out: (out / ".gen-cache/c1.json").unlink(),
+    "stat table deleted": lambda out: (out / ".gen-cache/_stat.json").unlink(),
+    "stat table damaged": lambda out: (out / ".gen-cache/_stat.json").write_text("{"),
+    "fleet record damaged": lambda out: (out / ".gen-cache/_fleet.json").write_text("{"),
+    "stale temporary tree beside out/": lambda out: (out.parent / ".gen-tmp-out-1").mkdir(),
+    "a folder of out/ moved away and back": lambda out: (
+        (out / "c2").rename(out / "c2.x"), (out / "c2.x").rename(out / "c2")),
+}
+
+
+def test_the_walk_lists_a_file_as_the_stat_table_does(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The inlined listing of the walk is file_text's, and after a render every folder's
+    listing is the recorded one: the fast path reads no file."""
+    from gen.emit.cache import file_text, read_stat_table
+
+    out = tmp_path / "out"
+    _fleet_written(out, monkeypatch)
+    table = read_stat_table(out)
+    assert table is not None
+    todo: list[tuple[str, str]] = [("", str(out))]
+    seen = set()
+    while todo:
+        rel_dir, path = todo.pop()
+        entries, texts, _ = output._listing(rel_dir, path, todo)
+        assert "//".join(texts) == table.folders[rel_dir]
+        for entry, text in zip(entries, texts, strict=True):
+            if text.split("/")[1] == "f":
+                assert text == file_text(entry.name, entry.stat(follow_symlinks=False))
+        seen.add(rel_dir)
+    assert seen == set(table.folders)
+    reads: list[str] = []
+
+    def counted(path: str) -> bytes:
+        reads.append(path)
+        return b""
+
+    monkeypatch.setattr("gen.emit.cache._read_all", counted)
+    found = output.fast_outputs(out, "D")
+    assert found is not None and len(found[1]) == len(FAST_FILES) and reads == []
+    assert output.fast_outputs(out, "another digest") is None
+
+
+@pytest.mark.parametrize("edit", sorted(FILE_EDITS))
+@pytest.mark.parametrize("target", sorted(FAST_FILES))
+def test_the_fast_path_walk_is_exactly_the_definition_for_each_file_edit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: str, target: str) -> None:
+    out = tmp_path / "out"
+    _fleet_written(out, monkeypatch)
+    FILE_EDITS[edit](out / target)
+    _same_as_the_definition(out)
+
+
+@pytest.mark.parametrize("edit", sorted(TREE_EDITS))
+def test_the_fast_path_walk_is_exactly_the_definition_for_each_tree_edit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: str) -> None:
+    out = tmp_path / "out"
+    _fleet_written(out, monkeypatch)
+    TREE_EDITS[edit](out)
+    _same_as_the_definition(out)
+
+
+def _same_as_the_definition(out: Path) -> None:
+    expected = _exactly(out, "D")
+    found = output.fast_outputs(out, "D")
+    assert (found is None) == (expected is None)
+    if found is not None:
+        assert dict(found[1]) == expected
+        assert expected is not None and list(found[1]) == sorted(expected)
+
+
+def test_the_fast_path_walk_is_the_definition_under_random_edits(tmp_path: Path) -> None:
+    """Any sequence of the edits above, on any files: the walk agrees with reading and
+    hashing every file plus holds_only."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    counter = iter(range(10**6))
+
+    @settings(max_examples=40, deadline=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(st.lists(st.one_of(
+        st.tuples(st.sampled_from(sorted(FILE_EDITS)), st.sampled_from(sorted(FAST_FILES))),
+        st.tuples(st.sampled_from(sorted(TREE_EDITS)), st.none())), max_size=4))
+    def run(edits: list[tuple[str, str | None]]) -> None:
+        with pytest.MonkeyPatch.context() as patch:
+            out = tmp_path / str(next(counter)) / "out"
+            _fleet_written(out, patch)
+            for edit, target in edits:
+                try:
+                    if target is None:
+                        TREE_EDITS[edit](out)
+                    else:
+                        FILE_EDITS[edit](out / target)
+                except OSError:
+                    pass  # an edit the ones before made impossible (the file is gone)
+            _same_as_the_definition(out)
+
+    run()
+
+
+def test_a_folder_listed_in_another_order_is_still_vouched_for_file_by_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A filesystem that lists an unchanged folder in another order makes its listing
+    differ from the recorded text: that folder is then checked entry by entry, each file
+    still vouched for by its own recorded stat, and nothing is read."""
+    import json
+
+    from gen.emit.cache import STAT_TABLE
+
+    out = tmp_path / "out"
+    _fleet_written(out, monkeypatch)
+    table = out / STAT_TABLE
+    raw = json.loads(table.read_bytes())
+    raw["folders"] = {k: "//".join(reversed(v.split("//"))) for k, v in raw["folders"].items()}
+    table.write_text(json.dumps(raw))
+    reads: list[str] = []
+
+    def counted(path: str) -> bytes:
+        reads.append(path)
+        return b""
+
+    monkeypatch.setattr("gen.emit.cache._read_all", counted)
+    found = output.fast_outputs(out, "D")
+    assert found is not None and len(found[1]) == len(FAST_FILES) and reads == []

@@ -198,6 +198,95 @@ def test_warm_compiles_ahead_and_clear_forgets() -> None:
     assert validate_module._VALIDATORS.data[(34, "example.com/v1", "Widget", "")] is None
     gen.caches.clear()
     assert validate_module._VALIDATORS.data == {}
+    assert validate_module._CUSTOM.data == {}
+
+
+def test_custom_validators_are_shared_across_minors_with_the_same_object_meta() -> None:
+    """A CRD's validator is compiled once for the minors whose ObjectMeta (and what it refers
+    to) is the same, and still judges metadata by that ObjectMeta."""
+    gen.caches.clear()
+    crd = CRDSet().lookup("argoproj.io/v1alpha1", "Application")
+    assert crd is not None
+    digests = {m: validate_module._definitions(m)[1] for m in (32, 33, 34, 35)}
+    assert len(set(digests.values())) == 1, "the minors gen renders share ObjectMeta"
+    first = validate_module.compiled(32, crd.api_version, crd.kind, crd)
+    assert all(validate_module.compiled(m, crd.api_version, crd.kind, crd) is first
+               for m in (33, 34, 35))
+    assert len(validate_module._CUSTOM.data) == 1
+    bad = {"apiVersion": crd.api_version, "kind": crd.kind,
+           "metadata": {"name": "a", "labels": {"a": 1}}, "spec": {}}
+    assert [e.instance_path for e in first.iter_errors(bad)][:1] == [["metadata", "labels", "a"]]
+    gen.caches.clear()
+
+
+def test_custom_validators_are_not_shared_when_object_meta_differs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A minor whose ObjectMeta differs gets a validator of its own."""
+    gen.caches.clear()
+    real = validate_module._definitions
+
+    def other_meta(minor: int) -> tuple[Any, str]:
+        registry, meta = real(minor)
+        return registry, f"{meta}-changed" if minor == 33 else meta
+
+    monkeypatch.setattr(validate_module, "_definitions", other_meta)
+    crd = CRDSet().lookup("argoproj.io/v1alpha1", "AppProject")
+    assert crd is not None
+    at_32, at_33, at_34 = (validate_module.compiled(m, crd.api_version, crd.kind, crd)
+                           for m in (32, 33, 34))
+    assert at_32 is at_34 and at_33 is not at_32
+    gen.caches.clear()
+
+
+def _meta_definitions(extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    meta = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+    defs = {meta: {"type": "object", "properties": {
+                "owner": {"$ref": "#/$defs/io.k8s.Owner"},
+                "labels": {"type": "object"}}},
+            "io.k8s.Owner": {"type": "object", "properties": {"uid": {"type": "string"}}},
+            "io.k8s.Unrelated": {"type": "string"}}
+    return {"$defs": {**defs, **(extra or {})}}
+
+
+def test_meta_digest_covers_what_object_meta_refers_to() -> None:
+    """The digest changes with ObjectMeta and with any definition it reaches, not with the
+    others; a reference it cannot follow shares nothing (the minor's own digest)."""
+    digest = validate_module._meta_digest
+    base = digest(_meta_definitions(), 34)
+    assert base == digest(_meta_definitions(), 33)
+    assert base == digest(_meta_definitions({"io.k8s.Unrelated": {"type": "integer"}}), 33)
+    assert base != digest(_meta_definitions({"io.k8s.Owner": {"type": "object"}}), 33)
+    changed = _meta_definitions()
+    changed["$defs"]["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"]["required"] = ["name"]
+    assert base != digest(changed, 33)
+    odd = _meta_definitions({"io.k8s.Owner": {"$ref": "other.json#/x"}})
+    assert digest(odd, 33) == "v1.33" and digest(odd, 34) == "v1.34"
+    missing = _meta_definitions({"io.k8s.Owner": {"$ref": "#/$defs/io.k8s.Gone"}})
+    assert digest(missing, 33) == "v1.33"
+    assert digest({"$defs": {}}, 33) == "v1.33"
+
+
+def test_converted_crd_schemas_refer_to_object_meta_only() -> None:
+    """What sharing a CRD's validator across minors rests on: a converted schema's only
+    reference outside itself is ObjectMeta's, even when the CRD holds a ``$ref`` of its
+    own."""
+    from gen.emit.crd_convert import OBJECT_META_REF, to_json_schema
+    from gen.emit.crd_schemas import bundled, json_schema
+
+    def refs(node: Any) -> set[str]:
+        if isinstance(node, dict):
+            own = {node["$ref"]} if isinstance(node.get("$ref"), str) else set()
+            return own.union(*(refs(v) for v in node.values()))
+        if isinstance(node, list):
+            return set().union(*(refs(v) for v in node))
+        return set()
+
+    for crd in bundled():  # and to its own shared subschemas, which no minor changes
+        assert {r for r in refs(json_schema(crd))
+                if not r.startswith("#/$defs/gen-shared-")} == {OBJECT_META_REF}, crd.kind
+    odd = {"type": "object", "properties": {"spec": {"$ref": "#/definitions/x",
+                                                     "type": "object"}}}
+    assert refs(to_json_schema(odd, "example.com/v1", "Odd")) == {OBJECT_META_REF}
 
 
 def test_all_bundled_schemas_of_one_version_compile() -> None:

@@ -273,7 +273,7 @@ def test_keyword_error_paths_match_jsonschema(
     from gen.emit import validate
 
     full = {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
-    monkeypatch.setattr(validate, "to_json_schema", lambda _s, _a, _k: full)
+    monkeypatch.setattr(validate, "json_schema", lambda _crd: full)
     crd = CRDSchema("example.com/v1", "Case", True, {}, "test", None, json.dumps(full))
     validate._VALIDATORS.clear()  # compile this case's schema, and keep it from later tests
     try:

@@ -263,3 +263,56 @@ def test_profiles_folder_missing_or_a_file(tmp_path: Path, make: str) -> None:
     (finding,) = info.value.findings
     assert finding.rule == "GEN001" and finding.location == SourceLocation(root.as_posix())
     assert finding.hint
+
+
+_SCALARS = [
+    "yes", "No", "on", "true", "FALSE", "~", "null", "Null", "", "0", "007", "0x1F", "0o17",
+    "0b101", "1_000", "-12", "+3", "1e3", "1.5", ".inf", "-.Inf", ".nan", "2024-02-30",
+    "2024-01-31", "12:30:45", "text", "a b", "'yes'", '"0x1F"', "'~'", "!!str 12",
+    "!!int x", "!!int 12", "!!bool maybe", "!!bool yes", "!!float x", "!!float 1",
+    "!!null ''", "!!timestamp x", "=", "<<", "*a", "&a 5", "[1, yes]", "{a: no}",
+]
+
+
+def _documents(text: str) -> str:
+    """Everything parse_text returns, written so that 1, 1.0 and True differ."""
+    documents, findings = parse_text(text, "p.yaml")
+    return repr([(d.data, d.positions, d.scalars, d.end_line, d.markers)
+                 for d in documents]) + repr(findings)
+
+
+def test_remembered_scalars_load_exactly_as_fresh_ones() -> None:
+    """The loader remembers each scalar's tag and value across documents and files; any
+    text, parsed with those caches warm or with them off, gives the same documents,
+    positions, scalar texts and findings (errors included)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    scalar = st.sampled_from(_SCALARS)
+    key = st.sampled_from(["kind", "name", "yes", "1", "'on'", "a", "<<", "~"])
+    line = st.tuples(key, scalar).map(lambda kv: f"{kv[0]}: {kv[1]}")
+    item = scalar.map(lambda s: f"  - {s}")
+    doc = st.lists(st.one_of(line, st.tuples(key, st.lists(item, min_size=1, max_size=3))
+                             .map(lambda kv: f"{kv[0]}:\n" + "\n".join(kv[1]))),
+                   min_size=1, max_size=6).map("\n".join)
+    texts = st.lists(doc, min_size=1, max_size=3).map("\n---\n".join)
+
+    @settings(max_examples=300, deadline=None)
+    @given(texts)
+    def run(text: str) -> None:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(loader, "_CACHED_ENTRIES", 0)  # nothing remembered
+            patch.setattr(loader, "_RESOLVED", {})
+            patch.setattr(loader, "_CONSTRUCTED", {})
+            fresh = _documents(text)
+        _documents(text)  # remembers what it can
+        assert _documents(text) == fresh
+
+    run()
+
+
+def test_the_scalar_caches_are_bounded() -> None:
+    long = "x" * (loader._CACHED_TEXT + 1)
+    parse_text(f"a: {long}\n", "p.yaml")
+    assert all(len(k[0]) <= loader._CACHED_TEXT for k in loader._RESOLVED)
+    assert all(len(k[1]) <= loader._CACHED_TEXT for k in loader._CONSTRUCTED)

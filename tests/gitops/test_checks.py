@@ -102,15 +102,31 @@ def _argo(name: str, mode: str) -> str:
 
 
 def test_gen703_one_root_one_fleet_mode(tmp_path: Path) -> None:
-    """Two clusters of one Argo CD root with different fleet modes: an error at the second;
-    'auto' agrees with anything; another revision is another root."""
+    """Clusters of one Argo CD root with different fleet modes: an error at each cluster
+    that differs from the mode most of them set, at every explicit one on a tie (whatever
+    the names' order); 'auto' agrees with anything; another revision is another root."""
     second = _argo("prod-b", "applications")
     findings = _lint(tmp_path, "a", **{"cluster.yaml": _argo("prod", "applicationset"),
-                                             "b.yaml": second})
+                                             "b.yaml": second,
+                                             "c.yaml": _argo("prod-c", "applicationset")})
     [finding] = _rule(findings, "GEN703")
     assert finding.location is not None
     assert finding.location.path.endswith("b.yaml")
     assert finding.location.line == _line(second, "fleet_mode")
+    assert {r.path.rsplit("/", 1)[-1] for r in finding.related} == {"cluster.yaml", "c.yaml"}
+    # the odd one out sorts first by name: still the one reported
+    first = _argo("a-first", "applications")
+    findings = _lint(tmp_path, "first", **{"cluster.yaml": _argo("prod", "applicationset"),
+                                                 "b.yaml": first,
+                                                 "c.yaml": _argo("prod-c", "applicationset")})
+    assert [f.location.path.rsplit("/", 1)[-1] for f in _rule(findings, "GEN703")
+            if f.location is not None] == ["b.yaml"]
+    # one against one: both are reported, each naming the other
+    findings = _lint(tmp_path, "tie", **{"cluster.yaml": _argo("prod", "applicationset"),
+                                               "b.yaml": second})
+    tie = _rule(findings, "GEN703")
+    assert sorted(f.location.path.rsplit("/", 1)[-1] for f in tie if f.location) == [
+        "b.yaml", "cluster.yaml"]
     auto = _argo("prod-b", "auto")
     assert not _rule(_lint(tmp_path, "b", **{
         "cluster.yaml": _argo("prod", "applicationset"), "b.yaml": auto}), "GEN703")

@@ -167,6 +167,13 @@ def test_gen118_mig_manager_label(tmp_path: Path) -> None:
         tmp_path / "near", labels='{nvidia.com/gpu.deploy.mig-manager: "false", a: b}'))
 
 
+def test_gen118_mig_manager_label_declared_on(tmp_path: Path) -> None:
+    """The label declared "true" is GEN118 at the label itself: the line to change."""
+    labels = '\n      gen.dev/pool: h100\n      nvidia.com/gpu.deploy.mig-manager: "true"'
+    (f,) = [f for f in _dynamic(tmp_path, labels=labels) if f.rule == "GEN118"]
+    assert 'nvidia.com/gpu.deploy.mig-manager: "true"' in _line(tmp_path, f)
+
+
 def test_gen119_conflicting_driver_gates(tmp_path: Path) -> None:
     """MPSSupport beside DynamicMIG stops the driver: GEN119 at the MPSSupport gate."""
     (f,) = [f for f in _dynamic(tmp_path, gates="{MPSSupport: true}") if f.rule == "GEN119"]
