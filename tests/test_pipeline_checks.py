@@ -91,7 +91,7 @@ def test_bench_fleet(tmp_path: Path, clusters: int, services: int) -> None:
 def _mutated(case: Case, tmp_path: Path) -> Path:
     root = tmp_path / "fleet"
     shutil.copytree(REPO / "profiles", root / "profiles", symlinks=True)
-    for edit in case.edits:
+    for edit in (*case.setup, *case.edits):
         _apply(root, edit)
     return root
 
