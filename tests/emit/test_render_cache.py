@@ -312,7 +312,8 @@ def test_records_are_deterministic(rendered: Path, tmp_path: Path) -> None:
     assert snapshot_tree(root / "out") == snapshot_tree(rendered / "out")
     record = json.loads((root / "out" / record_path("prod-us-east")).read_bytes())
     assert str(tmp_path) not in json.dumps(record)
-    assert set(record) == {"cluster", "files", "fingerprint", "format", "objects", "validated"}
+    assert set(record) == {"cluster", "files", "fingerprint", "format", "objects", "validated",
+                           "prebuild", "lint", "lint_once"}
 
 
 def test_check_does_not_report_the_cache(rendered: Path, tmp_path: Path) -> None:
