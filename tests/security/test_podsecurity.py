@@ -30,7 +30,7 @@ from gen.security.podsecurity import (
     check_pod,
     level_of,
 )
-from tests.helpers import REPO, write_tree
+from tests.helpers import REPO, snapshot_tree, write_tree
 
 Files = dict[str, bytes]
 
@@ -43,8 +43,8 @@ only ``latest`` (squat's generic device plugin) is pinned by digest."""
 
 
 def _committed() -> Files:
-    return {p.relative_to(REPO / "out").as_posix(): p.read_bytes()
-            for p in sorted((REPO / "out").rglob("*")) if p.is_file()}
+    """out/ as committed: the machine-local stat table is never in Git (helpers)."""
+    return snapshot_tree(REPO / "out")
 
 
 def _bench(tmp_path: Path) -> Files:
