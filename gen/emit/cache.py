@@ -153,32 +153,53 @@ class Uncacheable(TypeError):
 
 
 def _default(value: Any) -> Any:
-    """JSON for what ``json`` does not know; any other type makes the cluster uncacheable."""
+    """JSON for what ``json`` does not know; any other type makes the cluster uncacheable.
+
+    One handler per type, chosen once (:func:`_handler_for`): a fingerprint meets the same
+    few dataclasses thousands of times."""
+    kind = type(value)
+    handler = _HANDLERS.get(kind)
+    if handler is None:
+        handler = _HANDLERS.setdefault(kind, _handler_for(kind))
+    return handler(value)
+
+
+_HANDLERS: dict[type, Callable[[Any], Any]] = {}
+
+
+def _handler_for(kind: type) -> Callable[[Any], Any]:
+    """How :func:`_default` writes a value of type ``kind``, tested in this order."""
     import pydantic
 
     from gen.fleet.profiles import Located
 
-    if isinstance(value, SourceLocation):
-        return value.path  # the file only: see the module docstring
-    if isinstance(value, pydantic.BaseModel):
-        return value.model_dump(mode="json")
-    if isinstance(value, PurePath):
-        return value.as_posix()
-    if isinstance(value, (bytes, bytearray)):
-        return {"sha256": hashlib.sha256(value).hexdigest()}
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, Mapping):
-        return {_key(k): v for k, v in value.items()}
-    if isinstance(value, (set, frozenset)):
-        return sorted(value, key=canonical_json)
-    if isinstance(value, Located):
+    if issubclass(kind, SourceLocation):
+        return lambda value: value.path  # the file only: see the module docstring
+    if issubclass(kind, pydantic.BaseModel):
+        return lambda value: value.model_dump(mode="json")
+    if issubclass(kind, PurePath):
+        return lambda value: value.as_posix()
+    if issubclass(kind, (bytes, bytearray)):
+        return lambda value: {"sha256": hashlib.sha256(value).hexdigest()}
+    if issubclass(kind, enum.Enum):
+        return lambda value: value.value
+    if issubclass(kind, Mapping):
+        return lambda value: {_key(k): v for k, v in value.items()}
+    if issubclass(kind, (set, frozenset)):
+        return lambda value: sorted(value, key=canonical_json)
+    if issubclass(kind, Located):
         # A profile and its source document: the value and the file, not the whole parse.
-        return {"value": value.value, "from": value.document.path}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
-        return {"@type": type(value).__qualname__, **fields}
-    raise Uncacheable(f"cannot fingerprint a {type(value).__qualname__}")
+        return lambda value: {"value": value.value, "from": value.document.path}
+    if dataclasses.is_dataclass(kind) and not issubclass(kind, type):
+        names = tuple(f.name for f in dataclasses.fields(kind))
+        qualname = kind.__qualname__
+        return lambda value: {"@type": qualname, **{n: getattr(value, n) for n in names}}
+    name = kind.__qualname__
+
+    def refuse(_value: Any) -> Any:
+        raise Uncacheable(f"cannot fingerprint a {name}")
+
+    return refuse
 
 
 def _key(key: Any) -> str:
