@@ -478,6 +478,15 @@ class _TaskOutput:
     """What rendering it raised, beside a template error (raised after the lint errors)."""
 
 
+_TASK_MODULES = (
+    "gen.apple.build", "gen.dra.build", "gen.dra.admission", "gen.fleet.manifests",
+    "gen.fleet.placement", "gen.gitops.build", "gen.nvidia.build", "gen.serving.build",
+    "gen.gitops.provenance", "gen.fleet.suppress", "gen.emit.render", "gen.emit.validate",
+    "gen.emit.crd_rules",
+)
+"""What :func:`build_cluster`, the checks and the render import on first use."""
+
+
 class _ClusterTask:
     """Cluster ``i`` of a resolved plan, from its cached record or built, checked,
     fingerprinted, rendered and validated: the task each worker of :func:`render` runs.
@@ -516,6 +525,29 @@ class _ClusterTask:
                                           self.validate, self.crds)
             self._render._setup()
         return self._render
+
+    def prepare(self) -> None:
+        """Before forking: import what every task uses and compile every template the
+        render's loader can find, here, once, so that each worker inherits them instead of
+        importing and compiling its own copy. The validators are compiled by the workers
+        (which kinds a cluster needs is known only once it is built). Nothing here changes
+        what a task computes: a worker that finds a template missing compiles it itself."""
+        import importlib
+
+        import jinja2
+
+        import gen.emit.cache
+
+        for module in _TASK_MODULES:
+            importlib.import_module(module)
+        check_parts()
+        env = self._renderer()._env
+        for name in env.list_templates(extensions=("j2",)):
+            try:
+                env.get_template(name)
+            except jinja2.TemplateError:
+                continue  # its task reports it, at the template's line
+        gen.emit.cache.code_digest()
 
     def _fingerprint(self, cluster: ClusterPlan) -> str | None:
         from gen.emit.cache import Fingerprinter
@@ -908,7 +940,7 @@ def _run_cluster_tasks(
 ) -> tuple[dict[int, _TaskOutput], list[Finding] | Exception]:
     """Every cluster's task, in ``jobs`` worker processes (default: :func:`default_jobs`),
     and meanwhile, here, the fleet-wide checks (their findings, or what they raised)."""
-    from gen.emit.parallel import run_tasks
+    from gen.emit.parallel import forks, run_tasks
 
     plan = task.plan
     total = len(plan.clusters)
@@ -932,9 +964,11 @@ def _run_cluster_tasks(
         except Exception as err:  # noqa: BLE001 - raised after the clusters' build errors
             fleet = err
 
+    jobs = default_jobs(plan) if jobs is None else jobs
+    if min(jobs, total) > 1 and forks():
+        task.prepare()  # once here, inherited by every forked worker
     try:
-        run_tasks(task, total, default_jobs(plan) if jobs is None else jobs, collect,
-                  meanwhile=meanwhile)
+        run_tasks(task, total, jobs, collect, meanwhile=meanwhile)
     except WorkerError as err:
         if err.task is None:
             raise
