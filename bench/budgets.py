@@ -170,6 +170,7 @@ def main() -> None:
         print("\n(Helm's engine not measured: run `sh bench/peers/setup.sh` first.)")
     if args.json:
         load = os.getloadavg()
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, "
                        f"Python {platform.python_version()}",
