@@ -439,9 +439,8 @@ class CacheRecord:
     """Path relative to out/ → SHA-256 of the bytes written."""
 
 
-def record_bytes(record: CacheRecord) -> bytes:
-    """The record file: canonical, one file per line so a diff stays readable."""
-    data = {
+def _record_data(record: CacheRecord) -> dict[str, Any]:
+    return {
         "cluster": record.cluster,
         "files": dict(sorted(record.files.items())),
         "fingerprint": record.fingerprint,
@@ -449,6 +448,11 @@ def record_bytes(record: CacheRecord) -> bytes:
         "objects": record.objects,
         "validated": record.validated,
     }
+
+
+def record_bytes(record: CacheRecord) -> bytes:
+    """The record file: canonical, one file per line so a diff stays readable."""
+    data = _record_data(record)
     return (json.dumps(data, sort_keys=True, indent=1, ensure_ascii=True) + "\n").encode()
 
 
@@ -1178,12 +1182,7 @@ def lint_record_bytes(record: CacheRecord, prebuild: str | None, findings: Itera
     if prebuild is None:
         return record_bytes(record)
     data = {
-        "cluster": record.cluster,
-        "files": dict(sorted(record.files.items())),
-        "fingerprint": record.fingerprint,
-        "format": FORMAT,
-        "objects": record.objects,
-        "validated": record.validated,
+        **_record_data(record),
         "prebuild": prebuild,
         "lint": [finding_json(f) for f in findings],
         "lint_once": {k: [finding_json(f) for f in v] for k, v in sorted(once.items())},
