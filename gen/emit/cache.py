@@ -119,7 +119,6 @@ __all__ = [
     "stat_of",
     "verified_files",
     "verified_hashes",
-    "verified_outputs",
     "write_stat_table",
 ]
 
@@ -1037,31 +1036,6 @@ class VerifiedFiles(Mapping[PurePosixPath, bytes]):
                 raise StaleOutputError(f"{rel} changed in out/ while gen was reading it")
             self._loaded[rel] = data
         return data
-
-
-def verified_outputs(out_dir: Path, hashes: Mapping[str, str], *, cache_ok: bool = False,
-                     skip: Callable[[str], bool] = lambda _rel: False,
-                     ) -> VerifiedFiles | None:
-    """:func:`verified_hashes` of ``hashes`` minus the paths ``skip`` names, as a mapping;
-    None as soon as one is missing or differs. Every file is read and hashed here: the
-    stat table vouches for files only in the walk of the fleet fast path
-    (:func:`gen.emit.output.fast_outputs`), which binds it to the fleet record."""
-    root = os.fspath(out_dir)
-    loaded: dict[str, bytes] = {}
-    kept: dict[str, str] = {}
-    for rel, digest in hashes.items():
-        if not _safe(rel, cache_ok):
-            return None
-        try:
-            data = _read_all(os.path.join(root, rel))  # noqa: PTH118 - str paths, hot loop
-        except OSError:
-            return None
-        if hashlib.sha256(data).hexdigest() != digest:
-            return None
-        if not skip(rel):
-            kept[rel] = digest
-            loaded[rel] = data
-    return VerifiedFiles(root, kept, loaded)
 
 
 # ------------------------------------------------------------------------- the pre-build key
