@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 import traceback
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -59,13 +59,25 @@ def dump_yaml(data: Any) -> str:
     return yamlfast.dump(data)
 
 
+class _Environment(jinja2.Environment):
+    """Jinja's environment, with each template's globals a plain dict.
+
+    Jinja merges a template's globals into the context of every render; it keeps them as a
+    ChainMap over the environment's, so that later changes to the environment's globals
+    show. gen never changes them after :func:`make_environment`, and a dict of the same
+    names is the same context, merged several times faster."""
+
+    def make_globals(self, d: MutableMapping[str, Any] | None) -> MutableMapping[str, Any]:
+        return {**self.globals, **(d or {})}
+
+
 def make_environment(templates_dir: Path | None = None) -> jinja2.Environment:
     """The Jinja2 environment of a run; ``templates_dir`` overrides built-ins by name."""
     loaders: list[jinja2.BaseLoader] = []
     if templates_dir is not None and templates_dir.is_dir():
         loaders.append(jinja2.FileSystemLoader(str(templates_dir)))
     loaders.append(jinja2.FileSystemLoader(str(BUILTIN_TEMPLATES)))
-    env = jinja2.Environment(
+    env = _Environment(
         loader=jinja2.ChoiceLoader(loaders),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
@@ -283,11 +295,6 @@ def render_manifest(
     """Render one manifest; raise :class:`TemplateError` at the template's file:line."""
     try:
         template = env.get_template(spec.template)
-        if type(template.globals) is not dict:
-            # Jinja merges a template's globals (a ChainMap over the environment's) into
-            # every render's context; a dict of the same names is the same context, faster
-            # to merge. The environment's globals never change after make_environment.
-            template.globals = dict(template.globals)
         shaped = skeleton.render_shape(env, template, spec.context, yamlfast.load_all)
         docs, body = (None, None) if shaped is None else shaped
         text = template.render(**spec.context) if docs is None else ""
