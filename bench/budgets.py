@@ -45,16 +45,19 @@ MIB = 1024
 
 def run_gen(args: list[str], cwd: Path) -> tuple[float, float]:
     """Wall seconds and peak RSS (MiB) of one ``gen`` process; exits on failure."""
-    start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "gen", *args], cwd=cwd,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    elapsed = time.perf_counter() - start
-    stderr = proc.stderr.read().decode() if proc.stderr is not None else ""
-    code = os.waitstatus_to_exitcode(status)
-    proc.returncode = code
-    if code:
-        raise SystemExit(f"gen {' '.join(args)} exited {code}:\n{stderr[-3000:]}")
+    # stderr to a file, not a pipe: wait4 reaps the process before anything reads a pipe,
+    # so a failure with more than a pipe's worth of findings would never end
+    with tempfile.TemporaryFile() as errors:
+        start = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", "gen", *args], cwd=cwd,
+                                stdout=subprocess.DEVNULL, stderr=errors)
+        _, status, usage = os.wait4(proc.pid, 0)
+        elapsed = time.perf_counter() - start
+        proc.returncode = code = os.waitstatus_to_exitcode(status)  # reaped: tell Popen
+        if code:
+            errors.seek(0)
+            text = errors.read().decode(errors="replace")
+            raise SystemExit(f"gen {' '.join(args)} exited {code}:\n{text[-3000:]}")
     return elapsed, usage.ru_maxrss / MIB
 
 
