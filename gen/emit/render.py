@@ -140,7 +140,11 @@ _str_json = _STR_JSON.data
 
 
 def _json_str(value: str) -> str:
-    text: str = _encode_basestring(value)
+    return _yaml_safe(_encode_basestring(value))
+
+
+def _yaml_safe(text: str) -> str:
+    """JSON text with the characters YAML would fold or refuse escaped (``_YAML_UNSAFE``)."""
     return _YAML_UNSAFE.sub(_escape_unsafe, text) if _YAML_UNSAFE.search(text) else text
 
 
@@ -158,9 +162,7 @@ def _tojson_any(value: Any) -> str:
         )
     if _EXPONENT.search(text) and _has_float(value):
         text = _encode(value)
-    if _YAML_UNSAFE.search(text):
-        text = _YAML_UNSAFE.sub(_escape_unsafe, text)
-    return text
+    return _yaml_safe(text)
 
 
 _EXPONENT = re.compile(r"[0-9]e[-+]")
