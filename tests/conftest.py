@@ -1,9 +1,16 @@
-"""Shared pytest configuration: the ``--update-golden`` option and the ``runner`` fixture."""
+"""Shared pytest configuration: the ``--update-golden`` option, the ``runner`` fixture and the
+``control_plane`` fixture (a real API server, scheduler and controllers)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
 import pytest
 from click.testing import CliRunner
+
+if TYPE_CHECKING:
+    from tools.judge.cluster import ControlPlane
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -26,3 +33,18 @@ def update_golden(request: pytest.FixtureRequest) -> bool:
 def runner() -> CliRunner:
     """A click CliRunner (stdout and stderr kept apart, click >= 8.2)."""
     return CliRunner()
+
+
+@pytest.fixture(scope="session")
+def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    """A real control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler
+    from k8s.io/kubernetes, :mod:`tools.judge.cluster`), with gen's bundled CRDs installed.
+    Built on first use and cached outside the repository; a build that fails fails the test
+    (never a skip). Stopped at the end of the session, whatever happened."""
+    from tools.judge.build import ensure
+    from tools.judge.cluster import running
+    from tools.judge.live import prepare
+
+    with running(tmp_path_factory.mktemp("control-plane"), ensure("controlplane")) as plane:
+        prepare(plane)
+        yield plane

@@ -1,0 +1,106 @@
+"""The judge's command line (``python tools/judge``); see :mod:`tools.judge.__main__`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from tools.judge.build import BuildError, ensure
+from tools.judge.known import KNOWN
+from tools.judge.report import Category
+
+__all__ = ["main", "summarize"]
+
+REPO = Path(__file__).resolve().parents[2]
+GROUPS = ("kubeconform", "oracle", "live")
+
+
+def summarize(categories: Sequence[Category], *, verbose: bool = False) -> tuple[list[str], int]:
+    """The report lines and the exit code for finished categories."""
+    lines = []
+    agree = total = 0
+    undocumented = stale = 0
+    for category in categories:
+        documented = [v for v in category.disagreements() if v.case in KNOWN]
+        new = [v for v in category.disagreements() if v.case not in KNOWN]
+        old = [v for v in category.verdicts if v.agrees and v.case in KNOWN]
+        undocumented += len(new)
+        stale += len(old)
+        agree += category.agreeing
+        total += category.total
+        note = f", {len(documented)} documented" if documented else ""
+        lines.append(f"{category.name}: {category.agreeing}/{category.total} agree{note}"
+                     f" ({category.judge})")
+        shown = new if not verbose else category.disagreements()
+        for verdict in shown[:50 if not verbose else None]:
+            lines.append(f"  DIFFERS {verdict.case}: gen {verdict.gen}, upstream "
+                         f"{verdict.upstream}" + (f": {verdict.detail[:300]}" if verdict.detail
+                                                  else ""))
+        for verdict in old:
+            lines.append(f"  STALE {verdict.case}: agrees now; remove it from known.py")
+    lines.append(f"judge: {agree}/{total} agree")
+    return lines, 0 if undocumented == 0 and stale == 0 else 1
+
+
+def _kubeconform() -> list[Category]:
+    from tools.judge.kubeconform_category import run
+
+    return [run()]
+
+
+def _oracle() -> list[Category]:
+    from tools.judge import oracle
+
+    return [oracle.cel_category(), oracle.allocation_category(), oracle.podsecurity_category()]
+
+
+def _live(keep: Path | None) -> list[Category]:
+    from tools.judge.cluster import running
+    from tools.judge.fleets import live_fleets
+    from tools.judge.live import LiveCategories, judge_fleet, prepare
+
+    categories = LiveCategories()
+    binary = ensure("controlplane")
+    with tempfile.TemporaryDirectory(prefix="gen-judge-") as scratch:
+        folder = keep or Path(scratch) / "plane"
+        with running(folder, binary) as plane:
+            prepare(plane)
+            for fleet, clusters in live_fleets():
+                note = judge_fleet(plane, fleet, categories, clusters)
+                if note:
+                    print(f"  note: {note}", flush=True)
+    return list(categories.all())
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="tools/judge", description=__doc__)
+    parser.add_argument("--only", default=",".join(GROUPS))
+    parser.add_argument("--fleets", type=int, default=None)
+    parser.add_argument("--keep", type=Path, default=None)
+    parser.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    if args.fleets is not None:
+        os.environ["GEN_JUDGE_FLEETS"] = str(args.fleets)
+    groups = [g for g in args.only.split(",") if g]
+    unknown = set(groups) - set(GROUPS)
+    if unknown:
+        parser.error(f"unknown group(s) {sorted(unknown)}; choose from {GROUPS}")
+    runners: dict[str, Callable[[], list[Category]]] = {
+        "kubeconform": _kubeconform, "oracle": _oracle, "live": lambda: _live(args.keep)}
+    categories: list[Category] = []
+    for group in groups:
+        started = time.monotonic()
+        try:
+            found = runners[group]()
+        except BuildError as exc:
+            print(f"judge: cannot build the {group} components:\n{exc}", flush=True)
+            return 2
+        categories += found
+        print(f"judge: {group} done in {time.monotonic() - started:.0f} s", flush=True)
+    lines, code = summarize(categories, verbose=args.verbose)
+    print("\n".join(lines), flush=True)
+    return code

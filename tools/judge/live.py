@@ -1,0 +1,348 @@
+"""The control-plane categories: a real kube-apiserver, controller-manager and scheduler decide
+on gen's output for whole fleets.
+
+For each cluster of a fleet (:class:`Fleet`), the plane is emptied (:func:`reset`), the Nodes and
+ResourceSlices of the cluster's pools are made (:mod:`tools.judge.fixtures`), and every object gen
+renders for the cluster is applied, server-side, dry-run first and then for real. Then the
+controllers turn Deployments into Pods and claims, and the scheduler places them. Verdicts:
+
+* **objects** — gen: the object passes gen's embedded validation (schema of the cluster's
+  Kubernetes version, CRD schemas and rules, names); upstream: the API server's dry-run apply
+  (strict field validation, admission, CEL compilation of DeviceClass selectors).
+* **dynamic MIG** — gen: the ResourceSlices it simulates for a pool are what the NVIDIA driver
+  would publish, so valid; upstream: the API server accepts them (counter sets, device limits).
+* **Pod Security** — gen: the workload passes the Pod Security level of its namespace (it warns,
+  GEN502, when a workload opts out); upstream: the PodSecurity admission of the pods the
+  ReplicaSet controller creates (a ``FailedCreate`` that names PodSecurity refuses).
+* **quotas** — gen: the claims of a namespace's services fit the ResourceQuota gen renders;
+  upstream: ResourceQuota admission of the ResourceClaims the resourceclaim controller creates.
+* **allocation** — gen: every replica of the service gets its devices unless lint reports a
+  capacity finding for it (GEN204/205/240/241/330); upstream: the scheduler binds every pod, or
+  leaves one ``PodScheduled=False``.
+
+All clusters of a fleet are judged at the apiserver's version (v1.36); the cluster's own
+Kubernetes minor decides gen's side. The harness's limits are listed in ``docs/conformance.md``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gen.emit.render import make_environment, render_cluster
+from gen.emit.validate import SchemaValidator
+from gen.errors import Finding, GenError, Severity, SourceLocation
+from gen.fleet.plan import ClusterPlan
+from gen.pipeline import check_report, load_plan
+from tools.judge.cluster import ControlPlane
+from tools.judge.fixtures import bundled_crds, install_cluster
+from tools.judge.report import Category
+
+__all__ = ["CAPACITY_RULES", "Fleet", "LiveCategories", "judge_fleet", "prepare", "reset"]
+
+CAPACITY_RULES = frozenset({"GEN204", "GEN205", "GEN240", "GEN241", "GEN330"})
+"""gen's findings that say a service's replicas will not all get their devices."""
+
+SYSTEM_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
+
+WAIT_SECONDS = 90.0
+"""How long the controllers and the scheduler get to settle one cluster's workloads."""
+
+SETTLE_SECONDS = 3.0
+"""How long an answer (every pod placed or refused) must hold before it counts: the scheduler
+retries unschedulable pods on events, so a pod can still move after it was refused once."""
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """A fleet to judge: a profiles folder and the base its paths are relative to."""
+
+    name: str
+    profiles: Path
+    base: Path
+
+
+class LiveCategories:
+    """The five control-plane categories, filled fleet by fleet."""
+
+    def __init__(self) -> None:
+        self.objects = Category("objects", "kube-apiserver v1.36.3 server-side apply (dry-run)")
+        self.dynamic_mig = Category("dynamic MIG",
+                                    "kube-apiserver v1.36.3 ResourceSlice validation")
+        self.pod_security = Category("Pod Security",
+                                     "PodSecurity admission (kube-apiserver v1.36.3)")
+        self.quotas = Category("quotas", "ResourceQuota admission (kube-apiserver v1.36.3)")
+        self.allocation = Category("allocation", "kube-scheduler v1.36.3 with DRA, no kubelet")
+
+    def all(self) -> tuple[Category, ...]:
+        return (self.objects, self.dynamic_mig, self.pod_security, self.quotas, self.allocation)
+
+
+# --------------------------------------------------------------------------- the plane
+
+
+def prepare(plane: ControlPlane) -> None:
+    """Install the CRDs gen validates custom resources against; wait until they are served."""
+    names = []
+    for crd in bundled_crds():
+        plane.must(plane.apply(crd), f"CRD {crd['metadata']['name']}")
+        names.append(crd["metadata"]["name"])
+
+    def established() -> bool | None:
+        for name in names:
+            got = plane.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name).body
+            status = got.get("status", {})
+            conditions = {c["type"]: c["status"] for c in status.get("conditions", ())}
+            if conditions.get("Established") != "True":
+                return None
+        return True
+
+    _poll(established, 60, "CRDs established")
+    plane.forget_discovery()
+
+
+def _poll(check: Any, timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result is not None:
+            return result
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what}: not within {timeout:.0f} s")
+        time.sleep(0.2)
+
+
+def reset(plane: ControlPlane) -> None:
+    """Remove what a cluster left: its namespaces (and so its workloads), Nodes, slices,
+    DeviceClasses and cluster-scoped objects gen rendered. Waits until namespaces are gone."""
+    doomed = []
+    for namespace in plane.list("v1", "Namespace"):
+        name = namespace["metadata"]["name"]
+        if name not in SYSTEM_NAMESPACES:
+            plane.delete(namespace)
+            doomed.append(name)
+    for api_version, kind in (("v1", "Node"), ("resource.k8s.io/v1", "ResourceSlice"),
+                              ("resource.k8s.io/v1", "DeviceClass")):
+        path = plane.path(api_version, kind)
+        plane.request("DELETE", path)  # delete the collection
+    for name in ("default",):
+        for quota in plane.list("v1", "ResourceQuota", name):
+            plane.delete(quota)
+
+    def gone() -> bool | None:
+        left = {n["metadata"]["name"] for n in plane.list("v1", "Namespace")}
+        return True if not left & set(doomed) else None
+
+    _poll(gone, 120, "namespaces deleted")
+
+
+# ----------------------------------------------------------------------- applying
+
+
+_ORDER = {"Namespace": 0, "CustomResourceDefinition": 0, "ServiceAccount": 1, "DeviceClass": 1,
+          "ResourceQuota": 1, "PriorityClass": 1, "ConfigMap": 2, "Secret": 2,
+          "ResourceClaimTemplate": 2, "PersistentVolumeClaim": 2}
+
+
+def _apply_order(objects: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return sorted(objects, key=lambda o: (_ORDER.get(str(o["kind"]), 3), str(o["kind"]),
+                                          str(o["metadata"].get("namespace", "")),
+                                          str(o["metadata"]["name"])))
+
+
+def _case(fleet: Fleet, cluster: ClusterPlan, *parts: str) -> str:
+    return "/".join((fleet.name, cluster.name, *parts))
+
+
+def _object_id(obj: Mapping[str, Any]) -> str:
+    meta = obj["metadata"]
+    namespace = meta.get("namespace", "")
+    return f"{obj['kind']}/{namespace + '/' if namespace else ''}{meta['name']}"
+
+
+def _apply_cluster(plane: ControlPlane, fleet: Fleet, cluster: ClusterPlan,
+                   objects: Sequence[Mapping[str, Any]], gen_ok: Mapping[str, bool],
+                   categories: LiveCategories) -> list[Mapping[str, Any]]:
+    """Dry-run then apply every object; record the objects verdicts; return what was applied."""
+    applied = []
+    for obj in _apply_order(objects):
+        oid = _object_id(obj)
+        if plane.resource(str(obj["apiVersion"]), str(obj["kind"])) is None:
+            categories.objects.add(_case(fleet, cluster, oid), "valid" if gen_ok[oid] else
+                                   "invalid", "not served",
+                                   f"the API server serves no {obj['apiVersion']} {obj['kind']}")
+            continue
+        dry = plane.apply(obj, dry_run=True)
+        upstream = "valid" if dry.ok else "invalid"
+        categories.objects.add(_case(fleet, cluster, oid), "valid" if gen_ok[oid] else "invalid",
+                               upstream, dry.message)
+        if dry.ok:
+            real = plane.apply(obj)
+            if real.ok:
+                applied.append(obj)
+    return applied
+
+
+# ------------------------------------------------------------------------ verdicts
+
+
+def _events(plane: ControlPlane, namespace: str) -> list[dict[str, Any]]:
+    return plane.list("v1", "Event", namespace)
+
+
+def _workloads(applied: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return [o for o in applied if o["kind"] in ("Deployment", "StatefulSet")]
+
+
+@dataclass
+class _Outcome:
+    """What happened to one workload."""
+
+    state: str = "pending"
+    """scheduled | unschedulable | refused:podsecurity | refused:quota | pending"""
+    detail: str = ""
+
+
+def _selector(workload: Mapping[str, Any]) -> str:
+    labels = workload["spec"]["selector"].get("matchLabels", {})
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+
+
+def _outcome(plane: ControlPlane, workload: Mapping[str, Any]) -> _Outcome:
+    namespace = str(workload["metadata"]["namespace"])
+    name = str(workload["metadata"]["name"])
+    want = int(workload["spec"].get("replicas", 1))
+    pods = plane.list("v1", "Pod", namespace, _selector(workload))
+    refusals = [e for e in _events(plane, namespace)
+                if e.get("reason") in ("FailedCreate", "FailedResourceClaimCreation")
+                and str(e.get("involvedObject", {}).get("name", "")).startswith(name)]
+    for event in refusals:
+        message = str(event.get("message", ""))
+        if "PodSecurity" in message:
+            return _Outcome("refused:podsecurity", message)
+        if "exceeded quota" in message:
+            return _Outcome("refused:quota", message)
+    for pod in pods:
+        for condition in pod.get("status", {}).get("conditions", ()):
+            if condition.get("type") == "PodScheduled" and condition.get("status") == "False" \
+                    and condition.get("reason") in ("Unschedulable", "SchedulerError"):
+                return _Outcome("unschedulable", str(condition.get("message", "")))
+    for pod in pods:  # a claim the quota refused leaves the pod waiting, not unschedulable
+        for status in pod.get("status", {}).get("resourceClaimStatuses", ()) or ():
+            if not status.get("resourceClaimName"):
+                break
+    if len(pods) >= want and all(p.get("spec", {}).get("nodeName") for p in pods):
+        return _Outcome("scheduled", f"{len(pods)} pod(s) bound")
+    if refusals:
+        return _Outcome("refused:other", str(refusals[-1].get("message", "")))
+    return _Outcome("pending", f"{sum(bool(p.get('spec', {}).get('nodeName')) for p in pods)}"
+                               f"/{want} pod(s) bound")
+
+
+def _settle(plane: ControlPlane, workloads: Sequence[Mapping[str, Any]]
+            ) -> dict[str, _Outcome]:
+    """Each workload's outcome once none is pending and the answers held for a while."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    stable_since = None
+    last: dict[str, _Outcome] = {}
+    while True:
+        now = {_object_id(w): _outcome(plane, w) for w in workloads}
+        if any(o.state == "pending" for o in now.values()):
+            stable_since = None
+        elif {k: o.state for k, o in now.items()} != {k: o.state for k, o in last.items()}:
+            stable_since = time.monotonic()
+        elif stable_since is not None and time.monotonic() - stable_since >= SETTLE_SECONDS:
+            return now
+        last = now
+        if time.monotonic() > deadline:
+            return now
+        time.sleep(0.5)
+
+
+def _service_of(workload: Mapping[str, Any]) -> str:
+    labels = workload["metadata"].get("labels", {})
+    return str(labels.get("app.kubernetes.io/name") or labels.get("app.kubernetes.io/instance")
+               or workload["metadata"]["name"])
+
+
+def _gen_predictions(findings: Sequence[Finding], cluster: ClusterPlan
+                     ) -> tuple[set[str], set[str]]:
+    """(services gen says cannot all be placed, services gen says opt out of Pod Security)."""
+    short = set()
+    opt_out = set()
+    for finding in findings:
+        if finding.cluster and finding.cluster != cluster.name:
+            continue
+        if finding.rule in CAPACITY_RULES and finding.severity is Severity.ERROR:
+            short.add(finding.service)
+        if finding.rule == "GEN502":
+            opt_out.add(finding.service)
+    return short, opt_out
+
+
+def judge_cluster(plane: ControlPlane, fleet: Fleet, cluster: ClusterPlan,
+                  findings: Sequence[Finding], categories: LiveCategories) -> None:
+    """Judge one cluster of a fleet on an emptied plane."""
+    reset(plane)
+    objects, _ = render_cluster(make_environment(), cluster)
+    validator = SchemaValidator()
+    gen_ok = {}
+    for obj in objects:
+        where = SourceLocation(str(obj.path))
+        errors = [f for f in validator.validate(obj.data, cluster.minor, where)
+                  if f.severity is Severity.ERROR]
+        gen_ok[_object_id(obj.data)] = not errors
+    for name, message in install_cluster(plane, cluster):
+        categories.dynamic_mig.add(_case(fleet, cluster, f"ResourceSlice/{name}"), "valid",
+                                   "invalid", message)
+    for pool in cluster.pools:
+        if pool.pool.mig == "dynamic":
+            refused = [v for v in categories.dynamic_mig.verdicts
+                       if v.case.startswith(_case(fleet, cluster, f"ResourceSlice/{pool.name}-"))]
+            if not refused:
+                categories.dynamic_mig.add(_case(fleet, cluster, f"pool/{pool.name}"), "valid",
+                                           "valid")
+    applied = _apply_cluster(plane, fleet, cluster, [o.data for o in objects], gen_ok, categories)
+    workloads = _workloads(applied)
+    if not workloads:
+        return
+    short, opt_out = _gen_predictions(findings, cluster)
+    outcomes = _settle(plane, workloads)
+    for workload in workloads:
+        oid = _object_id(workload)
+        outcome = outcomes[oid]
+        service = _service_of(workload)
+        case = _case(fleet, cluster, oid)
+        security_gen = "refused" if service in opt_out else "admitted"
+        security_up = "refused" if outcome.state == "refused:podsecurity" else "admitted"
+        categories.pod_security.add(case, security_gen, security_up, outcome.detail)
+        if outcome.state == "refused:podsecurity":
+            continue
+        quota_up = "refused" if outcome.state == "refused:quota" else "admitted"
+        categories.quotas.add(case, "admitted", quota_up, outcome.detail)
+        if outcome.state.startswith("refused"):
+            continue
+        gen_alloc = "unschedulable" if service in short else "scheduled"
+        up_alloc = "scheduled" if outcome.state == "scheduled" else "unschedulable"
+        categories.allocation.add(case, gen_alloc, up_alloc, outcome.detail)
+
+
+def judge_fleet(plane: ControlPlane, fleet: Fleet, categories: LiveCategories,
+                clusters: Sequence[str] = ()) -> str | None:
+    """Judge every NVIDIA cluster of a fleet (or those named); returns why it was not judged
+    (its profiles do not load), or None."""
+    try:
+        plan = load_plan(fleet.profiles, base=fleet.base)
+        findings = list(check_report(plan).findings)
+    except GenError as exc:
+        return f"{fleet.name}: not judged, gen refuses the profiles: {exc}"
+    for cluster in plan.clusters:
+        if clusters and cluster.name not in clusters:
+            continue
+        if not any(p.pool.platform == "nvidia" for p in cluster.pools):
+            continue
+        judge_cluster(plane, fleet, cluster, findings, categories)
+    return None
