@@ -5,7 +5,7 @@ standards page refers to (``k8s.io/pod-security-admission/policy/check_*.go``), 
 version gen labels its namespaces with, ``latest`` (Kubernetes 1.35):
 
 baseline
-    ``hostProcess`` (Windows host process), ``hostNamespaces`` (hostNetwork, hostPID,
+    ``windowsHostProcess`` (Windows host process), ``hostNamespaces`` (hostNetwork, hostPID,
     hostIPC), ``privileged``, ``capabilities_baseline`` (add only the runtime's default
     set), ``hostPathVolumes``, ``hostPorts``, ``appArmorProfile`` (not Unconfined),
     ``seLinuxOptions`` (container types only, no user or role), ``procMount`` (Default),
@@ -181,7 +181,7 @@ def _contexts(pod: _Pod) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
 def _host_process(pod: _Pod) -> Iterator[Violation]:
     for path, name, ctx in _contexts(pod):
         if _map(ctx.get("windowsOptions")).get("hostProcess") is True:
-            yield Violation("baseline", "hostProcess", f"{path}.windowsOptions.hostProcess",
+            yield Violation("baseline", "windowsHostProcess", f"{path}.windowsOptions.hostProcess",
                             name, "Windows HostProcess containers are privileged")
 
 
