@@ -25,7 +25,8 @@ The tree (every :class:`GenError` subclass gen has is defined here)::
     ├── CELRuntimeError             a CEL selector that fails on a device (GEN031)
     ├── LayoutSyntaxError           a PROFILE=COUNT argument that does not parse (exit 2)
     ├── MIGLayoutError              a MIG layout used as if valid when it is not
-    └── MigPartedConfigError        a mig-parted config mig-parted would reject
+    ├── MigPartedConfigError        a mig-parted config mig-parted would reject
+    └── ClusterAccessError          ``gen verify`` cannot ask the live cluster (GEN800)
 
 Every rule id in parentheses, and GEN000, is in :mod:`gen.rules`.
 
@@ -308,3 +309,11 @@ class MIGLayoutError(GenError):
 
 class MigPartedConfigError(GenError):
     """A mig-parted configuration that mig-parted would reject, or that gen must not emit."""
+
+
+class ClusterAccessError(GenError):
+    """``gen verify`` cannot ask the live cluster: a kubeconfig that cannot be read, an unknown
+    context, an unreachable server, refused credentials (401), an RBAC refusal of a read (403),
+    a timeout. The message never holds a credential."""
+
+    default_rule = "GEN800"

@@ -2,7 +2,8 @@
 
 This is the one registry of rule ids. ``GEN0xx`` are input and output (profiles, templates,
 rendered manifests, and the default rule of gen's errors), ``GEN1xx`` MIG, ``GEN2xx`` DRA,
-``GEN3xx`` serving / fit, ``GEN5xx`` security, ``GEN6xx`` Apple Silicon. Ids are stable: a rule
+``GEN3xx`` serving / fit, ``GEN5xx`` security, ``GEN6xx`` Apple Silicon, ``GEN7xx`` GitOps,
+``GEN8xx`` a live cluster against the profiles (``gen verify``). Ids are stable: a rule
 is never renumbered, and an id is never reused.
 
 The title is the one-line description SARIF viewers show (``tool.driver.rules``); the doc text
@@ -37,6 +38,7 @@ class Section(enum.Enum):
     SECURITY = "Security"
     APPLE = "Apple Silicon"
     GITOPS = "GitOps"
+    CLUSTER = "Live cluster (gen verify)"
 
 
 @dataclass(frozen=True)
@@ -53,9 +55,9 @@ class Rule:
     """The severity a finding of this rule has unless the check says otherwise."""
 
 
-_IO, _MIG, _DRA, _SERVING, _SECURITY, _APPLE, _GITOPS = (
+_IO, _MIG, _DRA, _SERVING, _SECURITY, _APPLE, _GITOPS, _CLUSTER = (
     Section.INPUT_OUTPUT, Section.MIG, Section.DRA, Section.SERVING, Section.SECURITY,
-    Section.APPLE, Section.GITOPS,
+    Section.APPLE, Section.GITOPS, Section.CLUSTER,
 )
 _WARNING, _INFO = Severity.WARNING, Severity.INFO
 
@@ -416,6 +418,91 @@ _ALL = (
         "GEN703", "clusters of one Argo CD root disagree on fleet_mode", _GITOPS,
         "Argo CD clusters with the same controller namespace, repository, revision and "
         "path prefix (one root Application) set different `gitops.fleet_mode`s",
+    ),
+    Rule(
+        "GEN800", "gen verify cannot ask the cluster", _CLUSTER,
+        "`gen verify` cannot ask the cluster: a kubeconfig that is missing or not valid, an "
+        "unknown context, an unreachable API server, credentials it refuses (401: expired), "
+        "an RBAC refusal of a read it needs (403, naming the verb and resource), a timeout",
+    ),
+    Rule(
+        "GEN801", "the API server refuses a rendered object (dry-run)", _CLUSTER,
+        "the server-side dry-run apply of an object of `out/<cluster>/` is refused (schema, "
+        "admission, Pod Security, quota, RBAC); one finding per cause with its field path, "
+        "at the profile that produced the object; also a file of `out/<cluster>/` that is not "
+        "one object",
+    ),
+    Rule(
+        "GEN802", "the cluster does not serve an object's kind (CRD not installed)", _CLUSTER,
+        "an object whose kind the cluster does not serve: a custom resource whose CRD is not "
+        "installed (install the add-on), or a built-in API version that is not enabled",
+    ),
+    Rule(
+        "GEN803", "object not checked: created by the same apply", _CLUSTER,
+        "an object the dry-run cannot check because its namespace (or its CRD) is created by "
+        "the same `out/`: a dry-run persists nothing, so the server answers only \"namespace "
+        "not found\"",
+        _INFO,
+    ),
+    Rule(
+        "GEN804", "the API server accepts an object with a warning", _CLUSTER,
+        "the dry-run accepts an object with a `Warning` header (a deprecated API version, a "
+        "field the server ignores)",
+        _WARNING,
+    ),
+    Rule(
+        "GEN810", "the cluster runs another Kubernetes minor than the profile says", _CLUSTER,
+        "the API server's Kubernetes minor differs from the cluster's `kubernetes_version`: "
+        "gen renders and lints for the wrong version",
+    ),
+    Rule(
+        "GEN811", "a pool has another number of nodes than the profile says", _CLUSTER,
+        "the nodes carrying a pool's labels are more or fewer than its `nodes`",
+    ),
+    Rule(
+        "GEN812", "a pool's nodes have another GPU model", _CLUSTER,
+        "a pool's nodes publish another GPU product than its `gpu` (the DRA driver's "
+        "`productName`; GPU Feature Discovery's `nvidia.com/gpu.product` on device-plugin "
+        "clusters)",
+    ),
+    Rule(
+        "GEN813", "a pool's nodes have another number of GPUs", _CLUSTER,
+        "a pool's nodes publish another number of GPUs than its `gpus_per_node` (distinct "
+        "GPUs in their ResourceSlices; `nvidia.com/gpu` capacity on device-plugin clusters)",
+    ),
+    Rule(
+        "GEN814", "a pool's MIG mode or devices differ", _CLUSTER,
+        "a pool's nodes publish other devices than its MIG setting gives: MIG devices per "
+        "profile, full GPUs, dynamic-MIG partitions (`nvidia.com/mig-*` capacity on "
+        "device-plugin clusters), or a static MIG node without the pool's "
+        "`nvidia.com/mig.config` label",
+    ),
+    Rule(
+        "GEN815", "a pool's nodes run another NVIDIA driver", _CLUSTER,
+        "a pool's nodes run another driver than its `driver_version` (the DRA driver's "
+        "`driverVersion`; GPU Feature Discovery's `nvidia.com/cuda.driver-version.full`)",
+    ),
+    Rule(
+        "GEN816", "a dynamic-MIG pool's counters differ", _CLUSTER,
+        "the shared counter sets a `mig: dynamic` pool's nodes publish differ from what its "
+        "GPU gives (counter names or amounts)",
+    ),
+    Rule(
+        "GEN817", "a pool's nodes publish no GPU", _CLUSTER,
+        "a pool's nodes publish no device (no `gpu.nvidia.com` ResourceSlice, no "
+        "`nvidia.com/gpu` capacity, no Apple VM device resource), or a DRA cluster serves no "
+        "ResourceSlice API at all",
+    ),
+    Rule(
+        "GEN818", "GPU nodes that no pool declares", _CLUSTER,
+        "nodes with NVIDIA GPUs whose labels match no pool of the cluster profile",
+        _WARNING,
+    ),
+    Rule(
+        "GEN819", "a pool's nodes cannot be told apart", _CLUSTER,
+        "a pool without labels, or nodes that carry the labels of two pools alike: their "
+        "hardware is not checked",
+        _WARNING,
     ),
 )
 

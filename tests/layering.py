@@ -17,6 +17,7 @@ capabilities     4      every other module of gen.nvidia, gen.dra, gen.serving,
                         gen.apple, gen.gitops, gen.security (``CAPABILITIES``)
 emit             4      gen.emit.*: render, YAML, validate, write, parallel
 pipeline         5      gen.pipeline: the façade and the capability registry
+verify           5      gen.verify.*: out/ and the profiles against a live cluster
 api              6      gen (the package root: the public library API)
 cli              7      gen.cli.*, gen._entry, gen._noop, gen.__main__
 ===============  =====  ==========================================================
@@ -110,6 +111,8 @@ LAYERS = (
           "builders and checks, one package per capability; no capability imports another"),
     Layer("emit", 4, ("gen.emit.*",), "render, YAML, validate, write, parallel"),
     Layer("pipeline", 5, ("gen.pipeline",), "the façade and the capability registry"),
+    Layer("verify", 5, ("gen.verify.*",),
+          "gen verify: out/ and the built Plan against a live cluster (read-only)"),
     Layer("api", 6, ("gen",), "the package root: the public library API"),
     Layer("cli", 7, ("gen.cli.*", "gen._entry", "gen._noop", "gen.__main__"),
           "the command line: parse options, call the library, format, exit"),

@@ -66,7 +66,7 @@ def test_rule_fields(rule_id: str) -> None:
 
 _SECTION_OF_HUNDREDS = {
     "0": Section.INPUT_OUTPUT, "1": Section.MIG, "2": Section.DRA, "3": Section.SERVING,
-    "5": Section.SECURITY, "6": Section.APPLE, "7": Section.GITOPS,
+    "5": Section.SECURITY, "6": Section.APPLE, "7": Section.GITOPS, "8": Section.CLUSTER,
 }
 
 
@@ -91,6 +91,10 @@ def test_default_severities() -> None:
         "GEN604": Severity.WARNING,
         "GEN609": Severity.WARNING,
         "GEN610": Severity.WARNING,
+        "GEN803": Severity.INFO,
+        "GEN804": Severity.WARNING,
+        "GEN818": Severity.WARNING,
+        "GEN819": Severity.WARNING,
     }
 
 

@@ -35,6 +35,8 @@ _COMMANDS: dict[str, tuple[str, str]] = {
                  "List the clusters and a fingerprint of each one's inputs (CI fan-out)."),
     "plan": ("gen.cli._plan:plan_command", "MIG layouts from the services' demand; dynamic MIG."),
     "init": ("gen.cli._init:init_command", "Create a new fleet repository."),
+    "verify": ("gen.cli._verify:verify_command",
+               "Dry-run out/CLUSTER/ and check its hardware against a live cluster (read-only)."),
 }
 
 

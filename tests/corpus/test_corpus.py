@@ -26,6 +26,20 @@ NOT_FROM_PROFILES = {
     "GEN012": "two objects of one cluster would have to render to one file, which gen's own "
     "file names never do; tests/emit/test_render.py builds such a plan directly",
     "GEN021": "needs the kubeconform binary; tests/emit/test_kubeconform.py drives a fake one",
+    # gen verify: a live cluster's answers, which no profile holds.
+    "GEN800": "a cluster gen verify cannot ask: tests/verify/test_client.py, "
+    "tests/cli/test_verify.py, tests/verify/test_live.py (RBAC, 401)",
+    "GEN801": "the API server's dry-run refusal: tests/verify/test_apply.py, "
+    "tests/verify/test_live.py (a hand-broken copy of out/)",
+    "GEN802": "a kind the cluster does not serve: tests/verify/test_apply.py, "
+    "tests/verify/test_live.py",
+    "GEN803": "a namespace the same apply creates: tests/verify/test_apply.py, "
+    "tests/verify/test_live.py",
+    "GEN804": "the API server's Warning headers: tests/verify/test_apply.py",
+    **{rule: "hardware drift of a live cluster: tests/verify/test_drift.py, "
+       "tests/verify/test_live.py" for rule in (
+           "GEN810", "GEN811", "GEN812", "GEN813", "GEN814", "GEN815", "GEN816", "GEN817",
+           "GEN818", "GEN819")},
 }
 """Rules no mutation of the example fleet can reach, and where they are tested instead."""
 
