@@ -1,7 +1,8 @@
 """gen's validator against the upstream CRDs judged independently, on mutated custom resources.
 
 The objects are every custom resource the example fleet renders plus a realistic example of
-each other bundled kind. Each is mutated exhaustively at every node its CRD describes:
+each other bundled kind (:mod:`tests.emit.mutants` makes them and their mutants, and reads
+the bundled CRD data files). Each is mutated exhaustively at every node its CRD describes:
 an unknown field at every depth, every field dropped (the required ones among them), every
 optional field added, every value given other types, strings outside their enum, pattern and
 length, numbers outside their bounds, lists past their item limits or with duplicates,
@@ -9,7 +10,7 @@ metadata with bad names, labels and annotations, and the fields the CRD's CEL ru
 to values that break them.
 
 The reference is written here from the Kubernetes rules, sharing no code with gen's validator
-(it reads the bundled CRD data files itself): a structural-schema interpreter
+(the CRDs are read straight from the bundled data files): a structural-schema interpreter
 (:func:`_structural`), its own null pruning and defaulting, its own CEL evaluation of
 ``x-kubernetes-validations`` on cel-expr-python, its own metadata rules (apimachinery's
 regular expressions), and, as a second opinion on the JSON Schema gen converts to, the
@@ -22,10 +23,9 @@ from __future__ import annotations
 
 import copy
 import functools
-import gzip
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -33,61 +33,18 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
 from gen.emit.crd_schemas import custom_schema
-from gen.emit.render import make_environment, render_cluster
 from gen.emit.validate import SchemaValidator, _schema_root
 from gen.errors import SourceLocation
-from gen.pipeline import load_plan
-from tests.emit.test_crd_schemas import CASES
-from tests.helpers import REPO
+from tests.emit.mutants import canon as _canon
+from tests.emit.mutants import child as _child
+from tests.emit.mutants import crd_mutants as _mutants
+from tests.emit.mutants import crd_objects as _objects
+from tests.emit.mutants import upstream_crds as _upstream
 
 Path_ = tuple[Any, ...]
-DATA = REPO / "gen" / "data" / "crd-schemas"
 WHERE = SourceLocation("out/x.yaml")
 
-EXTRA: list[dict[str, Any]] = [
-    {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "OCIRepository",
-     "metadata": {"name": "dra-driver", "namespace": "flux-system"},
-     "spec": {"interval": "12h", "url": "oci://registry.k8s.io/dra-driver-nvidia/chart",
-              "ref": {"semver": ">=25.8.0"}, "layerSelector": {
-                  "mediaType": "application/vnd.cncf.helm.chart.content.v1.tar+gzip",
-                  "operation": "copy"}}},
-    {"apiVersion": "argoproj.io/v1alpha1", "kind": "AppProject",
-     "metadata": {"name": "gpu-fleet", "namespace": "argocd"},
-     "spec": {"sourceRepos": ["https://github.com/example/fleet.git"],
-              "destinations": [{"server": "https://kubernetes.default.svc", "namespace": "*"}],
-              "clusterResourceWhitelist": [{"group": "*", "kind": "*"}]}},
-    {"apiVersion": "monitoring.coreos.com/v1", "kind": "PodMonitor",
-     "metadata": {"name": "dcgm", "namespace": "gpu-operator"},
-     "spec": {"selector": {"matchLabels": {"app": "nvidia-dcgm-exporter"}},
-              "podMetricsEndpoints": [{"port": "metrics", "interval": "15s"}]}},
-    {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
-     "metadata": {"name": "dra-driver", "namespace": "flux-system"},
-     "spec": {"interval": "30m", "chartRef": {"kind": "OCIRepository", "name": "dra-driver"},
-              "install": {"strategy": {"name": "RetryOnFailure", "retryInterval": "2m"}},
-              "upgrade": {"strategy": {"name": "RetryOnFailure"}, "crds": "CreateReplace"},
-              "kubeConfig": {"secretRef": {"name": "kc"}}}},
-    {"apiVersion": "keda.sh/v1alpha1", "kind": "TriggerAuthentication",
-     "metadata": {"name": "prom", "namespace": "inference"},
-     "spec": {"secretTargetRef": [{"parameter": "bearerToken", "name": "tok", "key": "t"}]}},
-    {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "HelmChart",
-     "metadata": {"name": "gpu-operator", "namespace": "flux-system"},
-     "spec": {"chart": "gpu-operator", "interval": "1h",
-              "sourceRef": {"kind": "HelmRepository", "name": "nvidia"}}},
-]
-
 # ------------------------------------------------------------------------ the reference
-
-
-@functools.cache
-def _upstream() -> dict[tuple[str, str], dict[str, Any]]:
-    """(apiVersion, kind) → openAPIV3Schema, read straight from the bundled data files."""
-    found = {}
-    for path in sorted(DATA.glob("*.json.gz")):
-        crd = json.loads(gzip.decompress(path.read_bytes()))["crd"]
-        for version in crd["spec"]["versions"]:
-            key = (f"{crd['spec']['group']}/{version['name']}", crd["spec"]["names"]["kind"])
-            found[key] = version["schema"]["openAPIV3Schema"]
-    return found
 
 
 def _is_int(v: Any) -> bool:
@@ -102,22 +59,6 @@ _TYPES: dict[str, Callable[[Any], bool]] = {
     "object": lambda v: isinstance(v, dict),
     "array": lambda v: isinstance(v, list),
 }
-
-
-def _canon(v: Any) -> str:
-    return json.dumps(v, sort_keys=True)  # JSON equality: true is not 1
-
-
-def _child(s: dict[str, Any] | None, key: Any) -> dict[str, Any] | None:
-    if s is None:
-        return None
-    if isinstance(key, int):
-        return s.get("items") if isinstance(s.get("items"), dict) else None
-    if key in s.get("properties", {}):
-        child: dict[str, Any] = s["properties"][key]
-        return child
-    extra = s.get("additionalProperties")
-    return extra if isinstance(extra, dict) else None
 
 
 def _prepare(v: Any, s: dict[str, Any] | None) -> Any:
@@ -332,113 +273,6 @@ def _json_schema(api_version: str, kind: str) -> Draft202012Validator:
     return Draft202012Validator(
         custom_schema(api_version, kind) or {},
         registry=Registry().with_resource(uri, Resource.from_contents(definitions)))
-
-
-# ------------------------------------------------------------------------ the mutations
-
-_OTHER: dict[type, list[Any]] = {
-    str: [7, True, ["x"]], int: ["7", 1.5, False], float: ["0.5", True], bool: ["true", 1],
-    dict: ["x", 1, [{}]], list: ["x", {"a": []}], type(None): [{}, "x"]}
-_BAD_STRINGS = ("NotAnEnumValue", "has spaces and UPPER", "-lead", "", "1Gix", "10x", "h" * 300)
-
-
-def _sample(s: dict[str, Any]) -> Any:
-    if "enum" in s:
-        return s["enum"][0]
-    if s.get("x-kubernetes-int-or-string"):
-        return 1
-    return {"string": "x", "integer": 1000, "number": 1.5, "boolean": True, "array": [],
-            "object": {}}.get(s.get("type", ""), "x")
-
-
-def _set(root: Any, path: Path_, value: Any) -> Any:
-    out = copy.deepcopy(root)
-    node = out
-    for part in path[:-1]:
-        node = node[part]
-    if value is _DROP:
-        del node[path[-1]]
-    else:
-        node[path[-1]] = value
-    return out
-
-
-_DROP = object()
-
-
-def _spots(v: Any, s: dict[str, Any] | None, path: Path_) -> Iterator[tuple[Path_, Any]]:
-    """(path, new value) of every mutation of the node at ``path`` and below it."""
-    if path:
-        for other in _OTHER[type(v)]:
-            yield path, other
-    if s is not None:
-        yield from _guided(v, s, path)
-    if isinstance(v, dict):
-        yield (*path, "zzUnknown"), 1
-        for k, x in v.items():
-            if path or k not in ("apiVersion", "kind"):  # they choose the schema
-                yield (*path, k), _DROP
-                yield from _spots(x, _child(s, k) if path or k != "metadata" else None,
-                                  (*path, k))
-        for k, c in (s or {}).get("properties", {}).items():
-            if k not in v:
-                yield (*path, k), _sample(c)
-    elif isinstance(v, list):
-        for i, x in enumerate(v):
-            yield from _spots(x, _child(s, 0), (*path, i))
-        if v:
-            yield path, [*v, copy.deepcopy(v[0])]
-        yield path, []
-
-
-def _guided(v: Any, s: dict[str, Any], path: Path_) -> Iterator[tuple[Path_, Any]]:
-    """Values just outside what the node's schema allows."""
-    if isinstance(v, str):
-        for bad in _BAD_STRINGS:
-            yield path, bad
-        if "maxLength" in s:
-            yield path, "a" * (s["maxLength"] + 1)
-    if type(v) in (int, float):
-        for bound, step in (("minimum", -1), ("maximum", 1)):
-            if bound in s:
-                yield path, s[bound] + step
-                yield path, s[bound]
-        yield path, 0
-        yield path, -1
-        yield path, 1000
-    if isinstance(v, list) and "maxItems" in s and v:
-        yield path, v * (s["maxItems"] + 1)
-
-
-_META = [(("metadata", "name"), "Bad_Name"), (("metadata", "name"), "a" * 254),
-         (("metadata", "namespace"), "Bad"), (("metadata", "labels"), {"bad key": "x"}),
-         (("metadata", "labels"), {"ok": "v" * 64}), (("metadata", "labels"), {"a/b/c": "x"}),
-         (("metadata", "annotations"), {"a/b/c": "x"}), (("metadata", "bogus"), 1),
-         (("metadata", "annotations"), {"big": "x" * (256 * 1024)}),
-         (("metadata", "labels"), {"example.com/ok": ""})]
-
-
-@functools.cache
-def _objects() -> tuple[dict[str, Any], ...]:
-    """Every custom resource of the example fleet's render, then the extra examples."""
-    plan = load_plan(REPO / "profiles", base=REPO)
-    env = make_environment()
-    found = [dict(obj.data) for cluster in plan.clusters
-             for obj in render_cluster(env, cluster)[0]
-             if (obj.api_version, obj.kind) in _upstream()]
-    found += [c[0] for c in CASES.values()] + EXTRA
-    return tuple(copy.deepcopy(o) for o in found)
-
-
-def _mutants(obj: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    schema = _upstream()[(obj["apiVersion"], obj["kind"])]
-    seen: set[str] = set()
-    for path, value in [*_spots(obj, schema, ()), *_META]:
-        mutant = _set(obj, path, value)
-        key = _canon(mutant)
-        if key not in seen:
-            seen.add(key)
-            yield mutant
 
 
 # ------------------------------------------------------------------------ the test

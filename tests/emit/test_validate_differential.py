@@ -2,9 +2,9 @@
 
 The objects are the example fleet's render; each is broken in seeded, repeatable ways (a
 field dropped, a value of the wrong type, an unknown field, a value outside an enum or a
-pattern, array items changed) and both validators must agree: the same verdict and the same
-set of error JSON paths. Messages are not compared: jsonschema-rs words some of them its own
-way (``"x" is not of type "integer"``).
+pattern, array items changed; :mod:`tests.emit.mutants` makes them) and both validators
+must agree: the same verdict and the same set of error JSON paths. Messages are not
+compared: jsonschema-rs words some of them its own way (``"x" is not of type "integer"``).
 """
 
 from __future__ import annotations
@@ -21,33 +21,18 @@ from referencing import Registry, Resource
 
 from gen.emit.crd_convert import CRDSchema
 from gen.emit.crd_schemas import CRDSet, custom_schema
-from gen.emit.render import make_environment, render_cluster
 from gen.emit.validate import (
     _DEFINITIONS_URI,
     _schema_file,
     _schema_root,
     compiled,
-    schema_version_for,
 )
-from gen.pipeline import load_plan
-from tests.helpers import REPO
+from tests.emit.mutants import MUTATIONS, mutate, validate_mutants
+from tests.emit.mutants import example_objects as _example_objects
 
 Path_ = tuple[Any, ...]
 
-# ---------------------------------------------------------------- objects and references
-
-
-@functools.cache
-def _example_objects() -> tuple[tuple[int, dict[str, Any]], ...]:
-    """(schema minor, object) for every manifest of the example fleet's render."""
-    plan = load_plan(REPO / "profiles", base=REPO)
-    env = make_environment()
-    found = []
-    for cluster in plan.clusters:
-        objects, _ = render_cluster(env, cluster)
-        minor = schema_version_for(cluster.minor)
-        found += [(minor, copy.deepcopy(dict(obj.data))) for obj in objects]
-    return tuple(found)
+# ---------------------------------------------------------------- references
 
 
 @functools.cache
@@ -80,104 +65,14 @@ def _verdicts(minor: int, api_version: str, kind: str,
     return ours, theirs
 
 
-# ---------------------------------------------------------------- mutations
-
-
-def _nodes(value: Any, path: Path_ = ()) -> list[tuple[Path_, Any]]:
-    """Every (path, node) of a JSON value, the root included."""
-    out = [(path, value)]
-    if isinstance(value, dict):
-        for key, child in value.items():
-            out.extend(_nodes(child, (*path, key)))
-    elif isinstance(value, list):
-        for index, child in enumerate(value):
-            out.extend(_nodes(child, (*path, index)))
-    return out
-
-
-def _get(value: Any, path: Path_) -> Any:
-    for part in path:
-        value = value[part]
-    return value
-
-
-def _set(root: Any, path: Path_, new: Any) -> None:
-    _get(root, path[:-1])[path[-1]] = new
-
-
-_OTHER_TYPE: dict[type, list[Any]] = {
-    str: [7, True, None, ["x"], {"a": "x"}],
-    int: ["7", 1.5, False, [7]],
-    float: ["0.5", True, [0.5]],
-    bool: ["true", 1, None],
-    type(None): [{}, "x", 0],
-    dict: ["x", 1, [{}]],
-    list: ["x", {"a": []}, 3],
-}
-_BAD_STRINGS = ("NotAnEnumValue", "has spaces and UPPER", "-leading-dash", "", "x" * 300,
-                "not-a-date", "!!notbase64!!", "1Gix")
-MUTATIONS = ("drop", "retype", "unknown", "enum", "pattern", "array")
-
-
-def mutate(rng: random.Random, obj: dict[str, Any], mutation: str) -> bool:
-    """Apply one mutation to ``obj`` in place; False when it has no spot for it."""
-    nodes = _nodes(obj)
-    if mutation == "drop":  # drops a field (required ones among them)
-        spots = [(p, k) for p, n in nodes if isinstance(n, dict) for k in n]
-        if not spots:
-            return False
-        path, key = rng.choice(spots)
-        del _get(obj, path)[key]
-    elif mutation == "retype":
-        spots = [(p, n) for p, n in nodes if p]
-        if not spots:
-            return False
-        path, node = rng.choice(spots)
-        _set(obj, path, copy.deepcopy(rng.choice(_OTHER_TYPE[type(node)])))
-    elif mutation == "unknown":
-        spots = [p for p, n in nodes if isinstance(n, dict)]
-        path = rng.choice(spots)
-        _get(obj, path)[rng.choice(["zzUnknown", "Name", "spec", "items", "status"])] = 1
-    elif mutation in ("enum", "pattern"):  # a string where the schema may allow only some
-        spots = [p for p, n in nodes if p and isinstance(n, str)]
-        if not spots:
-            return False
-        _set(obj, rng.choice(spots), rng.choice(_BAD_STRINGS))
-    else:  # array items: appended, replaced, wrapped, emptied
-        spots = [(p, n) for p, n in nodes if p and isinstance(n, list)]
-        if not spots:
-            return False
-        path, items = rng.choice(spots)
-        edit = rng.choice(["append", "replace", "wrap", "empty", "nested"])
-        if edit == "append" and items:
-            items.append(copy.deepcopy(rng.choice(items)))
-            if isinstance(items[-1], dict):
-                items[-1]["zzUnknown"] = True
-        elif edit == "replace" and items:
-            items[rng.randrange(len(items))] = rng.choice(["x", 3, None, []])
-        elif edit == "wrap":
-            _set(obj, path, [items])
-        elif edit == "nested" and items and isinstance(items[0], dict | list):
-            return mutate(rng, {"root": items}, rng.choice(["drop", "retype", "unknown"])) or True
-        else:
-            items.clear()
-    return True
-
-
 def _run(seed: int, per_object: int) -> int:
     """Mutate every example object ``per_object`` times; assert agreement; count the cases."""
-    rng = random.Random(seed)
     cases = 0
-    for minor, original in _example_objects():
+    for minor, original, obj, applied in validate_mutants(seed, per_object):
         key = (minor, original["apiVersion"], original["kind"])
-        for round_ in range(per_object):
-            obj = copy.deepcopy(original)
-            applied = [m for m in rng.sample(MUTATIONS, k=1 + round_ % 3) if mutate(rng, obj, m)]
-            if not applied:
-                continue
-            ours, theirs = _verdicts(*key, obj)
-            assert ours == theirs, (key, applied, obj)
-            cases += 1
+        ours, theirs = _verdicts(*key, obj)
+        assert ours == theirs, (key, applied, obj)
+        cases += 1
     return cases
 
 
