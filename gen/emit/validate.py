@@ -149,6 +149,18 @@ def _schema_file(minor: int, api_version: str, kind: str) -> Path:
     return _schema_root() / f"v1.{minor}.0-local-strict" / f"{kind.lower()}-{group_version}.json"
 
 
+def _is_schema_file(minor: int, file: Path) -> bool:
+    """Whether :func:`_schema_file` named a schema of version ``minor``. A kind or apiVersion
+    that makes no plain file name there (a ``/`` in it, a NUL byte, more than 255 bytes)
+    names none, and the file system is not asked: it would raise. The API server serves no
+    such kind either."""
+    name = file.name
+    if file.parent != _schema_root() / f"v1.{minor}.0-local-strict" or "\0" in name or \
+            len(name.encode()) > 255:
+        return False
+    return file.is_file()
+
+
 def _build(minor: int, api_version: str, kind: str, crd: CRDSchema | None) -> Any:
     """Compile the validator of one kind in one schema version (``None``: no schema)."""
     import jsonschema_rs
@@ -164,7 +176,7 @@ def _build(minor: int, api_version: str, kind: str, crd: CRDSchema | None) -> An
                 _CUSTOM.put(shared, found)
         return found
     file = _schema_file(minor, api_version, kind)
-    if not file.is_file():
+    if not _is_schema_file(minor, file):
         return None
     schema = json.loads(file.read_text(encoding="utf-8"))
     return jsonschema_rs.Draft202012Validator(
