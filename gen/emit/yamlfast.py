@@ -182,6 +182,20 @@ def _str_representer(dumper: Any, value: str) -> Any:
 
 _Dumper.add_representer(str, _str_representer)
 
+# What reads out/ (kubectl, Argo CD, kubeconform: sigs.k8s.io/yaml) resolves plain scalars
+# with go-yaml v2 (go.yaml.in/yaml/v2 resolve.go@v2.4.4), which reads more of them as
+# booleans and numbers than PyYAML does: ``y``, ``Y``, ``n``, ``N``; ``1e3``, ``08``, ``0o17``,
+# ``0X1F`` (``strconv.ParseInt(s, 0, 64)`` and its ``yamlStyleFloat``). Strings like these
+# are quoted, so every reader gets the string gen validated.
+_Dumper.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:y|Y|n|N)$"), list("yYnN"))
+_Dumper.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$"),
+    list("-+0123456789."))
+_Dumper.add_implicit_resolver(
+    "tag:yaml.org,2002:int", re.compile(r"^[-+]?0[bBoOxX][0-9a-fA-F_]+$"), list("-+0"))
+
 
 def dump_slow(data: Any) -> str:
     """The canonical YAML form, by PyYAML: sorted keys, block style, literal blocks."""
@@ -204,10 +218,11 @@ type: a letter first (no number, timestamp, ``.inf``, indicator or merge key can
 then only characters that are never indicators or need quoting in a block scalar."""
 _RESOLVES = frozenset({
     "yes", "Yes", "YES", "no", "No", "NO", "true", "True", "TRUE", "false", "False", "FALSE",
-    "on", "On", "ON", "off", "Off", "OFF", "null", "Null", "NULL",
+    "on", "On", "ON", "off", "Off", "OFF", "null", "Null", "NULL", "y", "Y", "n", "N",
 })
 """Of those, the ones PyYAML's implicit resolvers read as a bool or null (its ``bool`` and
-``null`` patterns, ``yaml/resolver.py``): it quotes them."""
+``null`` patterns, ``yaml/resolver.py``), and go-yaml v2's other booleans (:class:`_Dumper`):
+they are quoted."""
 
 
 def _scalar(value: Any) -> str:
