@@ -732,9 +732,14 @@ def _render_clusters(
 
 
 def _kubeconform(
-    plan: Plan, outputs: dict[PurePosixPath, bytes], required: bool, crds: CRDSet | None = None,
+    plan: Plan, outputs: Sequence[Mapping[PurePosixPath, bytes]], required: bool,
+    crds: CRDSet | None = None, out_label: str = "out",
 ) -> list[Finding]:
-    """Run kubeconform on a scratch copy of the synced folders (never on out/ itself)."""
+    """Run kubeconform on a scratch copy of each cluster's manifests (never on out/ itself):
+    ``outputs`` holds each cluster's files, in ``plan`` order, its ``_root/`` and
+    ``_bootstrap/`` objects among them (the embedded validator judges them at the cluster's
+    version too); kustomization.yaml files and files that are not YAML are left out. The
+    findings are located at ``<out_label>/<path>``, as the embedded validator's are."""
     import tempfile
 
     from gen.emit.kubeconform import find_kubeconform, run_kubeconform
@@ -745,20 +750,20 @@ def _kubeconform(
     findings: list[Finding] = []
     with tempfile.TemporaryDirectory(prefix="gen-kubeconform-") as scratch:
         root = Path(scratch)
-        for cluster in plan.clusters:
+        for cluster, cluster_outputs in zip(plan.clusters, outputs, strict=True):
             files = []
-            origin: dict[str, SourceLocation] = {}
-            for path, data in outputs.items():
-                if path.parts[0] != cluster.name or path.name == "kustomization.yaml":
+            where: dict[str, SourceLocation] = {}
+            for path, data in cluster_outputs.items():
+                if path.suffix not in (".yaml", ".yml") or path.name == "kustomization.yaml":
                     continue
                 target = root / path
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)
                 files.append(target)
-                origin[str(target)] = SourceLocation(str(path))
+                where[str(target)] = SourceLocation(f"{out_label}/{path}")
             if files:
                 findings.extend(run_kubeconform(
-                    files, cluster.kubernetes_version, binary=binary, origin=origin, crds=crds,
+                    files, cluster.kubernetes_version, binary=binary, where=where, crds=crds,
                 ))
     return findings
 
@@ -835,8 +840,9 @@ def render(
     outputs, findings, records, reused, count = _collected(plan, results)
     outputs = dict(sorted(outputs.items(), key=lambda kv: str(kv[0])))
     if validator in ("auto", "kubeconform"):
-        findings.extend(_kubeconform(plan, outputs, required=validator == "kubeconform",
-                                     crds=crds))
+        findings.extend(_kubeconform(plan, [r.files for r in results],
+                                     required=validator == "kubeconform", crds=crds,
+                                     out_label=out_label))
     bad = [f for f in findings if f.severity is Severity.ERROR]
     if bad:
         raise ManifestValidationError(

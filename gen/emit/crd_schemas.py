@@ -41,7 +41,6 @@ from gen.emit.crd_convert import (
     OBJECT_META_REF,
     CRDSchema,
     crd_schemas,
-    inline_subschemas,
     read_crds,
     share_subschemas,
     to_json_schema,
@@ -59,6 +58,7 @@ __all__ = [
     "json_schema",
     "json_schema_files",
     "known_custom_kinds",
+    "kubeconform_schema",
     "load_crd_dir",
     "schema_file_name",
     "write_kubeconform_schemas",
@@ -204,25 +204,125 @@ def schema_file_name(api_version: str, kind: str) -> str:
     return f"{kind.lower()}{suffix}.json"
 
 
-def _without_meta_ref(node: Any) -> Any:
+def _with_meta(node: Any, meta: Mapping[str, Any]) -> Any:
     if isinstance(node, list):
-        return [_without_meta_ref(v) for v in node]
+        return [_with_meta(v, meta) for v in node]
     if isinstance(node, dict):
         if node.get("$ref") == OBJECT_META_REF:
-            return {"type": "object"}
-        return {k: _without_meta_ref(v) for k, v in node.items()}
+            return {**{k: v for k, v in node.items() if k != "$ref"}, **meta}
+        return {k: _with_meta(v, meta) for k, v in node.items()}
     return node
 
 
-def write_kubeconform_schemas(folder: Path, crds: CRDSet | None = None) -> str:
-    """Write every CRD's JSON Schema (user CRDs over bundled ones) into ``folder`` as
-    kubeconform names them; return the ``-schema-location`` template that reads them.
+_TYPE_META = ("apiVersion", "kind", "metadata")
+_VALUE_JUNCTORS = ("allOf", "anyOf", "oneOf", "not")
 
-    kubeconform cannot follow gen's ObjectMeta reference: there ``metadata`` is an object."""
+
+def _null_ok(converted: dict[str, Any]) -> dict[str, Any]:
+    """``converted``, or ``null``: a schema kubeconform reads as the API server treats a null
+    it drops (or replaces with the field's default) before it validates. ``null`` joins the
+    node's types and enum; a node with junctors (which a null could fail) is wrapped in
+    ``if null … else``."""
+    if any(key in converted for key in _VALUE_JUNCTORS):
+        return {"if": {"type": "null"}, "else": converted}
+    out = dict(converted)
+    types = out.get("type")
+    if isinstance(types, str) and types != "null":
+        out["type"] = [types, "null"]
+    elif isinstance(types, list) and "null" not in types:
+        out["type"] = [*types, "null"]
+    if isinstance(out.get("enum"), list) and None not in out["enum"]:
+        out["enum"] = [*out["enum"], None]
+    return out
+
+
+def _admitted(node: Mapping[str, Any], converted: dict[str, Any], top: bool = False
+              ) -> dict[str, Any]:
+    """The JSON Schema ``converted`` (:func:`~gen.emit.crd_convert.to_json_schema` of the
+    structural schema ``node``) as it applies to an object the API server has prepared:
+    a field with a ``default`` is never missing, so it is not required, and a ``null`` in an
+    object's field is dropped or defaulted, so it is accepted wherever the field may be
+    absent (apiextensions-apiserver pkg/apiserver/schema/defaulting/prunenulls.go and
+    algorithm.go@v0.36.3). A null list item is kept (and fails) unless the items have a
+    default. gen's embedded validator applies the same steps to a copy of the object
+    (:mod:`gen.emit.crd_rules`); kubeconform validates the object as written."""
+    out = dict(converted)
+    props = node.get("properties")
+    props = props if isinstance(props, Mapping) else {}
+    defaulted = {k for k, v in props.items() if isinstance(v, Mapping) and "default" in v}
+    if defaulted:
+        for key in ("required", *("allOf", "anyOf", "oneOf")):
+            if key == "required" and isinstance(out.get(key), list):
+                out[key] = [r for r in out[key] if r not in defaulted]
+            elif isinstance(out.get(key), list):  # a junctor's required, at this node
+                out[key] = [{**sub, "required": [r for r in sub["required"]
+                                                 if r not in defaulted]}
+                            if isinstance(sub, dict) and isinstance(sub.get("required"), list)
+                            else sub for sub in out[key]]
+    required = set(out.get("required", ()))
+    if isinstance(out.get("properties"), dict):
+        out["properties"] = dict(out["properties"])
+        for key, sub in props.items():
+            if (top and key in _TYPE_META) or not isinstance(sub, Mapping) or \
+                    not isinstance(out["properties"].get(key), dict):
+                continue
+            child = _admitted(sub, out["properties"][key])
+            out["properties"][key] = child if key in required else _null_ok(child)
+    extra = node.get("additionalProperties")
+    if isinstance(extra, Mapping) and isinstance(out.get("additionalProperties"), dict):
+        out["additionalProperties"] = _null_ok(_admitted(extra, out["additionalProperties"]))
+    items = node.get("items")
+    if isinstance(items, Mapping) and isinstance(out.get("items"), dict):
+        child = _admitted(items, out["items"])
+        out["items"] = _null_ok(child) if "default" in items else child
+    return out
+
+
+_KUBECONFORM: BoundedCache[tuple[str, str, str], dict[str, Any]] = BoundedCache(
+    "gen.emit.crd_schemas.kubeconform_schemas", 256)
+"""(apiVersion, kind, CRD schema digest) → :func:`kubeconform_schema` (shared: read-only)."""
+
+
+def kubeconform_schema(crd: CRDSchema) -> dict[str, Any]:
+    """The JSON Schema kubeconform reads for one CRD version: :func:`to_json_schema` of it,
+    :func:`_admitted` (defaults and nulls as the API server treats them), its repeated
+    subschemas written once (:func:`share_subschemas`: kubeconform compiled Argo CD's
+    ApplicationSet in 4 s inlined, in 0.2 s shared), ``metadata`` still gen's
+    ObjectMeta reference. Cached per schema digest (shared: read-only)."""
+    key = (crd.api_version, crd.kind, crd.digest)
+    found = _KUBECONFORM.data.get(key) if crd.digest else None
+    if found is None:
+        found = share_subschemas(_admitted(
+            crd.schema, to_json_schema(crd.schema, crd.api_version, crd.kind), top=True))
+        if crd.digest:
+            _KUBECONFORM.put(key, found)
+    return found
+
+
+def write_kubeconform_schemas(folder: Path, crds: CRDSet | None = None,
+                              object_meta: Mapping[str, Any] | None = None,
+                              kinds: Iterable[tuple[str, str]] | None = None) -> str:
+    """Write every CRD's JSON Schema for kubeconform (:func:`kubeconform_schema`; user CRDs
+    over bundled ones; only those of the (apiVersion, kind) pairs ``kinds`` when given) into
+    ``folder`` as kubeconform names them; return the ``-schema-location`` template that
+    reads them.
+
+    ``metadata`` is ``object_meta``: a ``$ref`` into the schema's own ``$defs`` and the
+    definitions to add there (the cluster's version's ObjectMeta,
+    :func:`gen.emit.kubeconform.object_meta`), as the embedded validator checks it; without
+    it, any object (kubeconform cannot follow gen's own reference, whose definitions live in
+    the embedded validator's registry)."""
     crds = crds or CRDSet()
+    meta = {"$ref": object_meta["$ref"]} if object_meta else {"type": "object"}
+    definitions = dict(object_meta.get("$defs", {})) if object_meta else {}
     chosen = {(s.api_version, s.kind): s for s in (*bundled(), *crds.user)}
+    wanted = None if kinds is None else set(kinds)
     for (api_version, kind), crd in sorted(chosen.items()):
-        schema = _without_meta_ref(inline_subschemas(json_schema(crd)))
+        if wanted is not None and (api_version, kind) not in wanted:
+            continue
+        schema = _with_meta(kubeconform_schema(crd), meta)
+        if definitions:
+            schema["$defs"] = {**schema.get("$defs", {}), **definitions}
         (folder / schema_file_name(api_version, kind)).write_text(
             json.dumps(schema, sort_keys=True), encoding="utf-8")
     return f"{folder.as_posix()}/{{{{ .ResourceKind }}}}{{{{ .KindSuffix }}}}.json"
