@@ -5,9 +5,10 @@ Exit 0 when every disagreement is documented (:data:`tools.judge.known.KNOWN`), 
 when a documented one no longer happens (stale), 2 when a component cannot be built or started:
 on the project's machines the judge fails, it never skips.
 
-Options: ``--only NAME[,NAME]`` (categories: kubeconform, oracle, live), ``--fleets N`` generated
-fleets for the oracle's allocation category (default 200; ``GEN_JUDGE_FLEETS`` too), ``-v``
-every disagreement in full, ``--keep DIR`` keep the control plane's folder (logs) in DIR.
+Options: ``--build-only`` (build, run nothing); ``--only NAME[,NAME]`` (groups: kubeconform,
+oracle, live); ``--fleets N`` generated fleets for the oracle's allocation category (default
+200; ``GEN_JUDGE_FLEETS`` too); ``-v`` every disagreement in full; ``--keep DIR`` keep the
+control plane's folder (logs) in DIR.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tools.judge.build import BuildError, ensure
 from tools.judge.known import KNOWN
+from tools.judge.pins import COMPONENTS
 from tools.judge.report import Category
 
 __all__ = ["main", "summarize"]
@@ -82,7 +83,17 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--fleets", type=int, default=None)
     parser.add_argument("--keep", type=Path, default=None)
     parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("--build-only", action="store_true",
+                        help="build (or find in the cache) every component, run nothing")
     args = parser.parse_args(argv)
+    if args.build_only:
+        try:
+            for name in COMPONENTS:
+                print(f"judge: {name}: {ensure(name)}", flush=True)
+        except BuildError as exc:
+            print(f"judge: build failed:\n{exc}", flush=True)
+            return 2
+        return 0
     if args.fleets is not None:
         os.environ["GEN_JUDGE_FLEETS"] = str(args.fleets)
     groups = [g for g in args.only.split(",") if g]

@@ -49,10 +49,13 @@ CONTROLLERS = (
     "statefulset-controller", "daemonset-controller", "job-controller",
     "resourceclaim-controller", "resourcequota-controller", "disruption-controller",
     "endpointslice-controller", "clusterrole-aggregation-controller",
+    "persistentvolumeclaim-protection-controller", "persistentvolume-protection-controller",
 )
 """What kube-controller-manager runs (names from kubernetes/kubernetes
 ``cmd/kube-controller-manager/names/controller_names.go``@v1.36.3): the controllers that turn
-gen's workloads into Pods and ResourceClaims, and nothing that needs a kubelet or a cloud."""
+gen's workloads into Pods and ResourceClaims, and nothing that needs a kubelet or a cloud. The
+volume binder is left out: the harness binds each model-cache claim to a volume itself
+(:func:`tools.judge.live`), as a provisioner would."""
 
 RUNTIME_CONFIG = "resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true"
 """Serve the DRA beta versions too: gen renders ``v1beta2`` for clusters on Kubernetes 1.33."""
@@ -251,7 +254,9 @@ class ControlPlane:
                                 query={"labelSelector": selector} if selector else None)
         if not response.ok:
             raise APIError(response, f"list {kind}")
-        return list(response.body.get("items", ()))
+        # List items carry no apiVersion and kind; put them back, so items can be addressed.
+        return [{"apiVersion": api_version, "kind": kind, **item}
+                for item in response.body.get("items", ())]
 
     def delete(self, obj: Mapping[str, Any]) -> Response:
         return self.request("DELETE", self.object_path(obj),

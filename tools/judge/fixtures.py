@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from importlib import resources
 from typing import Any
 
@@ -28,7 +28,12 @@ from gen.fleet.plan import ClusterPlan, PoolPlan
 from gen.serving.capacity import units_per_node
 from tools.judge.cluster import ControlPlane
 
-__all__ = ["bundled_crds", "chart_device_classes", "install_cluster", "nodes", "slices"]
+__all__ = ["bootstrap_namespaces", "bundled_crds", "chart_device_classes", "install_cluster",
+           "nodes", "slices", "volume_for"]
+
+BOOTSTRAP_NAMESPACES = frozenset({"flux-system", "argocd"})
+"""Namespaces the GitOps engine's own bootstrap creates (``flux bootstrap``, the Argo CD
+install), so gen's output uses them without rendering them."""
 
 NODE_CAPACITY = {"cpu": "256", "memory": "2Ti", "pods": "110", "ephemeral-storage": "4Ti"}
 
@@ -129,3 +134,36 @@ def install_cluster(plane: ControlPlane, cluster: ClusterPlan) -> list[tuple[str
             if not response.ok:
                 refused.append((body["metadata"]["name"], response.message))
     return refused
+
+
+def bootstrap_namespaces(cluster: ClusterPlan, objects: Iterable[Mapping[str, Any]]
+                         ) -> list[dict[str, Any]]:
+    """The namespaces that ``objects`` use but that something other than ``out/<cluster>/``
+    creates: the GitOps engine's, and the GPU Operator's and DRA driver's (installed by the
+    fleet's root Applications with ``CreateNamespace=true``, or by the platform team)."""
+    objects = list(objects)
+    rendered = {str(o["metadata"]["name"]) for o in objects if o["kind"] == "Namespace"}
+    used = {str(o["metadata"].get("namespace", "")) for o in objects}
+    spec = cluster.cluster
+    platform = {*BOOTSTRAP_NAMESPACES, spec.gpu_operator.namespace, spec.dra_driver.namespace}
+    return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+            for name in sorted((used & platform) - rendered)]
+
+
+def volume_for(claim: Mapping[str, Any]) -> dict[str, Any]:
+    """A PersistentVolume pre-bound to ``claim``, standing in for the cluster's storage
+    provisioner (the harness has none): same size, access modes and class. Whether the
+    cluster's storage can really serve the access mode is gen's lint (GEN702), not this."""
+    meta, spec = claim["metadata"], claim["spec"]
+    name = f"judge-{meta['namespace']}-{meta['name']}"[:253]
+    return {
+        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
+        "spec": {
+            "capacity": {"storage": spec["resources"]["requests"]["storage"]},
+            "accessModes": list(spec.get("accessModes", ["ReadWriteOnce"])),
+            "storageClassName": spec.get("storageClassName") or "",
+            "persistentVolumeReclaimPolicy": "Delete",
+            "claimRef": {"namespace": meta["namespace"], "name": meta["name"]},
+            "csi": {"driver": "judge.gen.invalid", "volumeHandle": name},
+        },
+    }

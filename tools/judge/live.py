@@ -32,26 +32,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gen.emit.render import make_environment, render_cluster
+from gen.emit.render import RenderedObject, make_environment, render_cluster
 from gen.emit.validate import SchemaValidator
 from gen.errors import Finding, GenError, Severity, SourceLocation
 from gen.fleet.plan import ClusterPlan
 from gen.pipeline import check_report, load_plan
 from tools.judge.cluster import ControlPlane
-from tools.judge.fixtures import bundled_crds, install_cluster
+from tools.judge.fixtures import bootstrap_namespaces, bundled_crds, install_cluster, volume_for
 from tools.judge.report import Category
 
 __all__ = ["CAPACITY_RULES", "Fleet", "LiveCategories", "judge_fleet", "prepare", "reset"]
 
-CAPACITY_RULES = frozenset({"GEN204", "GEN205", "GEN240", "GEN241", "GEN330"})
-"""gen's findings that say a service's replicas will not all get their devices."""
+CAPACITY_RULES = frozenset({"GEN204", "GEN205", "GEN240", "GEN241", "GEN304", "GEN330"})
+"""gen's findings that say a service's replicas will not all get their devices (or a node)."""
+
+OBJECT_RULES = frozenset({"GEN201", "GEN203", "GEN216"})
+"""gen's lint findings that say the API server will refuse an object made from the profile at
+the finding's location: a DRA version not served, a selector that does not compile, more
+selectors than the API allows."""
 
 SYSTEM_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 
 WAIT_SECONDS = 90.0
 """How long the controllers and the scheduler get to settle one cluster's workloads."""
 
-SETTLE_SECONDS = 3.0
+SETTLE_SECONDS = 2.0
 """How long an answer (every pod placed or refused) must hold before it counts: the scheduler
 retries unschedulable pods on events, so a pod can still move after it was refused once."""
 
@@ -95,7 +100,7 @@ def prepare(plane: ControlPlane) -> None:
         for name in names:
             got = plane.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name).body
             status = got.get("status", {})
-            conditions = {c["type"]: c["status"] for c in status.get("conditions", ())}
+            conditions = {c["type"]: c["status"] for c in status.get("conditions") or ()}
             if conditions.get("Established") != "True":
                 return None
         return True
@@ -115,28 +120,71 @@ def _poll(check: Any, timeout: float, what: str) -> Any:
         time.sleep(0.2)
 
 
-def reset(plane: ControlPlane) -> None:
-    """Remove what a cluster left: its namespaces (and so its workloads), Nodes, slices,
-    DeviceClasses and cluster-scoped objects gen rendered. Waits until namespaces are gone."""
-    doomed = []
-    for namespace in plane.list("v1", "Namespace"):
-        name = namespace["metadata"]["name"]
-        if name not in SYSTEM_NAMESPACES:
-            plane.delete(namespace)
-            doomed.append(name)
+_APPLIED: dict[int, list[Mapping[str, Any]]] = {}
+"""What was applied to each plane (by ``id``), so that :func:`reset` can release finalizers."""
+
+
+def _drop_finalizers(plane: ControlPlane) -> None:
+    """Release the finalizers no controller of the harness will ever remove (an Argo CD
+    Application's ``resources-finalizer``, pvc-protection of a claim a bound pod uses)."""
+    for obj in _APPLIED.get(id(plane), ()):
+        if obj["kind"] == "PersistentVolumeClaim" or obj["metadata"].get("finalizers"):
+            plane.request("PATCH", plane.object_path(obj), {"metadata": {"finalizers": None}},
+                          content_type="application/merge-patch+json")
+
+
+_EMPTIED = (("v1", "Pod"), ("apps/v1", "ReplicaSet"), ("apps/v1", "Deployment"),
+            ("apps/v1", "StatefulSet"), ("resource.k8s.io/v1", "ResourceClaim"),
+            ("resource.k8s.io/v1", "ResourceClaimTemplate"), ("v1", "PersistentVolumeClaim"),
+            ("v1", "ResourceQuota"))
+"""What :func:`reset` deletes itself, at once, before a namespace goes: the namespace controller
+would otherwise wait on pods no kubelet stops and re-check only after a back-off."""
+
+
+def reset(plane: ControlPlane, keep: Iterable[str] = ()) -> None:
+    """Remove what a cluster left: its workloads, claims, Nodes, slices, DeviceClasses and
+    volumes. Namespaces in ``keep`` (the next cluster renders them too) are emptied and kept;
+    the others are deleted. Waits until no pod or claim is left and the namespaces are gone."""
+    _drop_finalizers(plane)
+    kept = set(keep)
+    namespaces = [n["metadata"]["name"] for n in plane.list("v1", "Namespace")
+                  if n["metadata"]["name"] not in SYSTEM_NAMESPACES]
+    doomed = [name for name in namespaces if name not in kept]
+    applied = _APPLIED.get(id(plane), ())
+    for name in namespaces:
+        kinds = [*_EMPTIED, *sorted({(str(o["apiVersion"]), str(o["kind"])) for o in applied
+                                     if o["metadata"].get("namespace") == name})]
+        for api_version, kind in kinds:
+            if plane.resource(api_version, kind) is not None:
+                plane.request("DELETE", plane.path(api_version, kind, namespace=name),
+                              query={"gracePeriodSeconds": "0"})
+        if name in doomed:
+            plane.delete({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     for api_version, kind in (("v1", "Node"), ("resource.k8s.io/v1", "ResourceSlice"),
-                              ("resource.k8s.io/v1", "DeviceClass")):
-        path = plane.path(api_version, kind)
-        plane.request("DELETE", path)  # delete the collection
-    for name in ("default",):
-        for quota in plane.list("v1", "ResourceQuota", name):
-            plane.delete(quota)
+                              ("resource.k8s.io/v1", "DeviceClass"), ("v1", "PersistentVolume")):
+        plane.request("DELETE", plane.path(api_version, kind))  # the whole collection
+    for obj in applied:  # cluster-scoped objects gen rendered
+        if not obj["metadata"].get("namespace") and obj["kind"] not in ("Namespace",
+                                                                      "CustomResourceDefinition"):
+            plane.delete(obj)
 
     def gone() -> bool | None:
-        left = {n["metadata"]["name"] for n in plane.list("v1", "Namespace")}
-        return True if not left & set(doomed) else None
+        left = [n for n in plane.list("v1", "Namespace") if n["metadata"]["name"] in doomed]
+        for name in namespaces:
+            plane.request("DELETE", f"/api/v1/namespaces/{name}/pods",
+                          query={"gracePeriodSeconds": "0"})
+        if left or plane.list("v1", "Pod") or plane.list("resource.k8s.io/v1", "ResourceClaim"):
+            return None
+        return True
 
-    _poll(gone, 120, "namespaces deleted")
+    try:
+        _poll(gone, 120, "namespaces deleted")
+    except TimeoutError as exc:
+        stuck = [f"{n['metadata']['name']}: {c.get('message', '')}"
+                 for n in plane.list("v1", "Namespace") if n["metadata"]["name"] in doomed
+                 for c in n.get("status", {}).get("conditions") or () if c.get("status") == "True"]
+        raise TimeoutError(f"{exc}; " + "; ".join(stuck)) from None
+    _APPLIED.pop(id(plane), None)
 
 
 # ----------------------------------------------------------------------- applying
@@ -147,8 +195,31 @@ _ORDER = {"Namespace": 0, "CustomResourceDefinition": 0, "ServiceAccount": 1, "D
           "ResourceClaimTemplate": 2, "PersistentVolumeClaim": 2}
 
 
+DRA_KINDS = frozenset({"DeviceClass", "ResourceClaimTemplate", "ResourceClaim"})
+
+WORKLOAD_KINDS = frozenset({"Deployment", "StatefulSet", "DaemonSet", "Job", "LeaderWorkerSet"})
+
+
+def _bind(plane: ControlPlane, claim: Mapping[str, Any]) -> None:
+    """Stand in for the storage provisioner: a PersistentVolume for the claim, both bound."""
+    volume = volume_for(claim)
+    plane.must(plane.apply(volume), "the volume of a claim")
+    name = volume["metadata"]["name"]
+    plane.must(plane.request("PATCH", plane.object_path(claim),
+                             {"spec": {"volumeName": name}},
+                             content_type="application/merge-patch+json"), "bind a claim")
+    plane.must(plane.request("PATCH", plane.object_path(claim) + "/status", {"status": {
+        "phase": "Bound", "accessModes": volume["spec"]["accessModes"],
+        "capacity": volume["spec"]["capacity"]}},
+        content_type="application/merge-patch+json"), "claim status")
+    plane.must(plane.request("PATCH", plane.object_path(volume) + "/status",
+                             {"status": {"phase": "Bound"}},
+                             content_type="application/merge-patch+json"), "volume status")
+
+
 def _apply_order(objects: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    return sorted(objects, key=lambda o: (_ORDER.get(str(o["kind"]), 3), str(o["kind"]),
+    return sorted(objects, key=lambda o: (4 if o["kind"] in WORKLOAD_KINDS else
+                                          _ORDER.get(str(o["kind"]), 3), str(o["kind"]),
                                           str(o["metadata"].get("namespace", "")),
                                           str(o["metadata"]["name"])))
 
@@ -168,6 +239,8 @@ def _apply_cluster(plane: ControlPlane, fleet: Fleet, cluster: ClusterPlan,
                    categories: LiveCategories) -> list[Mapping[str, Any]]:
     """Dry-run then apply every object; record the objects verdicts; return what was applied."""
     applied = []
+    for namespace in bootstrap_namespaces(cluster, objects):
+        plane.must(plane.apply(namespace), f"namespace {namespace['metadata']['name']}")
     for obj in _apply_order(objects):
         oid = _object_id(obj)
         if plane.resource(str(obj["apiVersion"]), str(obj["kind"])) is None:
@@ -183,6 +256,9 @@ def _apply_cluster(plane: ControlPlane, fleet: Fleet, cluster: ClusterPlan,
             real = plane.apply(obj)
             if real.ok:
                 applied.append(obj)
+                _APPLIED.setdefault(id(plane), []).append(obj)
+                if obj["kind"] == "PersistentVolumeClaim":
+                    _bind(plane, obj)
     return applied
 
 
@@ -194,7 +270,7 @@ def _events(plane: ControlPlane, namespace: str) -> list[dict[str, Any]]:
 
 
 def _workloads(applied: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    return [o for o in applied if o["kind"] in ("Deployment", "StatefulSet")]
+    return [o for o in applied if o["kind"] in ("Deployment", "StatefulSet")]  # with pods
 
 
 @dataclass
@@ -268,6 +344,25 @@ def _service_of(workload: Mapping[str, Any]) -> str:
                or workload["metadata"]["name"])
 
 
+def _dependencies(workload: Mapping[str, Any], objects: Sequence[RenderedObject]) -> list[str]:
+    """The ids of the claim templates and DeviceClasses a workload's pods need."""
+    pod = workload["spec"]["template"]["spec"]
+    namespace = workload["metadata"]["namespace"]
+    templates = {str(c.get("resourceClaimTemplateName")) for c in pod.get("resourceClaims") or ()}
+    found = []
+    for obj in objects:
+        meta = obj.data["metadata"]
+        if obj.kind == "ResourceClaimTemplate" and meta["name"] in templates \
+                and meta.get("namespace") == namespace:
+            found.append(_object_id(obj.data))
+            for request in obj.data["spec"]["spec"].get("devices", {}).get("requests", ()):
+                choices = [request.get("exactly") or request, *request.get("firstAvailable", ())]
+                for choice in choices:
+                    if choice.get("deviceClassName"):
+                        found.append(f"DeviceClass/{choice['deviceClassName']}")
+    return found
+
+
 def _gen_predictions(findings: Sequence[Finding], cluster: ClusterPlan
                      ) -> tuple[set[str], set[str]]:
     """(services gen says cannot all be placed, services gen says opt out of Pod Security)."""
@@ -286,15 +381,20 @@ def _gen_predictions(findings: Sequence[Finding], cluster: ClusterPlan
 def judge_cluster(plane: ControlPlane, fleet: Fleet, cluster: ClusterPlan,
                   findings: Sequence[Finding], categories: LiveCategories) -> None:
     """Judge one cluster of a fleet on an emptied plane."""
-    reset(plane)
     objects, _ = render_cluster(make_environment(), cluster)
+    reset(plane, keep=(str(o.data["metadata"]["name"]) for o in objects
+                       if o.kind == "Namespace"))
     validator = SchemaValidator()
+    refused_sources = {f.location.path for f in findings
+                       if f.rule in OBJECT_RULES and f.severity is Severity.ERROR
+                       and f.location is not None and f.cluster in ("", cluster.name)}
     gen_ok = {}
     for obj in objects:
         where = SourceLocation(str(obj.path))
         errors = [f for f in validator.validate(obj.data, cluster.minor, where)
                   if f.severity is Severity.ERROR]
-        gen_ok[_object_id(obj.data)] = not errors
+        refused = obj.origin.path in refused_sources and obj.kind in DRA_KINDS
+        gen_ok[_object_id(obj.data)] = not errors and not refused
     for name, message in install_cluster(plane, cluster):
         categories.dynamic_mig.add(_case(fleet, cluster, f"ResourceSlice/{name}"), "valid",
                                    "invalid", message)
@@ -325,7 +425,8 @@ def judge_cluster(plane: ControlPlane, fleet: Fleet, cluster: ClusterPlan,
         categories.quotas.add(case, "admitted", quota_up, outcome.detail)
         if outcome.state.startswith("refused"):
             continue
-        gen_alloc = "unschedulable" if service in short else "scheduled"
+        broken = [d for d in _dependencies(workload, objects) if not gen_ok.get(d, True)]
+        gen_alloc = "unschedulable" if service in short or broken else "scheduled"
         up_alloc = "scheduled" if outcome.state == "scheduled" else "unschedulable"
         categories.allocation.add(case, gen_alloc, up_alloc, outcome.detail)
 

@@ -47,8 +47,10 @@ def _key() -> ec.EllipticCurvePrivateKey:
 
 
 def _write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> None:
+    # "EC PRIVATE KEY": client-go's ParsePublicKeysPEM (util/keyutil/key.go) reads the public
+    # half of a service-account key from that form, not from PKCS#8.
     path.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                       serialization.PrivateFormat.PKCS8,
+                                       serialization.PrivateFormat.TraditionalOpenSSL,
                                        serialization.NoEncryption()))
     path.chmod(0o600)
 
