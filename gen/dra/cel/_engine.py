@@ -31,7 +31,12 @@ from gen.dra.cel._library import (
     runtime_env,
 )
 from gen.dra.cel._source import matching_bracket
-from gen.dra.cel._validate import aggregate_errors, literal_errors, regex_program_errors
+from gen.dra.cel._validate import (
+    aggregate_errors,
+    literal_errors,
+    overload_errors,
+    regex_program_errors,
+)
 from gen.dra.cel._versions import first_new_object_minor, unavailable
 from gen.dra.devices import Device
 from gen.errors import CELCompileError, CELRuntimeError
@@ -43,6 +48,7 @@ __all__ = [
     "MAX_EXPRESSION_LENGTH",
     "CompiledSelector",
     "SelectorResult",
+    "compile_ignoring_cost",
     "compile_selector",
     "evaluate",
     "kubernetes_minor",
@@ -521,7 +527,19 @@ def compile_selector(
     the cluster's version: a function that its API server does not yet offer to new objects
     is a compile error naming the first version that has it (:mod:`gen.dra.cel._versions`).
     """
-    minor = kubernetes_minor(kubernetes_version)
+    return _compile(expression, kubernetes_minor(kubernetes_version), cost_limit=True)
+
+
+def compile_ignoring_cost(
+    expression: str, kubernetes_version: str | int | None = None
+) -> CompiledSelector:
+    """:func:`compile_selector` without the cost limit: the program the scheduler would run
+    had the API server stored a selector it refuses as too complex. For tests of the
+    libraries' semantics on such selectors (Kubernetes' own tests run them outside DRA)."""
+    return _compile(expression, kubernetes_minor(kubernetes_version), cost_limit=False)
+
+
+def _compile(expression: str, minor: int | None, *, cost_limit: bool) -> CompiledSelector:
     try:
         size = len(expression.encode("utf-8"))
     except UnicodeEncodeError as err:
@@ -557,12 +575,14 @@ def compile_selector(
         root, types = decode_checked_expr(checked.serialize())
     except _BINDING_ERRORS as err:
         raise CELCompileError(f"compilation failed: {_clean(str(err))}") from None
-    problems = aggregate_errors(root, types) + literal_errors(root)
+    problems = aggregate_errors(root, types) + literal_errors(root) + overload_errors(root, types)
     if problems:
         node, text = min(problems, key=lambda p: ast.positions.get(p[0].id, 0))
         raise CELCompileError(f"compilation failed: ERROR: {_at(expression, ast, node)} {text}")
-    cost = estimate_cost(ast.root)
-    if cost > MAX_COST:
+    # The checked ids are the parsed ones when the expression was checked as written.
+    cost = estimate_cost(ast.root, {i: type_name(t) for i, t in types.items()}
+                         if as_written else None)
+    if cost > MAX_COST and cost_limit:
         raise CELCompileError(
             f"too complex, exceeds cost limit (estimated cost {cost} > {MAX_COST})"
         )

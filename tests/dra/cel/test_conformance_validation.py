@@ -3,7 +3,10 @@
 Corpus: tests/dra/cel/corpus/validation.yaml (kubernetes/kubernetes
 staging/src/k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/validation_test.go @ v1.36.0,
 TestValidationExpressions). Each rule reads the test object as ``self``; the corpus gives each
-field as a CEL literal, substituted here. Every applicable case agrees with Kubernetes.
+field as a CEL literal, substituted here. Every applicable case agrees with Kubernetes. A case
+marked ``too_complex`` is a selector the 1.36 API server refuses as too complex (measured by
+the judge's oracle, tools/judge/oracle.py): gen refuses it too, and its result is checked on
+the program compiled without the cost limit (Kubernetes' test runs it as a CRD rule).
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ import yaml
 from click.testing import CliRunner
 
 from gen.cli import cli
-from gen.dra.cel import SelectorResult, compile_selector, evaluate
+from gen.dra.cel import SelectorResult, compile_selector
+from gen.dra.cel._engine import compile_ignoring_cost
 from gen.dra.devices import Device
-from gen.errors import CELCompileError
+from gen.errors import CELCompileError, CELRuntimeError
 
 CORPUS = Path(__file__).parent / "corpus" / "validation.yaml"
 DATA = yaml.safe_load(CORPUS.read_text(encoding="utf-8"))
@@ -48,6 +52,7 @@ def test_corpus_counts() -> None:
         "value": 183, "runtime_error": 11, "compile_error": 8,
     }
     assert len(DATA["not_applicable"]) == 4
+    assert sum(bool(c.get("too_complex")) for c in CASES) == 16
     for case in CASES + DATA["not_applicable"]:
         assert set(case["source"]) == {"repo", "path", "ref", "test"}
 
@@ -60,7 +65,15 @@ def test_validation_case(case: dict[str, Any]) -> None:
             compile_selector(expression)
         assert re.search(expect["compile_error"], info.value.message), info.value.message
         return
-    outcome = evaluate(expression, DEVICE)
+    if case.get("too_complex"):
+        with pytest.raises(CELCompileError, match="too complex, exceeds cost limit"):
+            compile_selector(expression)
+    compiled = (compile_ignoring_cost if case.get("too_complex") else compile_selector)(
+        expression)
+    try:
+        outcome = SelectorResult(compiled.evaluate(DEVICE))
+    except CELRuntimeError as err:
+        outcome = SelectorResult(False, err.message)
     if "runtime_error" in expect:
         assert outcome.error is not None and expect["runtime_error"] in outcome.error, outcome
     else:
@@ -75,7 +88,9 @@ def test_validation_case_through_the_cli(case: dict[str, Any], tmp_path: Path) -
         cli, ["cel", "eval", "--device", str(device), "--json", "--", _selector(case)]
     )
     data, expect = json.loads(result.stdout), case["expect"]
-    if "value" in expect:
+    if case.get("too_complex"):
+        assert result.exit_code == 1 and "too complex, exceeds cost limit" in data["error"]
+    elif "value" in expect:
         assert (result.exit_code, data["result"]) == (0, True), data
     elif "runtime_error" in expect:
         assert result.exit_code == 1 and expect["runtime_error"] in data["error"]

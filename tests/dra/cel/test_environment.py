@@ -130,6 +130,15 @@ def test_kubernetes_minor_refuses(version: str) -> None:
         ("dyn(true)", "must evaluate to bool or the unknown type, not dyn"),
         ("device.attributes['a']", "must evaluate to bool or the unknown type, not map"),
         ("1 == 1.0", "found no matching overload for '_==_' applied to '(int, double)'"),
+        # The 1.36 API server's answers, found by the judge's oracle (tools/judge/oracle.py):
+        ("['a', 'b'].isSorted()", "too complex, exceeds cost limit"),
+        ("['a', 'b'].join('-') == 'a-b'", "too complex, exceeds cost limit"),
+        ("url('https://a').getHost() == url('https://b').getHost()",
+         "too complex, exceeds cost limit"),
+        ("sets.contains([1], [1.0])",
+         "found no matching overload for 'sets.contains' applied to '(list(int), list(double))'"),
+        ("'x'.find(dyn('(')) == ''",
+         "program instantiation failed: error parsing regexp: missing closing ): `(`"),
     ],
 )
 def test_what_the_api_server_refuses(expression: str, fragment: str) -> None:
@@ -149,7 +158,7 @@ def test_what_the_api_server_refuses(expression: str, fragment: str) -> None:
         ("1 < 2.0 && 2u > 1 && -1 <= 0.5 && [1, 2].size() < 2.5", True),
         ("device.attributes['dra.example.com'].count > 2.5", True),
         ("[3, 1, 2].min() == 1 && [3, 1, 2].max() == 3 && [1, 2, 3].sum() == 6", True),
-        ("[1, 2, 2].isSorted() && ![2, 1].isSorted() && ['a', 'b'].isSorted()", True),
+        ("[1, 2, 2].isSorted() && ![2, 1].isSorted()", True),
         ("[1.5, 2.5].sum() == 4.0", True),
         ("'abc 123 def 456'.find('[0-9]+') == '123'", True),
         ("'abc'.find('[0-9]+') == ''", True),
@@ -158,7 +167,7 @@ def test_what_the_api_server_refuses(expression: str, fragment: str) -> None:
         ("'a1b22c333'.findAll('[0-9]+', 0) == []", True),
         ("sets.contains([1, 2, 3], [3, 1]) && !sets.contains([1], [2])", True),
         ("sets.equivalent([1, 2, 2], [2, 1]) && sets.intersects([1, 2], [2, 3])", True),
-        ("sets.contains([1], [1.0])", True),  # CEL equality across numeric types
+        ("sets.contains([1], [dyn(1.0)])", True),  # CEL equality across numeric types
     ],
 )
 def test_what_the_api_server_accepts(expression: str, matched: bool) -> None:
@@ -166,12 +175,13 @@ def test_what_the_api_server_accepts(expression: str, matched: bool) -> None:
     assert (outcome.matched, outcome.error) == (matched, None)
 
 
+
 @pytest.mark.parametrize(
     ("expression", "error"),
     [
         ("[].min() == 1", "min called on empty list"),
         ("dyn([]).max() == 1", "max called on empty list"),
-        ("'x'.find(dyn('(')) == ''", "Illegal regex"),
+        ("cel.bind(p, '(', 'x'.find(p)) == ''", "Illegal regex"),
         ("ip('1.2.3.4.5') == ip('1.2.3.4')", "IPv4 address too long"),
     ],
 )
@@ -286,8 +296,10 @@ def test_new_libraries_never_raise(text: str, pattern: str) -> None:
         f"isIP({quoted_text}) || ip({quoted_text}).family() > 0",
         f"isCIDR({quoted_text}) || cidr({quoted_text}).prefixLength() >= 0",
         f"cidr('::/0').containsIP({quoted_text}) || true",
-        f"{quoted_text}.find(dyn({quoted_pattern})) == '' || true",
-        f"{quoted_text}.findAll(dyn({quoted_pattern}), 3).size() >= 0",
+        # The pattern through cel.bind: a constant (even inside dyn()) is compiled with the
+        # program, and one RE2 refuses is a compile error, as in Kubernetes.
+        f"cel.bind(p, {quoted_pattern}, {quoted_text}.find(p)) == '' || true",
+        f"cel.bind(p, {quoted_pattern}, {quoted_text}.findAll(p, 3)).size() >= 0",
     ):
         outcome = evaluate(expression, DEVICE)
         assert outcome.error is None or outcome.error.startswith("CEL runtime error: ")

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from gen.dra.cel import evaluate
+from gen.dra.cel import compile_selector, evaluate
 from gen.dra.devices import Device
+from gen.errors import CELCompileError
 from gen.k8s.semver import parse_version
 from tests.helpers import lint_fleet
 
@@ -77,7 +78,7 @@ def test_equality_with_a_version_or_quantity(
     [
         # equal values, stored differently: still equal
         ("quantity('1') == quantity('1000m')", True),
-        ("quantity('1') != quantity('1000m')", False),
+        ("!(quantity('1') == quantity('1000m'))", False),
         ("quantity('1') in [quantity('1000m')]", True),
         ("[quantity('1')] == [quantity('1000m')]", True),
         (f"{C}.memory == quantity('80Gi')", True),
@@ -86,6 +87,16 @@ def test_equality_with_a_version_or_quantity(
 )
 def test_quantity_equality_is_by_value(expression: str, matched: bool) -> None:
     assert evaluate(expression, DEVICE).matched is matched
+
+
+def test_inequality_of_two_computed_quantities_is_too_complex() -> None:
+    """``!=`` of two quantity() values: Kubernetes prices ``==`` of quantities (cost 1) but not
+    ``!=``, and cel-go prices that by sizes it does not know for either side, so the 1.36 API
+    server refuses the selector as too complex (the judge's oracle, tools/judge/oracle.py);
+    gen does too. Against a device capacity (a size DRA declares) it is fine."""
+    with pytest.raises(CELCompileError, match="too complex, exceeds cost limit"):
+        compile_selector("quantity('1') != quantity('1000m')")
+    compile_selector(f"{C}.memory != quantity('1')")
 
 
 @pytest.mark.parametrize(
