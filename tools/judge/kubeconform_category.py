@@ -8,10 +8,10 @@ cluster's Kubernetes version and the converted CRDs), on YAML written by gen's o
 
 Cases, each an object (or a cluster) with gen's verdict and kubeconform's:
 
-- ``fleet/<cluster>``: every object of one cluster of the example fleet (``profiles/``),
-  rendered by ``gen render`` into a scratch folder, at the cluster's Kubernetes version: the
-  same files for both; the verdict names each object that is not valid, so every object
-  counts.
+- ``fleet/<cluster>``: every object of one cluster of the example fleet (``profiles/``), as
+  ``gen render`` renders and validates it (:func:`gen.pipeline.render_outputs`), its files
+  written to a scratch folder for kubeconform, at the cluster's Kubernetes version: the
+  verdict counts the objects and names each that is not valid.
 - ``mutant/validate:<n>``: the n-th mutant of ``tests/emit/test_validate_differential.py``
   (:func:`tests.emit.mutants.validate_mutants`, seeded): an example object with one to three
   fields dropped, retyped, added, set outside an enum or pattern, or its lists edited.
