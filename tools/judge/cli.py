@@ -59,21 +59,52 @@ def _oracle() -> list[Category]:
     return [oracle.cel_category(), oracle.allocation_category(), oracle.podsecurity_category()]
 
 
-def _live(keep: Path | None) -> list[Category]:
-    from tools.judge.cluster import running
+def _live(keep: Path | None, planes: int) -> list[Category]:
+    """The control-plane categories, the fleets shared among ``planes`` control planes (each
+    fleet is judged on one plane, serially; the planes work side by side)."""
+    import contextlib
+    import queue
+    import threading
+
+    from tools.judge.cluster import ControlPlane, running
     from tools.judge.fleets import live_fleets
-    from tools.judge.live import LiveCategories, judge_fleet, prepare
+    from tools.judge.live import Fleet, LiveCategories, judge_fleet, prepare
 
     categories = LiveCategories()
     binary = ensure("controlplane")
-    with tempfile.TemporaryDirectory(prefix="gen-judge-") as scratch:
-        folder = keep or Path(scratch) / "plane"
-        with running(folder, binary) as plane:
-            prepare(plane)
-            for fleet, clusters in live_fleets():
-                note = judge_fleet(plane, fleet, categories, clusters)
-                if note:
-                    print(f"  note: {note}", flush=True)
+    failures: list[BaseException] = []
+    with tempfile.TemporaryDirectory(prefix="gen-judge-") as scratch, \
+            contextlib.ExitStack() as stack:
+        folder = keep or Path(scratch)
+        work: queue.Queue[tuple[Fleet, tuple[str, ...]]] = queue.Queue()
+        for item in live_fleets(folder / "corpus"):
+            work.put(item)
+        started: list[ControlPlane] = [
+            stack.enter_context(running(folder / f"plane-{i}", binary)) for i in range(planes)]
+
+        def worker(plane: ControlPlane) -> None:
+            try:
+                prepare(plane)
+                while not failures:
+                    try:
+                        fleet, clusters = work.get_nowait()
+                    except queue.Empty:
+                        return
+                    note = judge_fleet(plane, fleet, categories, clusters)
+                    if note:
+                        print(f"  note: {note}", flush=True)
+            except BaseException as exc:  # noqa: BLE001  re-raised below, once all planes stop
+                failures.append(exc)
+
+        threads = [threading.Thread(target=worker, args=(p,)) for p in started]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    if failures:
+        raise failures[0]
+    for category in categories.all():
+        category.verdicts.sort(key=lambda v: v.case)
     return list(categories.all())
 
 
@@ -82,6 +113,8 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--only", default=",".join(GROUPS))
     parser.add_argument("--fleets", type=int, default=None)
     parser.add_argument("--keep", type=Path, default=None)
+    parser.add_argument("--planes", type=int, default=2,
+                        help="control planes judging fleets side by side (default 2)")
     parser.add_argument("-v", "--verbose", action="store_true")
     parser.add_argument("--build-only", action="store_true",
                         help="build (or find in the cache) every component, run nothing")
@@ -101,7 +134,8 @@ def main(argv: Sequence[str]) -> int:
     if unknown:
         parser.error(f"unknown group(s) {sorted(unknown)}; choose from {GROUPS}")
     runners: dict[str, Callable[[], list[Category]]] = {
-        "kubeconform": _kubeconform, "oracle": _oracle, "live": lambda: _live(args.keep)}
+        "kubeconform": _kubeconform, "oracle": _oracle,
+        "live": lambda: _live(args.keep, max(1, args.planes))}
     categories: list[Category] = []
     for group in groups:
         started = time.monotonic()

@@ -10,7 +10,6 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -64,13 +63,14 @@ def corpus_fleets(scratch: Path) -> Iterator[tuple[Fleet, tuple[str, ...]]]:
             yield Fleet(f"corpus/{case.group}.yaml:{case.name}", root / "profiles", root), changed
 
 
-def live_fleets() -> Iterator[tuple[Fleet, tuple[str, ...]]]:
-    """Every fleet the control-plane categories judge, with the clusters to judge (() = all)."""
+def live_fleets(scratch: Path) -> Iterator[tuple[Fleet, tuple[str, ...]]]:
+    """Every fleet the control-plane categories judge, with the clusters to judge (() = all);
+    the corpus's mutated fleets are written under ``scratch``. ``GEN_JUDGE_CORPUS=0`` leaves
+    the corpus out (a quick run)."""
     yield Fleet("example", REPO / "profiles", REPO), ()
     acme = REPO / "tests" / "corpus" / "fleets" / "acme"
     yield Fleet("acme", acme / "profiles", acme), ()
     fixtures = REPO / "tests" / "fixtures"
     yield Fleet("fixtures/dynamic-mig", fixtures / "dynamic-mig", fixtures), ()
     if os.environ.get("GEN_JUDGE_CORPUS", "1") != "0":
-        with tempfile.TemporaryDirectory(prefix="gen-judge-corpus-") as scratch:
-            yield from corpus_fleets(Path(scratch))
+        yield from corpus_fleets(scratch)

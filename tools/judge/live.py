@@ -107,6 +107,23 @@ def prepare(plane: ControlPlane) -> None:
 
     _poll(established, 60, "CRDs established")
     plane.forget_discovery()
+    crds = bundled_crds()
+
+    def served() -> bool | None:
+        # Established is not yet "storage ready": a list can still answer 429 for a moment.
+        for crd in crds:
+            spec = crd["spec"]
+            version = next(v["name"] for v in spec["versions"] if v.get("served", True))
+            found = plane.resource(f"{spec['group']}/{version}", spec["names"]["kind"])
+            if found is None:
+                plane.forget_discovery()
+                return None
+            path = f"/apis/{spec['group']}/{version}/{found[0]}"
+            if plane.request("GET", path, query={"limit": "1"}).status != 200:
+                return None
+        return True
+
+    _poll(served, 60, "custom resources served")
 
 
 def _poll(check: Any, timeout: float, what: str) -> Any:
@@ -205,9 +222,12 @@ def _bind(plane: ControlPlane, claim: Mapping[str, Any]) -> None:
     volume = volume_for(claim)
     plane.must(plane.apply(volume), "the volume of a claim")
     name = volume["metadata"]["name"]
-    plane.must(plane.request("PATCH", plane.object_path(claim),
-                             {"spec": {"volumeName": name}},
-                             content_type="application/merge-patch+json"), "bind a claim")
+    # As the volume binder does (kubernetes/kubernetes pkg/controller/volume/persistentvolume
+    # pv_controller.go@v1.36.3): the scheduler counts a claim as bound only with the annotation.
+    plane.must(plane.request("PATCH", plane.object_path(claim), {
+        "metadata": {"annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
+        "spec": {"volumeName": name}},
+        content_type="application/merge-patch+json"), "bind a claim")
     plane.must(plane.request("PATCH", plane.object_path(claim) + "/status", {"status": {
         "phase": "Bound", "accessModes": volume["spec"]["accessModes"],
         "capacity": volume["spec"]["capacity"]}},
@@ -400,9 +420,9 @@ def judge_cluster(plane: ControlPlane, fleet: Fleet, cluster: ClusterPlan,
                                    "invalid", message)
     for pool in cluster.pools:
         if pool.pool.mig == "dynamic":
-            refused = [v for v in categories.dynamic_mig.verdicts
-                       if v.case.startswith(_case(fleet, cluster, f"ResourceSlice/{pool.name}-"))]
-            if not refused:
+            refusals = [v for v in categories.dynamic_mig.verdicts
+                        if v.case.startswith(_case(fleet, cluster, f"ResourceSlice/{pool.name}-"))]
+            if not refusals:
                 categories.dynamic_mig.add(_case(fleet, cluster, f"pool/{pool.name}"), "valid",
                                            "valid")
     applied = _apply_cluster(plane, fleet, cluster, [o.data for o in objects], gen_ok, categories)
