@@ -245,17 +245,25 @@ def test_allocation_consumes_dynamic_mig_counters(oracle: Oracle) -> None:
 
 
 def test_allocation_category_subset(oracles: Oracles, example: judge.RenderedFleet) -> None:
-    """The example fleet, the dynamic-MIG fixture, the fragmentation corpus case and five
-    generated fleets: per-service and per-replica verdicts, every difference documented."""
+    """The example fleet (and its overloaded copy), the dynamic-MIG fixture, the
+    fragmentation corpus case and five generated fleets: per-service and per-replica verdicts,
+    shortfalls among them, every difference documented."""
+    from tests.strategies import example_fleet
+
     fixture = judge.REPO / "tests" / "fixtures" / "dynamic-mig"
     case = next(c for c in judge.corpus_cases(judge.CORPUS / "dynamic-mig.yaml", ["lint"])
                 if c["name"] == "mixed-slices-fragment-one-h100")
     fleets = [example, judge.render_fleet("fixture", fixture, base=fixture.parent),
-              judge.corpus_fleet(judge.CORPUS / "dynamic-mig.yaml", case)]
+              judge.corpus_fleet(judge.CORPUS / "dynamic-mig.yaml", case),
+              judge.render_generated(0, judge.overloaded(example_fleet()), "+overloaded")]
     fleets += [judge.render_generated(i, f) for i, f in enumerate(judge.generated_fleets(5))]
     category = judge.allocation_category(oracles, fleets=fleets)
     cases = [v.case for v in category.verdicts]
     assert any("/packing/service order/llama-70b#" in c for c in cases)
+    short = [(v.case, v.gen) for v in category.verdicts if "+overloaded/" in v.case
+             and "/packing/" not in v.case and v.upstream.split("/")[0] != v.upstream.split("/")[1]]
+    # 10 replicas of 4 H100s at autoscaling max on 4 nodes of 8: 8 fit (GEN205 says so).
+    assert ("alloc:generated#0+overloaded/prod-us-east/max/llama-70b", "8/10") in short
     fragment = [v for v in category.verdicts if v.case.endswith(
         "mixed-slices-fragment-one-h100/mig-lab/min/orders")]
     assert [(v.gen, v.upstream) for v in fragment] == [("fits in some orders",) * 2]

@@ -38,6 +38,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from copy import deepcopy
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -385,7 +386,7 @@ def generated_fleets(count: int) -> list[Any]:
     return drawn
 
 
-def render_generated(index: int, fleet: Any) -> RenderedFleet:
+def render_generated(index: int, fleet: Any, suffix: str = "") -> RenderedFleet:
     """A drawn fleet (:class:`tests.strategies.Fleet`) written to a scratch folder and
     rendered."""
     with tempfile.TemporaryDirectory(prefix="gen-judge-") as scratch:
@@ -394,7 +395,25 @@ def render_generated(index: int, fleet: Any) -> RenderedFleet:
             path = root / "profiles" / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
-        return render_fleet(f"generated#{index}", root / "profiles", base=root)
+        return render_fleet(f"generated#{index}{suffix}", root / "profiles", base=root)
+
+
+def overloaded(fleet: Any) -> Any | None:
+    """A copy of a drawn fleet whose services want about twice the replicas they were sized
+    for (``2n + 1``; autoscaling ``2·min + 1`` to ``2·max + 2``): the strategy draws fleets
+    that fit, and capacity verdicts (GEN205) need fleets that do not. None when the fleet
+    has no service."""
+    if not fleet.services:
+        return None
+    copy = deepcopy(fleet)
+    for service in copy.services:
+        scaling = service.get("autoscaling")
+        if scaling is not None:
+            scaling["min_replicas"] = 2 * scaling["min_replicas"] + 1
+            scaling["max_replicas"] = 2 * scaling["max_replicas"] + 2
+        else:
+            service["replicas"] = 2 * service.get("replicas", 1) + 1
+    return copy
 
 
 # --------------------------------------------------------------------------- CEL
@@ -1025,7 +1044,8 @@ def allocation_fleets(generated: int | None = None) -> Iterator[RenderedFleet]:
     """The fleets the allocation category judges: the example and acme fleets, the
     dynamic-MIG fixture fleet, the lint cases of the DRA, dynamic-MIG and MIG corpus files,
     and ``generated`` fleets drawn by tests/strategies.py (default: ``GEN_JUDGE_FLEETS``, or
-    :data:`CI_FLEETS`). A fleet gen refuses to load is no case."""
+    :data:`CI_FLEETS`), each also :func:`overloaded`. A fleet gen refuses to load is no
+    case."""
     from gen.errors import GenError
 
     yield render_fleet("profiles", EXAMPLE)
@@ -1041,10 +1061,13 @@ def allocation_fleets(generated: int | None = None) -> Iterator[RenderedFleet]:
     count = generated if generated is not None else int(
         os.environ.get("GEN_JUDGE_FLEETS", CI_FLEETS))
     for i, drawn in enumerate(generated_fleets(count) if count else ()):
-        try:
-            yield render_generated(i, drawn)
-        except GenError:
-            continue
+        for variant, suffix in ((drawn, ""), (overloaded(drawn), "+overloaded")):
+            if variant is None:
+                continue
+            try:
+                yield render_generated(i, variant, suffix)
+            except GenError:
+                continue
 
 
 def judge_allocation(category: Category, oracles: Oracles,
