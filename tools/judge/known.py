@@ -42,3 +42,31 @@ KNOWN.update(dict.fromkeys([
     'cel:net.yaml:TestIP/type_of_IP_is_net.IP',
     'cel:net.yaml:TestCIDR/type_of_CIDR_is_net.CIDR',
 ], _NET_TYPE_NAMES))
+
+
+# --- the control plane (tools/judge/live.py) ----------------------------------------------
+
+_V1ALPHA3 = (
+    "a limit of the harness: the judge's API server is v1.36.3, which no longer serves "
+    "resource.k8s.io/v1alpha3, the DRA version gen renders for Kubernetes 1.31; gen's verdict "
+    "is for the cluster's own version, and no 1.31 control plane is built"
+)
+_COMBINED_SLICES = (
+    "a limit of the harness: before Kubernetes 1.35 a ResourceSlice may hold sharedCounters and "
+    "devices together, and the NVIDIA driver publishes them so (dra-driver-nvidia-gpu "
+    "cmd/gpu-kubelet-plugin/driver.go@v25.12.0); the judge's v1.36.3 API server requires "
+    "\"only one of sharedCounters or devices\" (the 1.35 split), so it refuses the slices gen "
+    "simulates for a 1.32 or 1.34 cluster"
+)
+
+KNOWN.update(dict.fromkeys([
+    "corpus/dra.yaml:dra-chart-needs-1-32/research-eu/DeviceClass/h200",
+    "corpus/dra.yaml:dra-chart-needs-1-32/research-eu/ResourceClaimTemplate/research/"
+    "qwen-32b-gpu-715779e8",
+], _V1ALPHA3))
+KNOWN.update(dict.fromkeys([
+    "corpus/dynamic-mig.yaml:dynamic-mig-on-1.32/mig-lab/ResourceSlice/"
+    "h100-dyn-0-gpu.nvidia.com-0",
+    "corpus/dynamic-mig.yaml:dynamic-mig-on-1.34-beside-other-gates/mig-lab/ResourceSlice/"
+    "h100-dyn-0-gpu.nvidia.com-0",
+], _COMBINED_SLICES))

@@ -26,6 +26,7 @@ Kubernetes minor decides gen's side. The harness's limits are listed in ``docs/c
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -50,6 +51,10 @@ OBJECT_RULES = frozenset({"GEN201", "GEN203", "GEN216"})
 """gen's lint findings that say the API server will refuse an object made from the profile at
 the finding's location: a DRA version not served, a selector that does not compile, more
 selectors than the API allows."""
+
+GEN_LOCK = threading.Lock()
+"""gen's library is made for one thread a process (its caches are not locked): when several
+control planes judge side by side, gen's side of each verdict is computed under this lock."""
 
 SYSTEM_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 
@@ -398,24 +403,34 @@ def _gen_predictions(findings: Sequence[Finding], cluster: ClusterPlan
     return short, opt_out
 
 
-def judge_cluster(plane: ControlPlane, fleet: Fleet, cluster: ClusterPlan,
-                  findings: Sequence[Finding], categories: LiveCategories) -> None:
-    """Judge one cluster of a fleet on an emptied plane."""
-    objects, _ = render_cluster(make_environment(), cluster)
-    reset(plane, keep=(str(o.data["metadata"]["name"]) for o in objects
-                       if o.kind == "Namespace"))
+def _gen_verdicts(objects: Sequence[RenderedObject], cluster: ClusterPlan,
+                  findings: Sequence[Finding]) -> dict[str, bool]:
+    """Object id → gen says the API server takes it (embedded validation, DRA lint)."""
     validator = SchemaValidator()
     refused_sources = {f.location.path for f in findings
                        if f.rule in OBJECT_RULES and f.severity is Severity.ERROR
                        and f.location is not None and f.cluster in ("", cluster.name)}
-    gen_ok = {}
+    gen_ok: dict[str, bool] = {}
     for obj in objects:
         where = SourceLocation(str(obj.path))
         errors = [f for f in validator.validate(obj.data, cluster.minor, where)
                   if f.severity is Severity.ERROR]
         refused = obj.origin.path in refused_sources and obj.kind in DRA_KINDS
         gen_ok[_object_id(obj.data)] = not errors and not refused
-    for name, message in install_cluster(plane, cluster):
+    return gen_ok
+
+
+def judge_cluster(plane: ControlPlane, fleet: Fleet, cluster: ClusterPlan,
+                  findings: Sequence[Finding], categories: LiveCategories) -> None:
+    """Judge one cluster of a fleet on an emptied plane."""
+    with GEN_LOCK:
+        objects, _ = render_cluster(make_environment(), cluster)
+        gen_ok = _gen_verdicts(objects, cluster, findings)
+    reset(plane, keep=(str(o.data["metadata"]["name"]) for o in objects
+                       if o.kind == "Namespace"))
+    with GEN_LOCK:  # the fixtures are gen's own simulation of the drivers
+        refused_slices = install_cluster(plane, cluster)
+    for name, message in refused_slices:
         categories.dynamic_mig.add(_case(fleet, cluster, f"ResourceSlice/{name}"), "valid",
                                    "invalid", message)
     for pool in cluster.pools:
@@ -456,8 +471,9 @@ def judge_fleet(plane: ControlPlane, fleet: Fleet, categories: LiveCategories,
     """Judge every NVIDIA cluster of a fleet (or those named); returns why it was not judged
     (its profiles do not load), or None."""
     try:
-        plan = load_plan(fleet.profiles, base=fleet.base)
-        findings = list(check_report(plan).findings)
+        with GEN_LOCK:
+            plan = load_plan(fleet.profiles, base=fleet.base)
+            findings = list(check_report(plan).findings)
     except GenError as exc:
         return f"{fleet.name}: not judged, gen refuses the profiles: {exc}"
     for cluster in plan.clusters:

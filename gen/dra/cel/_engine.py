@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -322,8 +323,18 @@ class CompiledSelector:
         )
 
 
-@memoize(maxsize=4096)
 def _activation(device: Device) -> Any:
+    """The CEL activation of a device. cel-expr-python allocates an activation's values in an
+    arena of the thread that made it, and evaluating it on another thread fails ("No PyCelArena
+    found for google::protobuf::Arena"): activations are cached for the main thread only, and
+    made afresh on any other (a library caller's worker thread)."""
+    if threading.current_thread() is threading.main_thread():
+        return _main_thread_activation(device)
+    return _envs()[1].Activation({"device": device_data(device)})
+
+
+@memoize(maxsize=4096)
+def _main_thread_activation(device: Device) -> Any:
     return _envs()[1].Activation({"device": device_data(device)})
 
 
