@@ -56,7 +56,7 @@ def _kubeconform() -> list[Category]:
 def _oracle() -> list[Category]:
     from tools.judge import oracle
 
-    return [oracle.cel_category(), oracle.allocation_category(), oracle.podsecurity_category()]
+    return oracle.run()
 
 
 def _live(keep: Path | None, planes: int) -> list[Category]:
