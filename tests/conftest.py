@@ -48,3 +48,12 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
     with running(tmp_path_factory.mktemp("control-plane"), ensure("controlplane")) as plane:
         prepare(plane)
         yield plane
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that uses the control plane runs on one xdist worker, in collection order
+    (``--dist loadgroup``): the plane is cluster-wide state, and a module's tests set it up
+    once for all of them, so another module's test must not run in between."""
+    for item in items:
+        if "control_plane" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("control-plane"))

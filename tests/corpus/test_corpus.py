@@ -18,6 +18,7 @@ import yaml
 
 from gen.errors import Finding, GenError
 from gen.rules import RULES
+from tests.corpus.edits import apply_edit
 from tests.helpers import REPO
 
 CORPUS = Path(__file__).resolve().parent / "cases"
@@ -91,23 +92,7 @@ def example_fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _apply(root: Path, edit: Mapping[str, Any]) -> None:
-    path = root / edit["file"]
-    if "write" in edit:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(edit["write"], encoding="utf-8")
-    elif "append" in edit:
-        path.write_text(path.read_text(encoding="utf-8") + edit["append"], encoding="utf-8")
-    elif "delete" in edit:
-        path.unlink()
-    elif "symlink" in edit:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.symlink_to(edit["symlink"])
-    else:
-        text = path.read_text(encoding="utf-8")
-        old, new = edit["replace"], edit["with"]
-        assert text.count(old) == edit.get("count", 1), f"{old!r} in {edit['file']}"
-        path.write_text(text.replace(old, new), encoding="utf-8")
+_apply = apply_edit
 
 
 def _run(case: Case, root: Path) -> list[Finding]:

@@ -47,7 +47,8 @@ def _digests(profiles: Path, base: Path) -> dict[str, str]:
 
 def corpus_fleets(scratch: Path) -> Iterator[tuple[Fleet, tuple[str, ...]]]:
     """(fleet, clusters to judge) for each corpus case that changes a cluster's objects."""
-    from tests.corpus.test_corpus import CASES, _apply
+    from tests.corpus.edits import apply_edit
+    from tests.corpus.test_corpus import CASES
 
     base_digests = _digests(REPO / "profiles", REPO)
     for case in CASES:
@@ -56,7 +57,7 @@ def corpus_fleets(scratch: Path) -> Iterator[tuple[Fleet, tuple[str, ...]]]:
         root = scratch / f"{case.group}-{case.name}"
         shutil.copytree(REPO / "profiles", root / "profiles", symlinks=True)
         for edit in (*case.setup, *case.edits):
-            _apply(root, edit)
+            apply_edit(root, edit)
         changed = tuple(name for name, digest in _digests(root / "profiles", root).items()
                         if base_digests.get(name) != digest)
         if changed:

@@ -46,6 +46,7 @@ from typing import IO, Any, Self
 
 import yaml
 
+from tests.corpus.edits import apply_edit
 from tools.judge.report import Category
 
 __all__ = [
@@ -323,28 +324,6 @@ ACME = REPO / "tests" / "corpus" / "fleets" / "acme" / "profiles"
 CORPUS = REPO / "tests" / "corpus" / "cases"
 
 
-def _apply_edit(root: Path, edit: Mapping[str, Any]) -> None:
-    """One edit of a corpus case (tests/corpus/README.md: write, append, delete, symlink,
-    replace/with)."""
-    path = root / edit["file"]
-    if "write" in edit:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(edit["write"], encoding="utf-8")
-    elif "append" in edit:
-        path.write_text(path.read_text(encoding="utf-8") + edit["append"], encoding="utf-8")
-    elif "delete" in edit:
-        path.unlink()
-    elif "symlink" in edit:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.symlink_to(edit["symlink"])
-    else:
-        text = path.read_text(encoding="utf-8")
-        if text.count(edit["replace"]) != edit.get("count", 1):
-            raise ValueError(f"{edit['replace']!r} does not occur as the case says in "
-                             f"{edit['file']}")
-        path.write_text(text.replace(edit["replace"], edit["with"]), encoding="utf-8")
-
-
 def corpus_cases(file: Path, modes: Iterable[str]) -> list[dict[str, Any]]:
     """The cases of one corpus file whose mode is one of ``modes`` (default mode: lint)."""
     wanted = set(modes)
@@ -359,7 +338,7 @@ def corpus_fleet(file: Path, case: Mapping[str, Any], base: Path = EXAMPLE) -> R
         root = Path(scratch)
         shutil.copytree(base, root / "profiles", symlinks=True)
         for edit in [*case.get("setup", ()), *case.get("edits", ())]:
-            _apply_edit(root, edit)
+            apply_edit(root, edit)
         label = f"{file.relative_to(REPO).as_posix()}:{case['name']}"
         templates = root / "templates"
         return render_fleet(label, root / "profiles", base=root,
