@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -151,12 +152,17 @@ def check(plan: Plan) -> list[Finding]:
             service = svc.service
             if service.gpu is None or service.engine != "vllm":
                 continue
+            found: list[Finding] = []
             if not svc.pools:
-                findings.append(Finding(
+                found.append(Finding(
                     "GEN304", f"cluster {cluster.name!r} has no NVIDIA node pool",
                     svc.located.at("clusters"), "clusters",
                 ))
-                continue
-            findings += _fit(cluster, svc)
-            findings += _cuda(cluster, svc)
+            else:
+                found += _fit(cluster, svc)
+                found += _cuda(cluster, svc)
+            # Each is about this service in this cluster (the judge and the SARIF/JSON
+            # consumers read it from the finding, not from the message).
+            findings += [dataclasses.replace(f, service=f.service or service.name,
+                                             cluster=f.cluster or cluster.name) for f in found]
     return findings

@@ -242,6 +242,26 @@ def _bind(plane: ControlPlane, claim: Mapping[str, Any]) -> None:
                              content_type="application/merge-patch+json"), "volume status")
 
 
+def _as_keda_scales(obj: Mapping[str, Any], objects: Sequence[Mapping[str, Any]]
+                    ) -> Mapping[str, Any]:
+    """The workload as KEDA would run it while idle: a Deployment that a ScaledObject scales
+    runs ``minReplicaCount`` replicas ("Minimum number of replicas KEDA will scale the resource
+    down to", default 0; kedacore/keda-docs ``content/docs/2.20/reference/scaledobject-spec.md``),
+    since no KEDA runs in the harness. gen's capacity rules count the same minimum."""
+    if obj["kind"] != "Deployment":
+        return obj
+    meta = obj["metadata"]
+    for other in objects:
+        if other["kind"] != "ScaledObject" or other["metadata"].get("namespace") != \
+                meta.get("namespace"):
+            continue
+        spec = other.get("spec", {})
+        if spec.get("scaleTargetRef", {}).get("name") == meta["name"]:
+            replicas = int(spec.get("minReplicaCount", 0))
+            return {**obj, "spec": {**obj["spec"], "replicas": replicas}}
+    return obj
+
+
 def _apply_order(objects: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return sorted(objects, key=lambda o: (4 if o["kind"] in WORKLOAD_KINDS else
                                           _ORDER.get(str(o["kind"]), 3), str(o["kind"]),
@@ -278,6 +298,7 @@ def _apply_cluster(plane: ControlPlane, fleet: Fleet, cluster: ClusterPlan,
         categories.objects.add(_case(fleet, cluster, oid), "valid" if gen_ok[oid] else "invalid",
                                upstream, dry.message)
         if dry.ok:
+            obj = _as_keda_scales(obj, objects)
             real = plane.apply(obj)
             if real.ok:
                 applied.append(obj)
