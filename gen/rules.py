@@ -288,6 +288,15 @@ _ALL = (
         _WARNING,
     ),
     Rule(
+        "GEN219", "GPU quota smaller than its namespace's demand", _DRA,
+        "a namespace's quota on a GPU class allows fewer devices than the services of that "
+        "namespace and class claim at their minimum replicas (replicas, or autoscaling "
+        "`min_replicas`, times the request's `count`): ResourceQuota admission refuses the "
+        "claims beyond it, and their pods never start. Reported at the quota's `devices`, "
+        "each service a related location with what it claims. Services with `alternatives` "
+        "are not counted (which class a claim is charged to depends on the device it gets)",
+    ),
+    Rule(
         "GEN240", "dynamic MIG pools cannot hold all replicas at once", _DRA,
         "the counters of a cluster with dynamic MIG pools cannot hold every replica at once "
         "(minimum replicas: error; autoscaling maximum: warning), found by the scheduler's "

@@ -222,6 +222,7 @@ def check_clusters(plan: Plan) -> list[Finding]:
             findings += _device_plugin_drops(cluster)
         else:
             findings += _quota_bypasses(cluster)
+            findings += _quota_shortfalls(cluster)
     return findings
 
 
@@ -294,6 +295,52 @@ def _quota_bypasses(cluster: ClusterPlan) -> list[Finding]:
                 hint=f"add a quota on class {other!r} in namespace {quota.namespace!r}, or "
                 "narrow one class's match so that the two share no device",
             ))
+    return findings
+
+
+def _quota_shortfalls(cluster: ClusterPlan) -> list[Finding]:
+    """GEN219: a namespace's quota on a class below what its services claim at once.
+
+    ResourceQuota admission charges each ResourceClaim, as the resourceclaim controller creates
+    it from a pod's template, with the devices it requests of each DeviceClass
+    (``<class>.deviceclass.resource.k8s.io/devices``; kubernetes/kubernetes
+    ``pkg/quota/v1/evaluator/core/resource_claims.go``@v1.36.3) and refuses the claim that
+    would pass the hard limit: that pod waits for its claim forever. A service's demand is
+    its minimum replicas (``replicas``, or ``autoscaling.min_replicas``) times its request's
+    ``count``; a service with ``alternatives`` is left out, since which class it is charged
+    for depends on the subrequest it gets.
+    """
+    findings = []
+    for index, quota in enumerate(cluster.cluster.quotas):
+        users = []
+        for svc in cluster.services:
+            service = svc.service
+            gpu = service.gpu
+            if gpu is None or gpu.alternatives or service.namespace != quota.namespace \
+                    or svc.gpu_class is None or svc.gpu_class.name != quota.gpu_class:
+                continue
+            replicas = service.autoscaling.min_replicas if service.autoscaling \
+                else service.replicas
+            if replicas * gpu.count:
+                users.append((svc, replicas, gpu.count))
+        demand = sum(replicas * count for _, replicas, count in users)
+        if demand <= quota.devices:
+            continue
+        parts = ", ".join(f"{svc.service.name} {replicas}×{count}"
+                          for svc, replicas, count in users)
+        findings.append(Finding(
+            "GEN219",
+            f"the quota allows {quota.devices} device(s) of class {quota.gpu_class!r} in "
+            f"namespace {quota.namespace!r}, but its services claim {demand} at their minimum "
+            f"replicas ({parts}): admission refuses the claims beyond {quota.devices}, and "
+            "their pods never start",
+            cluster.located.at("quotas", index, "devices"), f"quotas[{index}].devices",
+            related=tuple(replace(svc.located.at("gpu", "gpu_class"),
+                                  note=f"{svc.service.name} claims {replicas * count}")
+                          for svc, replicas, count in users),
+            cluster=cluster.name,
+            hint=f"raise the quota to {demand}, or lower the services' replicas or count",
+        ))
     return findings
 
 

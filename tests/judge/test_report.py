@@ -55,3 +55,19 @@ def test_unknown_group_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> N
         cli.main(["--only", "nope"])
     assert exc.value.code == 2
     assert "kubeconform" in capsys.readouterr().err
+
+
+def test_a_case_judged_in_two_categories(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A workload judged for Pod Security (agrees) and allocation (documented difference) is
+    not stale; it is once it agrees in both."""
+    monkeypatch.setattr(cli, "KNOWN", {"w": "order-dependent"})
+    security = Category("Pod Security", "admission")
+    security.add("w", "admitted", "admitted")
+    allocation = Category("allocation", "the scheduler")
+    allocation.add("w", "scheduled", "unschedulable")
+    assert cli.summarize([security, allocation])[1] == 0
+    allocation.verdicts.clear()
+    allocation.add("w", "scheduled", "scheduled")
+    lines, code = cli.summarize([security, allocation])
+    assert code == 1
+    assert "  STALE w: agrees now; remove it from known.py" in lines

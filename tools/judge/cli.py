@@ -21,18 +21,23 @@ GROUPS = ("kubeconform", "oracle", "live")
 
 
 def summarize(categories: Sequence[Category], *, verbose: bool = False) -> tuple[list[str], int]:
-    """The report lines and the exit code for finished categories."""
+    """The report lines and the exit code for finished categories.
+
+    A case id may be judged in several categories (a workload: Pod Security, quotas,
+    allocation); a documented case is stale when it was judged and agrees in all of them."""
     lines = []
     agree = total = 0
-    undocumented = stale = 0
+    undocumented = 0
+    judged: set[str] = set()
+    differing: set[str] = set()
     for category in categories:
         documented = [v for v in category.disagreements() if v.case in KNOWN]
         new = [v for v in category.disagreements() if v.case not in KNOWN]
-        old = [v for v in category.verdicts if v.agrees and v.case in KNOWN]
         undocumented += len(new)
-        stale += len(old)
         agree += category.agreeing
         total += category.total
+        judged.update(v.case for v in category.verdicts)
+        differing.update(v.case for v in category.disagreements())
         note = f", {len(documented)} documented" if documented else ""
         lines.append(f"{category.name}: {category.agreeing}/{category.total} agree{note}"
                      f" ({category.judge})")
@@ -41,10 +46,11 @@ def summarize(categories: Sequence[Category], *, verbose: bool = False) -> tuple
             lines.append(f"  DIFFERS {verdict.case}: gen {verdict.gen}, upstream "
                          f"{verdict.upstream}" + (f": {verdict.detail[:300]}" if verdict.detail
                                                   else ""))
-        for verdict in old:
-            lines.append(f"  STALE {verdict.case}: agrees now; remove it from known.py")
+    stale = sorted(c for c in KNOWN if c in judged and c not in differing)
+    for case in stale:
+        lines.append(f"  STALE {case}: agrees now; remove it from known.py")
     lines.append(f"judge: {agree}/{total} agree")
-    return lines, 0 if undocumented == 0 and stale == 0 else 1
+    return lines, 0 if undocumented == 0 and not stale else 1
 
 
 def _kubeconform() -> list[Category]:

@@ -372,7 +372,11 @@ def start(folder: Path, binary: Path, *, timeout: float = 180) -> ControlPlane:
             f"--service-account-private-key-file={pki.service_account_key}",
             f"--root-ca-file={pki.ca_cert}", "--use-service-account-credentials=false",
             "--kube-api-qps=1000", "--kube-api-burst=1000",
-            "--concurrent-deployment-syncs=10", "--concurrent-replicaset-syncs=10", "--v=0"])
+            "--concurrent-deployment-syncs=10", "--concurrent-replicaset-syncs=10",
+            # Recount quotas every second (default 5 min): the harness recreates namespaces'
+            # quotas between clusters, and a count made before the last claims were gone
+            # would otherwise stand.
+            "--resource-quota-sync-period=1s", "--v=0"])
         scheduler_config = folder / "scheduler.yaml"
         scheduler_config.write_text(_SCHEDULER_CONFIG.format(kubeconfig=kubeconfig),
                                     encoding="utf-8")

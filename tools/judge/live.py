@@ -155,12 +155,14 @@ def _drop_finalizers(plane: ControlPlane) -> None:
                           content_type="application/merge-patch+json")
 
 
-_EMPTIED = (("v1", "Pod"), ("apps/v1", "ReplicaSet"), ("apps/v1", "Deployment"),
-            ("apps/v1", "StatefulSet"), ("resource.k8s.io/v1", "ResourceClaim"),
+_EMPTIED = (("apps/v1", "Deployment"), ("apps/v1", "StatefulSet"), ("apps/v1", "ReplicaSet"),
+            ("v1", "Pod"), ("resource.k8s.io/v1", "ResourceClaim"),
             ("resource.k8s.io/v1", "ResourceClaimTemplate"), ("v1", "PersistentVolumeClaim"),
-            ("v1", "ResourceQuota"))
-"""What :func:`reset` deletes itself, at once, before a namespace goes: the namespace controller
-would otherwise wait on pods no kubelet stops and re-check only after a back-off."""
+            ("v1", "ResourceQuota"), ("v1", "Event"))
+"""What :func:`reset` deletes itself, at once, owners before what they own (a ReplicaSet left
+standing would make its pods again): the namespace controller would otherwise wait on
+pods no kubelet stops and re-check only after a back-off; and in a namespace kept for the next
+cluster, an old event about a pod of the same name would read as the next cluster's verdict."""
 
 
 def reset(plane: ControlPlane, keep: Iterable[str] = ()) -> None:
@@ -195,7 +197,8 @@ def reset(plane: ControlPlane, keep: Iterable[str] = ()) -> None:
         for name in namespaces:
             plane.request("DELETE", f"/api/v1/namespaces/{name}/pods",
                           query={"gracePeriodSeconds": "0"})
-        if left or plane.list("v1", "Pod") or plane.list("resource.k8s.io/v1", "ResourceClaim"):
+        if left or any(plane.list(api_version, kind) for api_version, kind in (
+                ("apps/v1", "ReplicaSet"), ("v1", "Pod"), ("resource.k8s.io/v1", "ResourceClaim"))):
             return None
         return True
 
@@ -242,6 +245,36 @@ def _bind(plane: ControlPlane, claim: Mapping[str, Any]) -> None:
                              content_type="application/merge-patch+json"), "volume status")
 
 
+def _wait_quotas(plane: ControlPlane, applied: Sequence[Mapping[str, Any]]) -> None:
+    """Wait until the resourcequota controller has counted each applied ResourceQuota
+    (``status.hard`` equals the spec, ``status.used`` all zero): admission charges claims
+    against the status, and a quota the controller has not counted yet, or counted while it
+    still saw the previous cluster's claims, would decide instead."""
+    quotas = [o for o in applied if o["kind"] == "ResourceQuota"]
+
+    def counted() -> bool | None:
+        for quota in quotas:
+            meta = quota["metadata"]
+            status = plane.get("v1", "ResourceQuota", meta["name"], meta["namespace"]).body.get(
+                "status") or {}
+            used = status.get("used")
+            # Nothing is charged yet (no workload is applied): a count above zero is the
+            # controller still seeing the claims the last cluster left.
+            if status.get("hard") != quota["spec"]["hard"] or used is None or any(
+                    str(value) != "0" for value in used.values()):
+                return None
+        return True
+
+    if quotas:
+        try:
+            _poll(counted, 60, "quotas counted")
+        except TimeoutError as exc:
+            seen = {q["metadata"]["name"]: plane.get("v1", "ResourceQuota", q["metadata"]["name"],
+                                                     q["metadata"]["namespace"]).body.get("status")
+                    for q in quotas}
+            raise TimeoutError(f"{exc}: {seen}") from None
+
+
 def _as_keda_scales(obj: Mapping[str, Any], objects: Sequence[Mapping[str, Any]]
                     ) -> Mapping[str, Any]:
     """The workload as KEDA would run it while idle: a Deployment that a ScaledObject scales
@@ -286,7 +319,11 @@ def _apply_cluster(plane: ControlPlane, fleet: Fleet, cluster: ClusterPlan,
     applied = []
     for namespace in bootstrap_namespaces(cluster, objects):
         plane.must(plane.apply(namespace), f"namespace {namespace['metadata']['name']}")
+    counted = False
     for obj in _apply_order(objects):
+        if obj["kind"] in WORKLOAD_KINDS and not counted:  # workloads come last
+            _wait_quotas(plane, applied)
+            counted = True
         oid = _object_id(obj)
         if plane.resource(str(obj["apiVersion"]), str(obj["kind"])) is None:
             categories.objects.add(_case(fleet, cluster, oid), "valid" if gen_ok[oid] else
@@ -409,6 +446,27 @@ def _dependencies(workload: Mapping[str, Any], objects: Sequence[RenderedObject]
     return found
 
 
+def _gen_exceeded_quotas(findings: Sequence[Finding], cluster: ClusterPlan
+                         ) -> set[tuple[str, str]]:
+    """(namespace, class) of each quota gen says its services' claims exceed (GEN219, found at
+    the quota's ``quotas[i].devices``)."""
+    exceeded = set()
+    quotas = cluster.cluster.quotas
+    for finding in findings:
+        if finding.rule == "GEN219" and finding.cluster == cluster.name:
+            index = int(finding.key_path.split("[", 1)[1].split("]", 1)[0])
+            exceeded.add((quotas[index].namespace, quotas[index].gpu_class))
+    return exceeded
+
+
+def _workload_classes(workloads: Sequence[Mapping[str, Any]],
+                      objects: Sequence[RenderedObject]) -> set[tuple[str, str]]:
+    """(namespace, DeviceClass) of every claim the workloads' pods make."""
+    return {(str(w["metadata"]["namespace"]), d.split("/", 1)[1])
+            for w in workloads for d in _dependencies(w, objects)
+            if d.startswith("DeviceClass/")}
+
+
 def _gen_predictions(findings: Sequence[Finding], cluster: ClusterPlan
                      ) -> tuple[set[str], set[str]]:
     """(services gen says cannot all be placed, services gen says opt out of Pod Security)."""
@@ -466,6 +524,8 @@ def judge_cluster(plane: ControlPlane, fleet: Fleet, cluster: ClusterPlan,
     if not workloads:
         return
     short, opt_out = _gen_predictions(findings, cluster)
+    exceeded = _gen_exceeded_quotas(findings, cluster)
+    refused_quota: set[tuple[str, str]] = set()
     outcomes = _settle(plane, workloads)
     for workload in workloads:
         oid = _object_id(workload)
@@ -477,14 +537,28 @@ def judge_cluster(plane: ControlPlane, fleet: Fleet, cluster: ClusterPlan,
         categories.pod_security.add(case, security_gen, security_up, outcome.detail)
         if outcome.state == "refused:podsecurity":
             continue
-        quota_up = "refused" if outcome.state == "refused:quota" else "admitted"
-        categories.quotas.add(case, "admitted", quota_up, outcome.detail)
+        classes = {d.split("/", 1)[1] for d in _dependencies(workload, objects)
+                   if d.startswith("DeviceClass/")}
+        namespace = str(workload["metadata"]["namespace"])
+        if outcome.state == "refused:quota":
+            refused_quota.update((namespace, c) for c in classes)
+        if not any((namespace, c) in exceeded for c in classes):  # else judged as a whole
+            quota_up = "refused" if outcome.state == "refused:quota" else "admitted"
+            categories.quotas.add(case, "admitted", quota_up, outcome.detail)
         if outcome.state.startswith("refused"):
             continue
         broken = [d for d in _dependencies(workload, objects) if not gen_ok.get(d, True)]
         gen_alloc = "unschedulable" if service in short or broken else "scheduled"
         up_alloc = "scheduled" if outcome.state == "scheduled" else "unschedulable"
         categories.allocation.add(case, gen_alloc, up_alloc, outcome.detail)
+    used = _workload_classes(workloads, objects)
+    for quota in cluster.cluster.quotas:
+        key = (quota.namespace, quota.gpu_class)
+        if key in used:
+            categories.quotas.add(
+                _case(fleet, cluster, f"quota/{quota.namespace}/{quota.gpu_class}"),
+                "exceeded" if key in exceeded else "within",
+                "exceeded" if key in refused_quota else "within")
 
 
 def judge_fleet(plane: ControlPlane, fleet: Fleet, categories: LiveCategories,
