@@ -316,7 +316,7 @@ def _apply_cluster(plane: ControlPlane, fleet: Fleet, cluster: ClusterPlan,
                    objects: Sequence[Mapping[str, Any]], gen_ok: Mapping[str, bool],
                    categories: LiveCategories) -> list[Mapping[str, Any]]:
     """Dry-run then apply every object; record the objects verdicts; return what was applied."""
-    applied = []
+    applied: list[Mapping[str, Any]] = []
     for namespace in bootstrap_namespaces(cluster, objects):
         plane.must(plane.apply(namespace), f"namespace {namespace['metadata']['name']}")
     counted = False

@@ -60,7 +60,7 @@ COMPONENTS: dict[str, Component] = {
         name="oracle",
         version="v0.36.3",
         source="kubernetes/dynamic-resource-allocation@v0.36.3, "
-        "kubernetes/apiextensions-apiserver@v0.36.3, kubernetes/pod-security-admission@v0.36.3",
+        "kubernetes/pod-security-admission@v0.36.3",
         module_dir=HERE / "oracle",
         package=".",
     ),
