@@ -14,11 +14,12 @@ controllers turn Deployments into Pods and claims, and the scheduler places them
 * **Pod Security** — gen: the workload passes the Pod Security level of its namespace (it warns,
   GEN502, when a workload opts out); upstream: the PodSecurity admission of the pods the
   ReplicaSet controller creates (a ``FailedCreate`` that names PodSecurity refuses).
-* **quotas** — gen: the claims of a namespace's services fit the ResourceQuota gen renders;
+* **quotas** — gen: the claims of a namespace's services fit the ResourceQuota gen renders
+  unless GEN219 says they exceed it (judged per quota, and per workload outside such quotas);
   upstream: ResourceQuota admission of the ResourceClaims the resourceclaim controller creates.
 * **allocation** — gen: every replica of the service gets its devices unless lint reports a
-  capacity finding for it (GEN204/205/240/241/330); upstream: the scheduler binds every pod, or
-  leaves one ``PodScheduled=False``.
+  capacity finding for it (GEN204/205/240/241/304/330) or refuses a class or claim template it
+  needs; upstream: the scheduler binds every pod, or leaves one ``PodScheduled=False``.
 
 All clusters of a fleet are judged at the apiserver's version (v1.36); the cluster's own
 Kubernetes minor decides gen's side. The harness's limits are listed in ``docs/conformance.md``.
@@ -389,10 +390,6 @@ def _outcome(plane: ControlPlane, workload: Mapping[str, Any]) -> _Outcome:
             if condition.get("type") == "PodScheduled" and condition.get("status") == "False" \
                     and condition.get("reason") in ("Unschedulable", "SchedulerError"):
                 return _Outcome("unschedulable", str(condition.get("message", "")))
-    for pod in pods:  # a claim the quota refused leaves the pod waiting, not unschedulable
-        for status in pod.get("status", {}).get("resourceClaimStatuses", ()) or ():
-            if not status.get("resourceClaimName"):
-                break
     if len(pods) >= want and all(p.get("spec", {}).get("nodeName") for p in pods):
         return _Outcome("scheduled", f"{len(pods)} pod(s) bound")
     if refusals:
