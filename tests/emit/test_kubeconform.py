@@ -388,28 +388,6 @@ def kubeconform() -> str:
     return str(ensure("kubeconform", log=False))
 
 
-APPLICATION = """\
-apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata:
-  name: gpu-a
-  namespace: argocd
-spec:
-  project: default
-  source:
-    repoURL: https://github.com/example/fleet.git
-    targetRevision: main
-    path: out/gpu-a
-  destination:
-    name: gpu-a
-    namespace: inference
-  syncPolicy:
-    automated:
-      prune: true
-      selfHeal: true
-"""
-
-
 @pytest.mark.kubeconform
 def test_real_kubeconform_reads_gen_schemas(tmp_path: Path, kubeconform: str) -> None:
     """The real kubeconform loads gen's CRD schema folder offline: valid passes, a typo fails."""

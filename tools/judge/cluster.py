@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 
 from tools.judge.pki import PKI, make_pki
 
-__all__ = ["APIError", "ControlPlane", "Response", "running", "start"]
+__all__ = ["APIError", "ControlPlane", "Response", "running", "start", "wait_for"]
 
 T = TypeVar("T")
 
@@ -108,7 +108,7 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _wait(what: str, check: Callable[[], T | None], timeout: float,
+def wait_for(what: str, check: Callable[[], T | None], timeout: float,
           alive: Callable[[], str | None] = lambda: None) -> T:
     """Poll ``check`` until it returns something other than None; fail after ``timeout``."""
     deadline = time.monotonic() + timeout
@@ -149,6 +149,9 @@ class ControlPlane:
     server: str
     kubeconfig: Path
     processes: list[_Process] = field(default_factory=list)
+    applied: list[Mapping[str, Any]] = field(default_factory=list)
+    """What a judge applied since the plane was last emptied (:func:`tools.judge.live.reset`
+    reads it to release finalizers and empty namespaces)."""
     _discovery: dict[tuple[str, str], tuple[str, bool]] = field(default_factory=dict)
     _context: ssl.SSLContext | None = None
 
@@ -350,7 +353,7 @@ def start(folder: Path, binary: Path, *, timeout: float = 180) -> ControlPlane:
             f"--data-dir={folder / 'etcd'}",
             f"--listen-client-url=http://127.0.0.1:{etcd_port}",
             f"--listen-peer-url=http://127.0.0.1:{peer_port}"])
-        _wait("etcd ready", lambda: True if "etcd ready" in etcd.log.read_text(
+        wait_for("etcd ready", lambda: True if "etcd ready" in etcd.log.read_text(
             encoding="utf-8", errors="replace") else None, timeout, etcd.dead)
         _spawn(plane, binary, "kube-apiserver", [
             f"--etcd-servers=http://127.0.0.1:{etcd_port}",
@@ -365,7 +368,7 @@ def start(folder: Path, binary: Path, *, timeout: float = 180) -> ControlPlane:
             f"--runtime-config={RUNTIME_CONFIG}",
             "--max-requests-inflight=0", "--max-mutating-requests-inflight=0",
             "--enable-priority-and-fairness=false", "--v=0"])
-        _wait("kube-apiserver /readyz", lambda: _healthy(plane, "/readyz"), timeout, plane.alive)
+        wait_for("kube-apiserver /readyz", lambda: _healthy(plane, "/readyz"), timeout, plane.alive)
         _spawn(plane, binary, "kube-controller-manager", [
             f"--kubeconfig={kubeconfig}", "--leader-elect=false", "--secure-port=0",
             f"--controllers={','.join(CONTROLLERS)}",
@@ -382,7 +385,7 @@ def start(folder: Path, binary: Path, *, timeout: float = 180) -> ControlPlane:
                                     encoding="utf-8")
         _spawn(plane, binary, "kube-scheduler", [
             f"--config={scheduler_config}", "--secure-port=0", "--v=0"])
-        _wait("the default ServiceAccount", lambda: True if plane.request(
+        wait_for("the default ServiceAccount", lambda: True if plane.request(
             "GET", "/api/v1/namespaces/default/serviceaccounts/default").ok else None,
             timeout, plane.alive)
     except BaseException:

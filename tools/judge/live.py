@@ -39,7 +39,7 @@ from gen.emit.validate import SchemaValidator
 from gen.errors import Finding, GenError, Severity, SourceLocation
 from gen.fleet.plan import ClusterPlan
 from gen.pipeline import check_report, load_plan
-from tools.judge.cluster import ControlPlane
+from tools.judge.cluster import ControlPlane, wait_for
 from tools.judge.fixtures import bootstrap_namespaces, bundled_crds, install_cluster, volume_for
 from tools.judge.report import Category
 
@@ -97,8 +97,9 @@ class LiveCategories:
 
 def prepare(plane: ControlPlane) -> None:
     """Install the CRDs gen validates custom resources against; wait until they are served."""
+    crds = bundled_crds()
     names = []
-    for crd in bundled_crds():
+    for crd in crds:
         plane.must(plane.apply(crd), f"CRD {crd['metadata']['name']}")
         names.append(crd["metadata"]["name"])
 
@@ -111,9 +112,8 @@ def prepare(plane: ControlPlane) -> None:
                 return None
         return True
 
-    _poll(established, 60, "CRDs established")
+    wait_for("CRDs established", established, 60)
     plane.forget_discovery()
-    crds = bundled_crds()
 
     def served() -> bool | None:
         # Established is not yet "storage ready": a list can still answer 429 for a moment.
@@ -129,28 +129,13 @@ def prepare(plane: ControlPlane) -> None:
                 return None
         return True
 
-    _poll(served, 60, "custom resources served")
-
-
-def _poll(check: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result is not None:
-            return result
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{what}: not within {timeout:.0f} s")
-        time.sleep(0.2)
-
-
-_APPLIED: dict[int, list[Mapping[str, Any]]] = {}
-"""What was applied to each plane (by ``id``), so that :func:`reset` can release finalizers."""
+    wait_for("custom resources served", served, 60)
 
 
 def _drop_finalizers(plane: ControlPlane) -> None:
     """Release the finalizers no controller of the harness will ever remove (an Argo CD
     Application's ``resources-finalizer``, pvc-protection of a claim a bound pod uses)."""
-    for obj in _APPLIED.get(id(plane), ()):
+    for obj in plane.applied:
         if obj["kind"] == "PersistentVolumeClaim" or obj["metadata"].get("finalizers"):
             plane.request("PATCH", plane.object_path(obj), {"metadata": {"finalizers": None}},
                           content_type="application/merge-patch+json")
@@ -175,7 +160,7 @@ def reset(plane: ControlPlane, keep: Iterable[str] = ()) -> None:
     namespaces = [n["metadata"]["name"] for n in plane.list("v1", "Namespace")
                   if n["metadata"]["name"] not in SYSTEM_NAMESPACES]
     doomed = [name for name in namespaces if name not in kept]
-    applied = _APPLIED.get(id(plane), ())
+    applied = list(plane.applied)
     for name in namespaces:
         kinds = [*_EMPTIED, *sorted({(str(o["apiVersion"]), str(o["kind"])) for o in applied
                                      if o["metadata"].get("namespace") == name})]
@@ -204,13 +189,13 @@ def reset(plane: ControlPlane, keep: Iterable[str] = ()) -> None:
         return True
 
     try:
-        _poll(gone, 120, "namespaces deleted")
+        wait_for("namespaces deleted", gone, 120)
     except TimeoutError as exc:
         stuck = [f"{n['metadata']['name']}: {c.get('message', '')}"
                  for n in plane.list("v1", "Namespace") if n["metadata"]["name"] in doomed
                  for c in n.get("status", {}).get("conditions") or () if c.get("status") == "True"]
         raise TimeoutError(f"{exc}; " + "; ".join(stuck)) from None
-    _APPLIED.pop(id(plane), None)
+    plane.applied.clear()
 
 
 # ----------------------------------------------------------------------- applying
@@ -268,7 +253,7 @@ def _wait_quotas(plane: ControlPlane, applied: Sequence[Mapping[str, Any]]) -> N
 
     if quotas:
         try:
-            _poll(counted, 60, "quotas counted")
+            wait_for("quotas counted", counted, 60)
         except TimeoutError as exc:
             seen = {q["metadata"]["name"]: plane.get("v1", "ResourceQuota", q["metadata"]["name"],
                                                      q["metadata"]["namespace"]).body.get("status")
@@ -340,7 +325,7 @@ def _apply_cluster(plane: ControlPlane, fleet: Fleet, cluster: ClusterPlan,
             real = plane.apply(obj)
             if real.ok:
                 applied.append(obj)
-                _APPLIED.setdefault(id(plane), []).append(obj)
+                plane.applied.append(obj)
                 if obj["kind"] == "PersistentVolumeClaim":
                     _bind(plane, obj)
     return applied
@@ -510,12 +495,10 @@ def judge_cluster(plane: ControlPlane, fleet: Fleet, cluster: ClusterPlan,
         categories.dynamic_mig.add(_case(fleet, cluster, f"ResourceSlice/{name}"), "valid",
                                    "invalid", message)
     for pool in cluster.pools:
-        if pool.pool.mig == "dynamic":
-            refusals = [v for v in categories.dynamic_mig.verdicts
-                        if v.case.startswith(_case(fleet, cluster, f"ResourceSlice/{pool.name}-"))]
-            if not refusals:
-                categories.dynamic_mig.add(_case(fleet, cluster, f"pool/{pool.name}"), "valid",
-                                           "valid")
+        refused = any(name.startswith(f"{pool.name}-") for name, _ in refused_slices)
+        if pool.pool.mig == "dynamic" and not refused:
+            categories.dynamic_mig.add(_case(fleet, cluster, f"pool/{pool.name}"), "valid",
+                                       "valid")
     applied = _apply_cluster(plane, fleet, cluster, [o.data for o in objects], gen_ok, categories)
     workloads = _workloads(applied)
     if not workloads:
