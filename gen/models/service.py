@@ -98,6 +98,11 @@ class Serving(Spec):
         "slower decode."
     )
     image: ImageRef | None = Field(None, description="Engine image; default: gen's pinned one.")
+    image_of: ImageRef | None = Field(
+        None, description="The upstream release tag 'image' is a copy of (a mirror in a private "
+        "registry), e.g. 'vllm/vllm-openai:v0.33.0': gen reads the engine version and CUDA "
+        "runtime from it, so its version and driver checks still run.",
+    )
     served_model_name: str | None = Field(
         None, max_length=200, description="Name clients use; default: the service name."
     )
@@ -105,6 +110,13 @@ class Serving(Spec):
     shutdown_timeout_seconds: int = Field(
         30, ge=0, le=3600, description="Time to drain requests on shutdown."
     )
+
+    @model_validator(mode="after")
+    def _mirror_of_an_image(self) -> Serving:
+        if self.image_of is not None and self.image is None:
+            raise ValueError("image_of names the upstream tag of 'image': set 'image' (the "
+                             "mirror the pods pull) too")
+        return self
 
     @field_validator("extra_args")
     @classmethod

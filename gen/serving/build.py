@@ -132,9 +132,9 @@ def _fraction(value: float) -> str:
 
 
 def _image(svc: ServicePlan) -> str:
-    from gen.serving.engines import default_image
+    from gen.serving.image import service_image
 
-    return svc.service.serving.image or default_image("vllm").image
+    return service_image(svc.service).pulled
 
 
 def _placement(svc: ServicePlan) -> tuple[dict[str, str], list[dict[str, str]]]:

@@ -107,17 +107,20 @@ def _nvidia_class(svc: ServicePlan) -> bool:
 
 def _cuda(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
     from gen.fleet.placement import candidates
-    from gen.serving.engines import default_image, driver_satisfies, image_info
+    from gen.serving.engines import compatible_image, driver_satisfies
+    from gen.serving.image import service_image
 
-    image = svc.service.serving.image or default_image("vllm").image
-    info = image_info(image)
-    where = (svc.located.at("serving", "image") if svc.service.serving.image
+    image = service_image(svc.service)
+    info = image.info
+    where = (svc.located.at(*image.field.split(".")) if image.field
              else svc.located.at("engine"))
     if info is None:
         return [Finding(
-            "GEN303", f"cannot tell which CUDA runtime {image} ships; driver compatibility "
-            "is unchecked", where, "serving.image", severity=Severity.WARNING,
-            hint="use a vllm/vllm-openai release tag gen knows",
+            "GEN303", f"cannot tell which CUDA runtime {image.reference} ships; driver "
+            "compatibility is unchecked", where, image.field or "serving.image",
+            severity=Severity.WARNING,
+            hint="use a vllm/vllm-openai release tag gen knows, or name the upstream tag a "
+            "mirrored image copies in serving.image_of",
         )]
     findings = []
     # Only the pools the service's class can land on: a pool whose GPUs the class never
@@ -129,17 +132,19 @@ def _cuda(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
         driver = pool.pool.driver_version
         if driver is None or driver_satisfies(driver, info.min_driver):
             continue
-        explicit = svc.service.serving.image is not None
         index = [p.name for p in cluster.cluster.node_pools].index(pool.name)
+        older = compatible_image("vllm", driver)
+        pin = (f"pin {older.image} (CUDA {older.cuda_version}, driver ≥ {older.min_driver})"
+               if older is not None else "pin an image built for an older CUDA")
         findings.append(Finding(
             "GEN303",
-            f"{image} ships CUDA {info.cuda_version}, which needs NVIDIA driver "
+            f"{image.reference} ships CUDA {info.cuda_version}, which needs NVIDIA driver "
             f"≥ {info.min_driver}; pool {pool.name!r} of cluster {cluster.name!r} has "
             f"{driver}: 'CUDA driver version is insufficient for CUDA runtime version'",
-            where if explicit else cluster.located.at("node_pools", index, "driver_version"),
-            "serving.image" if explicit else f"node_pools[{index}].driver_version",
-            hint=f"upgrade the pool's driver to ≥ {info.min_driver}, or pin an image "
-            "built for an older CUDA (e.g. a -cu12x tag)",
+            where if image.explicit else cluster.located.at("node_pools", index,
+                                                            "driver_version"),
+            image.field if image.explicit else f"node_pools[{index}].driver_version",
+            hint=f"upgrade the pool's driver to ≥ {info.min_driver}, or {pin}",
         ))
     return findings
 

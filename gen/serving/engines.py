@@ -1,17 +1,25 @@
-"""Inference engine facts: the container images gen pins, their CUDA runtime, and driver floors.
+"""Inference engine facts: the container images gen pins, their CUDA runtime, their engine
+version, and driver floors.
 
 The lint rule "container CUDA runtime newer than the node driver" (the run-time error
 ``CUDA driver version is insufficient for CUDA runtime version``) calls
-:func:`image_info`, :func:`min_driver_for_cuda` and :func:`driver_satisfies`.
+:func:`image_info`, :func:`min_driver_for_cuda` and :func:`driver_satisfies`; the vLLM rules
+read the engine version of an image (:attr:`EngineImage.version`) to apply that release's facts
+(:mod:`gen.serving.vllm_releases`).
 
 Sources:
 
 * Images: ``vllm/vllm-openai`` on Docker Hub. Since v0.20.0 the unsuffixed release tag is the
   CUDA 13.0 build and ``-cu129`` the CUDA 12.9 build (vLLM PR #39878 "Switch default CUDA to
-  13.0"); the CUDA 13 pin is 13.0.2 (vLLM PR #40669, merged 2026-04-23, before v0.21.0) and
-  the 12.9 build ships 12.9.1. Pinned by tag only: no digest was verified, so none is given.
+  13.0"); v0.33.0 still builds CUDA 13.0 by default (vllm-project/vllm ``vllm/envs.py``
+  ``VLLM_MAIN_CUDA_VERSION`` = "13.0" @ v0.33.0). The CUDA 12.9 variant gen pins is the newest
+  ``-cu129`` tag seen published, v0.29.0-cu129 (pinned by digest in public Dockerfiles); no
+  ``-cu129`` tag of 0.31–0.33 was confirmed. Pinned by tag only: no digest was verified here,
+  so none is given.
 * Driver floors: NVIDIA CUDA Toolkit release notes, table "CUDA Toolkit and Corresponding
-  Driver Versions" (Linux x86_64), the GA row of each CUDA minor release.
+  Driver Versions" (Linux x86_64), the GA row of each CUDA minor release. CUDA 13.3's row
+  (610.43.02) is from a public project's record of the 13.3 GA (vmafx ADR-0738, 2026-05-28),
+  not yet checked against NVIDIA's table.
 
 Why the GA row of the image's ``major.minor``: the ``nvidia/cuda`` base images declare
 ``NVIDIA_REQUIRE_CUDA=cuda>=X.Y``, which the NVIDIA container toolkit checks against the CUDA
@@ -39,6 +47,7 @@ __all__ = [
     "min_driver_for_cuda",
     "minor_version_floor",
     "parse_driver_version",
+    "vllm_version_of",
 ]
 
 
@@ -53,6 +62,8 @@ class EngineImage:
         cuda_version: CUDA runtime the image ships (``13.0.2``; ``major.minor`` when only the
             tag convention tells it).
         min_driver: lowest NVIDIA Linux driver that runs it (see the module docstring).
+        version: the engine release the image runs (``0.33.0``), "" when the tag does not
+            say.
         note: where the CUDA version comes from, when it is inferred rather than pinned.
     """
 
@@ -61,6 +72,7 @@ class EngineImage:
     tag: str
     cuda_version: str
     min_driver: str
+    version: str = ""
     note: str = ""
 
     @property
@@ -92,6 +104,7 @@ CUDA_DRIVER_MINIMUMS: dict[str, str] = {
     "13.0": "580.65.06",
     "13.1": "590.44.01",
     "13.2": "595.45.04",
+    "13.3": "610.43.02",
 }
 
 # CUDA major → lowest driver of the minor-version-compatibility range (NVIDIA CUDA
@@ -99,7 +112,8 @@ CUDA_DRIVER_MINIMUMS: dict[str, str] = {
 _MINOR_VERSION_FLOORS: dict[str, str] = {"11": "450.80.02", "12": "525.60.13", "13": "580.65.06"}
 
 _VLLM_REPOSITORY = "vllm/vllm-openai"
-_VLLM_VERSION = "v0.21.0"
+_VLLM_VERSION = "v0.33.0"
+_VLLM_CU129_VERSION = "v0.29.0"
 
 # Pinned images, in order of preference: the engine's default first.
 _IMAGES: tuple[EngineImage, ...] = (
@@ -107,15 +121,17 @@ _IMAGES: tuple[EngineImage, ...] = (
         engine="vllm",
         image=f"{_VLLM_REPOSITORY}:{_VLLM_VERSION}",
         tag=_VLLM_VERSION,
-        cuda_version="13.0.2",
+        cuda_version="13.0",
         min_driver=CUDA_DRIVER_MINIMUMS["13.0"],
+        version=_VLLM_VERSION[1:],
     ),
     EngineImage(
         engine="vllm",
-        image=f"{_VLLM_REPOSITORY}:{_VLLM_VERSION}-cu129",
-        tag=f"{_VLLM_VERSION}-cu129",
-        cuda_version="12.9.1",
+        image=f"{_VLLM_REPOSITORY}:{_VLLM_CU129_VERSION}-cu129",
+        tag=f"{_VLLM_CU129_VERSION}-cu129",
+        cuda_version="12.9",
         min_driver=CUDA_DRIVER_MINIMUMS["12.9"],
+        version=_VLLM_CU129_VERSION[1:],
     ),
 )
 
@@ -174,6 +190,25 @@ def _strip_registry(image: str) -> str:
     return ref
 
 
+def _vllm_tag(image: str) -> tuple[str, str, re.Match[str]] | None:
+    ref = _strip_registry(image).split("@", 1)[0]
+    repository, sep, tag = ref.rpartition(":")
+    if not sep or "/" in tag or repository != _VLLM_REPOSITORY:
+        return None
+    match = _VLLM_TAG_RE.match(tag)
+    return None if match is None else (repository, tag, match)
+
+
+def vllm_version_of(image: str) -> str | None:
+    """The vLLM release a ``vllm/vllm-openai`` release tag runs (``v0.28.0-cu129`` →
+    ``0.28.0``), else None: another repository, a floating tag or a digest alone."""
+    found = _vllm_tag(image)
+    if found is None:
+        return None
+    match = found[2]
+    return f"{int(match.group('major'))}.{int(match.group('minor'))}.{int(match.group('patch'))}"
+
+
 def image_info(image: str) -> EngineImage | None:
     """What gen knows about a container image reference, or None.
 
@@ -186,12 +221,10 @@ def image_info(image: str) -> EngineImage | None:
     for known in _IMAGES:
         if ref == known.image:
             return known
-    repository, sep, tag = ref.rpartition(":")
-    if not sep or "/" in tag or repository != _VLLM_REPOSITORY:
+    found = _vllm_tag(image)
+    if found is None:
         return None
-    match = _VLLM_TAG_RE.match(tag)
-    if match is None:
-        return None
+    repository, tag, match = found
     cuda = _cuda_from_suffixes(match.group("suffixes"))
     version = (int(match.group("major")), int(match.group("minor")), int(match.group("patch")))
     if cuda is None and version >= _VLLM_CUDA13_DEFAULT_FROM:
@@ -204,6 +237,7 @@ def image_info(image: str) -> EngineImage | None:
         tag=tag,
         cuda_version=cuda,
         min_driver=CUDA_DRIVER_MINIMUMS[cuda],
+        version=".".join(str(part) for part in version),
         note="CUDA read from vLLM's tag convention, not a pinned fact",
     )
 
