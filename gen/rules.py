@@ -339,6 +339,19 @@ _ALL = (
         "scheduler config refuses at start-up",
     ),
     Rule(
+        "GEN307", "option or value the service's vLLM release does not have", _SERVING,
+        "an `extra_args` option, an option's value or `serving.quantization` that the vLLM "
+        "release of the service's image (its tag, or `serving.image_of`) does not have: removed "
+        "(e.g. `--calculate-kv-scales` in 0.28.0, bitsandbytes in 0.28.0), not yet added, or "
+        "never an option; `vllm serve` exits at start-up",
+    ),
+    Rule(
+        "GEN308", "vLLM release gen has no facts for", _SERVING,
+        "the service's image runs a vLLM release older than the oldest gen knows (its options "
+        "and defaults go unchecked) or a minor newer than the newest (checked as the newest)",
+        _WARNING,
+    ),
+    Rule(
         "GEN330", "device-plugin cluster cannot run all replicas at once", _SERVING,
         "on a device-plugin cluster, the replicas of the services (min_replicas when "
         "autoscaled) need more `nvidia.com/gpu` or `nvidia.com/mig-<profile>` per node than "

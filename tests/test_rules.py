@@ -87,6 +87,7 @@ def test_default_severities() -> None:
         "GEN217": Severity.WARNING,
         "GEN218": Severity.WARNING,
         "GEN241": Severity.WARNING,
+        "GEN308": Severity.WARNING,
         "GEN502": Severity.INFO,
         "GEN604": Severity.WARNING,
         "GEN609": Severity.WARNING,

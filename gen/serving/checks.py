@@ -150,7 +150,9 @@ def _cuda(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
 
 
 def check(plan: Plan) -> list[Finding]:
-    """GEN301–GEN306."""
+    """GEN301–GEN308."""
+    from gen.serving.release_checks import check_service
+
     findings: list[Finding] = []
     for cluster in plan.clusters:
         for svc in cluster.services:
@@ -164,6 +166,7 @@ def check(plan: Plan) -> list[Finding]:
                     svc.located.at("clusters"), "clusters",
                 ))
             else:
+                found += check_service(svc)
                 found += _fit(cluster, svc)
                 found += _cuda(cluster, svc)
             # Each is about this service in this cluster (the judge and the SARIF/JSON

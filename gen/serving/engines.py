@@ -201,12 +201,12 @@ def _vllm_tag(image: str) -> tuple[str, str, re.Match[str]] | None:
 
 def vllm_version_of(image: str) -> str | None:
     """The vLLM release a ``vllm/vllm-openai`` release tag runs (``v0.28.0-cu129`` →
-    ``0.28.0``), else None: another repository, a floating tag or a digest alone."""
+    ``0.28.0``, ``v0.29.0rc1`` → ``0.29.0rc1``), else None: another repository, a floating tag
+    or a digest alone."""
+    from gen.serving.vllm_releases import VllmVersion
+
     found = _vllm_tag(image)
-    if found is None:
-        return None
-    match = found[2]
-    return f"{int(match.group('major'))}.{int(match.group('minor'))}.{int(match.group('patch'))}"
+    return None if found is None else str(VllmVersion.parse(found[1]))
 
 
 def image_info(image: str) -> EngineImage | None:
