@@ -81,7 +81,8 @@ class Serving(Spec):
     )
     max_num_seqs: int = Field(64, ge=1, le=4096, description="Concurrent sequences.")
     max_num_batched_tokens: int | None = Field(
-        None, ge=256, le=1_000_000, description="Tokens per scheduler step."
+        None, ge=1, le=1_000_000, description="Tokens per scheduler step; default: vLLM's for "
+        "the service's GPUs and vLLM release (see docs/fit.md)."
     )
     kv_cache_dtype: Literal[
         "auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla"
