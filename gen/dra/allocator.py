@@ -591,9 +591,7 @@ def capacity_findings(cluster: ClusterPlan, analyzed: Analyzed,
                     f"{wanted - missing} of the {wanted} replicas ({what}) of service "
                     f"{service!r} at once, in the best of the arrival orders gen tried "
                     f"({best_order}); pools: {', '.join(models)}",
-                    svc.located.at("autoscaling", "max_replicas") if at_max
-                    else svc.located.at("gpu"),
-                    "autoscaling.max_replicas" if at_max else "gpu",
+                    *svc.replicas_at(at_max),
                     severity=Severity.WARNING if at_max else Severity.ERROR,
                     hint="add nodes or GPUs, lower the replicas, or ask for a smaller slice; "
                     f"see 'gen plan --cluster {cluster.name}'",

@@ -493,18 +493,6 @@ def _beyond_budget(analyses: Sequence[ChoiceAnalysis]) -> bool:
     )
 
 
-def _replicas_key(svc: ServicePlan, at_max: bool) -> tuple[SourceLocation, str]:
-    """Where the replica count to lower is written (the ``gpu`` request when it is not)."""
-    if at_max:
-        key: tuple[str, ...] = ("autoscaling", "max_replicas")
-    elif svc.service.autoscaling is not None:
-        key = ("autoscaling", "min_replicas")
-    else:
-        key = ("replicas",)
-    where, found = svc.located.document.locate(key)
-    return (where, ".".join(key)) if found == key else (svc.located.at("gpu"), "gpu")
-
-
 def _min_replicas(svc: ServicePlan) -> int:
     service = svc.service
     return service.autoscaling.min_replicas if service.autoscaling else service.replicas
@@ -571,7 +559,7 @@ def _capacity(cluster: ClusterPlan, analyzed: list[tuple[ServicePlan, list[Choic
                 f"cluster {cluster.name!r} holds {placed} of the {wanted} replicas "
                 f"({what}) of service {svc.service.name!r} once the services before it "
                 "(in namespace/name order) have their devices",
-                *_replicas_key(svc, at_max),
+                *svc.replicas_at(at_max),
                 severity=Severity.WARNING if at_max else Severity.ERROR,
                 hint="add nodes, lower the replicas, or allow alternatives"
                 + ("; sharing only shares one claim's devices between its containers, "
@@ -603,7 +591,7 @@ def _growth_blame(
                 f"at its autoscaling max_replicas, service {grower.service.name!r} takes "
                 f"devices of cluster {cluster.name!r} that service {svc.service.name!r} "
                 f"(no autoscaling) needs: {placed} of its {wanted} replicas would then fit",
-                *_replicas_key(grower, True), severity=Severity.WARNING,
+                *grower.replicas_at(True), severity=Severity.WARNING,
                 hint="lower max_replicas, add nodes, or give the other service alternatives",
                 related=(replace(svc.located.at("gpu"),
                                  note=f"service {svc.service.name!r} is left short"),),

@@ -128,6 +128,28 @@ class ServicePlan:
         """The profile."""
         return self.located.value
 
+    def replicas_at(self, at_max: bool = False) -> tuple[SourceLocation, str]:
+        """Where the replica count a capacity finding asks to lower is written, and its key:
+        ``autoscaling.max_replicas`` (``at_max``), ``autoscaling.min_replicas`` or
+        ``replicas``; when the profile leaves it to its default, the GPU request that sizes
+        each replica (``gpu.count``, else ``gpu``), never the document's first line."""
+        service = self.service
+        key: tuple[str, ...]
+        if at_max and service.autoscaling is not None:
+            key = ("autoscaling", "max_replicas")
+        elif service.autoscaling is not None:
+            key = ("autoscaling", "min_replicas")
+        else:
+            key = ("replicas",)
+        where, found = self.located.document.locate(key)
+        if tuple(found) == key:
+            return where, ".".join(key)
+        for fallback in (("gpu", "count"), ("gpu",)):
+            where, found = self.located.document.locate(fallback)
+            if tuple(found) == fallback:
+                return where, ".".join(fallback)
+        return self.located.at(*key), ".".join(key)
+
 
 @dataclass(frozen=True)
 class ClusterPlan:

@@ -48,11 +48,9 @@ def units_per_node(pool: PoolPlan, strategy: str) -> Counter[str]:
     return units
 
 
-def _replicas(svc: ServicePlan) -> tuple[int, tuple[str, ...]]:
+def _replicas(svc: ServicePlan) -> int:
     service = svc.service
-    if service.autoscaling is not None:
-        return service.autoscaling.min_replicas, ("autoscaling", "min_replicas")
-    return service.replicas, ("replicas",)
+    return service.autoscaling.min_replicas if service.autoscaling is not None else service.replicas
 
 
 def _take(free: Counter[int], count: int) -> bool:
@@ -77,7 +75,7 @@ def _cluster_findings(cluster: ClusterPlan) -> list[Finding]:
         if gpu is None or not pools:
             continue
         resource = extended_resource(cluster, svc)
-        replicas, key = _replicas(svc)
+        replicas = _replicas(svc)
         supply = {p.pool.name: units_per_node(p, cluster.mig_strategy)[resource] for p in pools}
         placed = 0
         for _ in range(replicas):
@@ -97,7 +95,7 @@ def _cluster_findings(cluster: ClusterPlan) -> list[Finding]:
             "GEN330",
             f"{replicas} replica(s) × {gpu.count} {resource} cannot all run at once on cluster "
             f"{cluster.name!r}: its node pools hold {placed}{others}; the rest stay Pending",
-            svc.located.at(*key), ".".join(key),
+            *svc.replicas_at(),
             hint="lower the replicas, ask for fewer devices per replica, or add nodes",
             related=tuple(
                 replace(p.located_at, note=f"pool {p.pool.name!r}: {p.pool.nodes} node(s) × "

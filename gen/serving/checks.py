@@ -68,6 +68,9 @@ def _fit(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
             continue
         errors = "; ".join(report.errors)
         best = report.max_model_len_fit
+        if best == 0 and report.kv_cache_available < report.kv_bytes_per_token * 16:
+            findings.append(_too_big(cluster, svc, cand, report))
+            continue
         if length is None:
             errors = (f"with max_model_len omitted gen serves the largest context that fits, "
                       f"but only {best} tokens fit, less than the useful minimum of {resolved} "
@@ -81,6 +84,41 @@ def _fit(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
             where_len, "serving.max_model_len" if length else "model", hint=hint,
         ))
     return findings
+
+
+def _gpu_line(svc: ServicePlan) -> tuple[Any, str]:
+    """The line that decides how much memory a replica gets: the GPU count, else the class."""
+    gpu = svc.service.gpu
+    if gpu is not None and "count" in gpu.model_fields_set:
+        return svc.located.at("gpu", "count"), "gpu.count"
+    if gpu is not None and gpu.gpu_class is not None:
+        return svc.located.at("gpu", "gpu_class"), "gpu.gpu_class"
+    return svc.located.at("gpu"), "gpu"
+
+
+def _too_big(cluster: ClusterPlan, svc: ServicePlan, cand: Any, report: FitReport) -> Finding:
+    """GEN301 for a model no context length fixes: at the GPU request, the model related."""
+    from gen.serving.memory import GIB
+
+    where, key = _gpu_line(svc)
+    need = report.weights / GIB
+    budget = report.budget / GIB
+    if report.weights > report.budget:
+        what = f"the weights alone need {need:.1f} GiB per GPU"
+    else:
+        what = (f"the weights ({need:.1f} GiB per GPU) and vLLM's runtime overhead "
+                f"({report.overhead / GIB:.1f} GiB) leave no room for the KV cache")
+    model = svc.located.at("model")
+    return Finding(
+        "GEN301",
+        f"{svc.service.model} does not fit {cand.name} (pool {cand.pool.name!r}, cluster "
+        f"{cluster.name!r}) at any context length: {what}, and vLLM may use "
+        f"{budget:.1f} GiB of each ({report.gpus} GPU(s), TP={report.tensor_parallel})",
+        where, key,
+        related=(dataclasses.replace(model, note="the model"),),
+        hint="give each replica more or larger GPUs (gpu.count with parallelism.tensor, or "
+        "another gpu_class), or serve a quantized checkpoint of the model",
+    )
 
 
 def _setting_findings(svc: ServicePlan, reports: list[tuple[Any, FitReport]]) -> list[Finding]:

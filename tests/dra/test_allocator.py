@@ -133,7 +133,7 @@ def test_near_miss_1_35_with_the_gate(tmp_path: Path) -> None:
 
 
 def test_more_demand_than_the_pool_holds_is_a_located_error(tmp_path: Path) -> None:
-    """Three 3g slices on one GPU: two fit, the third is GEN240 at the service's gpu line."""
+    """Three 3g slices on one GPU: two fit, the third is GEN240 at the service's replicas."""
     root = _fleet(tmp_path, cluster=ONE_GPU)
     for name in ("small", "medium"):
         (root / "services" / f"{name}.yaml").unlink()
@@ -142,7 +142,7 @@ def test_more_demand_than_the_pool_holds_is_a_located_error(tmp_path: Path) -> N
     assert len(found) == 1 and found[0].severity is Severity.ERROR
     assert "hold 2 of the 3 replicas" in found[0].message
     assert found[0].location is not None and found[0].location.path.endswith("large.yaml")
-    assert found[0].key_path == "gpu"
+    assert found[0].key_path == "replicas"
 
 
 def test_near_miss_two_3g_slices_fit(tmp_path: Path) -> None:

@@ -8,9 +8,9 @@ from tests.helpers import LINT_BASE, errors_of, lint_fleet
 
 
 def test_model_that_does_not_fit(tmp_path: Path) -> None:
-    """70B on one H100 does not fit: GEN301 with the reason."""
-    service = LINT_BASE["service.yaml"].replace("count: 4", "count: 1").replace("tensor: 4",
-                                                                           "tensor: 1")
+    """70B on two H100s at 128k tokens does not fit: GEN301 at max_model_len."""
+    service = LINT_BASE["service.yaml"].replace("count: 4", "count: 2").replace(
+        "tensor: 4", "tensor: 2").replace("32768", "131072")
     (finding,) = [
         f for f in lint_fleet(tmp_path, **{"service.yaml": service}) if f.rule == "GEN301"
     ]
@@ -48,7 +48,7 @@ def test_mig_class_without_layout_has_no_pool(tmp_path: Path) -> None:
 
 def test_omitted_max_model_len_fails_only_below_the_useful_minimum(tmp_path: Path) -> None:
     """With max_model_len omitted, 70B on two H100s serves the largest context that fits
-    (no GEN301); on one H100 not even 4,096 tokens fit: GEN301 at `model`, saying so."""
+    (no GEN301); FP8 on one H100 fits under 4,096 tokens: GEN301 at `model`, saying so."""
     service = LINT_BASE["service.yaml"].replace("serving: {max_model_len: 32768}",
                                                 "serving: {max_num_seqs: 64}")
     near = service.replace("count: 4", "count: 2").replace("tensor: 4", "tensor: 2")
@@ -56,12 +56,25 @@ def test_omitted_max_model_len_fails_only_below_the_useful_minimum(tmp_path: Pat
     (tmp_path / "b").mkdir()
     assert not [f for f in lint_fleet(tmp_path / "a", **{"service.yaml": near})
                 if f.rule == "GEN301"]
-    far = service.replace("count: 4", "count: 1").replace("tensor: 4", "tensor: 1")
+    far = service.replace("count: 4", "count: 1").replace("tensor: 4", "tensor: 1").replace(
+        "max_num_seqs: 64", "max_num_seqs: 64, quantization: fp8")
     (finding,) = [f for f in lint_fleet(tmp_path / "b", **{"service.yaml": far})
                   if f.rule == "GEN301"]
     assert "useful minimum of 4096" in finding.message
     assert finding.key_path == "model"
     assert finding.location is not None and finding.location.line == 3  # `model:` line
+
+
+def test_weights_that_exceed_the_device_are_reported_at_the_gpu_request(tmp_path: Path) -> None:
+    """70B in bf16 on one H100: no context length fixes it, so GEN301 is at `gpu`'s count,
+    says what the weights alone need, and names the model as related."""
+    service = LINT_BASE["service.yaml"].replace("count: 4", "count: 1").replace(
+        "tensor: 4", "tensor: 1")
+    (finding,) = [f for f in lint_fleet(tmp_path, **{"service.yaml": service})
+                  if f.rule == "GEN301"]
+    assert finding.key_path == "gpu.count"
+    assert "at any context length: the weights alone need 131.4 GiB per GPU" in finding.message
+    assert [r.note for r in finding.related] == ["the model"]
 
 
 def test_quantization_the_checkpoint_lacks(tmp_path: Path) -> None:
