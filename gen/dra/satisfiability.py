@@ -500,14 +500,17 @@ def _min_replicas(svc: ServicePlan) -> int:
 
 def _place(
     analyses: Sequence[ChoiceAnalysis], replicas: int, same: Sequence[str],
-    states: dict[str, Counter[int]],
+    states: dict[str, Counter[int]], taken: Counter[str] | None = None,
 ) -> int:
-    """Place replicas greedily (first choice first), updating node states; return placed."""
+    """Place replicas greedily (first choice first), updating node states; return placed.
+
+    ``taken`` counts, per pool, the devices the placed replicas take there."""
     remaining = replicas
     for analysis in analyses:
         for pool in analysis.pools:
             if not pool.replicas_per_node or not remaining:
                 continue
+            before = remaining
             matching = frozenset(v.shape for v in pool.verdicts if v.matched)
             counter = states.setdefault(
                 pool.pool.name, Counter({_full(pool.inventory): pool.pool.pool.nodes})
@@ -531,6 +534,8 @@ def _place(
                     remaining = 0
                 if rest:
                     counter[mask] += rest
+            if taken is not None and remaining < before:
+                taken[pool.pool.name] += (before - remaining) * analysis.choice.count
     return replicas - remaining
 
 
@@ -540,13 +545,18 @@ def _capacity(cluster: ClusterPlan, analyzed: list[tuple[ServicePlan, list[Choic
     for at_max in (False, True):
         states: dict[str, Counter[int]] = {}
         short = []
+        takers: list[tuple[ServicePlan, Counter[str]]] = []
+        related: dict[str, tuple[SourceLocation, ...]] = {}
         for svc, analyses in analyzed:
             gpu = svc.service.gpu
             assert gpu is not None
             wanted = svc.service.max_replicas if at_max else _min_replicas(svc)
-            placed = _place(analyses, wanted, gpu.same, states)
+            taken: Counter[str] = Counter()
+            placed = _place(analyses, wanted, gpu.same, states, taken)
             if placed < wanted:
                 short.append((svc, wanted, placed))
+                related[svc.service.name] = _takers(analyses, takers)
+            takers.append((svc, taken))
         if at_max:
             findings += _growth_blame(cluster, analyzed, short)
             short = [entry for entry in short if entry[0].service.autoscaling is not None]
@@ -554,12 +564,14 @@ def _capacity(cluster: ClusterPlan, analyzed: list[tuple[ServicePlan, list[Choic
             what = "autoscaling max_replicas" if at_max else (
                 "autoscaling min_replicas" if svc.service.autoscaling else "replicas")
             sharing = svc.gpu_class is not None and svc.gpu_class.sharing is not None
+            before = related.get(svc.service.name, ())
             findings.append(Finding(
                 "GEN205",
                 f"cluster {cluster.name!r} holds {placed} of the {wanted} replicas "
-                f"({what}) of service {svc.service.name!r} once the services before it "
-                "(in namespace/name order) have their devices",
-                *svc.replicas_at(at_max),
+                f"({what}) of service {svc.service.name!r}"
+                + (f" once the services before it (in namespace/name order) have their "
+                   f"devices: {', '.join(r.note for r in before)}" if before else ""),
+                *svc.replicas_at(at_max), related=before,
                 severity=Severity.WARNING if at_max else Severity.ERROR,
                 hint="add nodes, lower the replicas, or allow alternatives"
                 + ("; sharing only shares one claim's devices between its containers, "
@@ -569,6 +581,22 @@ def _capacity(cluster: ClusterPlan, analyzed: list[tuple[ServicePlan, list[Choic
         if short and not at_max:
             break  # the minimum does not fit: the maximum cannot either
     return findings
+
+
+def _takers(analyses: Sequence[ChoiceAnalysis],
+            takers: list[tuple[ServicePlan, Counter[str]]]) -> tuple[SourceLocation, ...]:
+    """The services placed so far that took devices of the pools ``analyses`` can use, each at
+    its replica line with what it takes there."""
+    pools = {p.pool.name for a in analyses for p in a.pools if p.replicas_per_node}
+    out = []
+    for other, taken in takers:
+        mine = {name: n for name, n in sorted(taken.items()) if name in pools and n}
+        if not mine:
+            continue
+        where, _ = other.replicas_at()
+        what = ", ".join(f"{n} device(s) of pool {name!r}" for name, n in mine.items())
+        out.append(replace(where, note=f"service {other.service.name!r} takes {what}"))
+    return tuple(out)
 
 
 def _growth_blame(

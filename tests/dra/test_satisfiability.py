@@ -238,3 +238,35 @@ def test_fixed_services_that_fit_get_no_growth_warning(tmp_path: Path) -> None:
     plan = _plan(tmp_path, "kind: GPUClass\nname: big\nmatch: {min_memory: 79Gi}\n---\n"
                  + grower + "---\n" + fixed, full_nodes=3)
     assert _rules(check(plan), "GEN205") == []
+
+
+def test_a_shortfall_names_the_services_that_take_the_devices(tmp_path: Path) -> None:
+    """GEN205 names each service placed before it on the same pools, with what it takes."""
+    plan = _plan(tmp_path, D("""\
+        kind: GPUClass
+        name: h100
+        match: {product: h100-sxm5-80gb}
+        ---
+        kind: InferenceService
+        name: a-big
+        model: meta-llama/Llama-3.1-70B-Instruct
+        clusters: [c1]
+        gpu: {gpu_class: h100, count: 4}
+        parallelism: {tensor: 4}
+        replicas: 2
+        serving: {max_model_len: 8192}
+        ---
+        kind: InferenceService
+        name: b-small
+        model: meta-llama/Llama-3.1-8B-Instruct
+        clusters: [c1]
+        gpu: {gpu_class: h100}
+        replicas: 1
+        serving: {max_model_len: 8192}
+        """))
+    [finding] = _rules(check(plan), "GEN205")
+    assert finding.service == "b-small" and finding.key_path == "replicas"
+    assert "service 'a-big' takes 8 device(s) of pool 'full'" in finding.message
+    taken = "service 'a-big' takes 8 device(s) of pool 'full'"
+    assert [r.note for r in finding.related] == [taken]
+    assert finding.related[0].line == 26  # a-big's replicas line (the cluster is lines 1-15)
