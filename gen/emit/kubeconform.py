@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from gen.caches import memoize
 from gen.errors import Finding, KubeconformError, Severity, SourceLocation, ToolNotFoundError
+from gen.pins import pin
 
 if TYPE_CHECKING:
     import subprocess
@@ -65,8 +66,8 @@ RULE = "GEN021"
 
 INSTALL_HINT = (
     "install kubeconform and put it on PATH: "
-    "`go install github.com/yannh/kubeconform/cmd/kubeconform@v0.8.0` (the release gen is "
-    "tested with), "
+    f"`go install github.com/yannh/kubeconform/cmd/kubeconform@{pin('kubeconform').version}` "
+    "(the release gen is tested with), "
     "`brew install kubeconform`, or a release tarball from "
     "https://github.com/yannh/kubeconform/releases"
 )
