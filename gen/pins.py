@@ -15,8 +15,6 @@ import importlib.resources
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import yaml
-
 from gen.caches import once
 from gen.errors import CatalogLookupError
 
@@ -93,6 +91,8 @@ def _minor(row: dict[str, Any]) -> KubernetesMinor:
 
 @once
 def _data() -> tuple[dict[str, Pin], tuple[KubernetesMinor, ...]]:
+    import yaml  # only when a pin is read: the no-op render path imports this module
+
     text = importlib.resources.files("gen").joinpath("data/pins.yaml").read_text(encoding="utf-8")
     raw = yaml.safe_load(text)
     table = {key: _pin(key, row) for key, row in raw["pins"].items()}
