@@ -101,7 +101,7 @@ def test_dynamic_mig_worked_example_is_true(tmp_path: Path) -> None:
     assert _doc_block(doc, "<!-- dynamic-mig-cluster -->", "yaml") == cluster
     result = render(fleet, tmp_path / "out", base=tmp_path, validator="embedded")
     values = next(b.decode() for p, b in result.outputs.items()
-                  if "nvidia-dra-driver-gpu" in str(p))
+                  if "dra-driver-nvidia-gpu" in str(p))
     assert "featureGates:\n          DynamicMIG: true" in values
     assert _doc_block(doc, "<!-- dynamic-mig-values -->", "yaml") == (
         "featureGates:\n  DynamicMIG: true\n")

@@ -32,6 +32,7 @@ from typing import Literal
 
 from gen.caches import once
 from gen.errors import CatalogLookupError, ProfileValidationError
+from gen.pins import pin
 
 __all__ = [
     "APPLE_GPU_BACKEND",
@@ -367,25 +368,25 @@ LLAMA_SERVER_ALL_LAYERS = "999"
 DEFAULT_DRI_RESOURCE = "squat.ai/dri"
 DEFAULT_RENDER_NODE = "/dev/dri/renderD128"
 
-RAMALAMA_IMAGE = "quay.io/ramalama/ramalama:0.17.1"
-"""RamaLama's image: Vulkan llama.cpp built against the Venus-patched Mesa from COPR
-``slp/mesa-libkrun-vulkan`` (containers/ramalama
-``container-images/scripts/build_llama.sh``@0123a08a). That script names no image tag; 0.17.1
-is a published tag (seen pinned by digest in public Dockerfiles) [unverified: its Mesa build]."""
+RAMALAMA_IMAGE = f"quay.io/ramalama/ramalama:{pin('ramalama').version}"
+"""RamaLama's image (pin ``ramalama``): Vulkan llama.cpp built against the Venus-patched Mesa
+from COPR ``slp/mesa-libkrun-vulkan`` (containers/ramalama
+``container-images/scripts/build_llama.sh``@v0.24.0, which builds llama.cpp b10485); the
+RamaLama client runs the image tagged with its own release (``ramalama/config.py``@v0.25.0)."""
 
-LLAMA_CPP_SERVER_VULKAN_IMAGE = "ghcr.io/ggml-org/llama.cpp:server-vulkan"
-"""The stock llama.cpp Vulkan server image, under the (floating) tag ggml-org/llama.cpp
-``docs/docker.md`` names. It may lack the Venus-patched Mesa (not verified on hardware); pin a
-``server-vulkan-b<N>`` build before production."""
-
-GENERIC_DEVICE_PLUGIN_IMAGE = (
-    "squat/generic-device-plugin"
-    "@sha256:dc192e164c69b03f156765793a1be62ca437709ae477b27ca7d8f3dcf5021576"
+LLAMA_CPP_SERVER_VULKAN_IMAGE = (
+    f"ghcr.io/ggml-org/llama.cpp:{pin('llama-cpp-server-vulkan').version}"
 )
+"""The stock llama.cpp Vulkan server image at one build (pin ``llama-cpp-server-vulkan``; a
+``server-vulkan-b<N>`` tag, never the floating ``server-vulkan``, so a render is reproducible;
+ggml-org/llama.cpp ``docs/docker.md``). It may lack the Venus-patched Mesa (not verified on
+hardware)."""
+
+GENERIC_DEVICE_PLUGIN_IMAGE = f"squat/generic-device-plugin@{pin('generic-device-plugin').version}"
 """No source gen cites names an image for the generic device plugin, and upstream publishes it only
 as ``latest`` and git-SHA tags, so gen pins the multi-arch index digest of ``latest`` as of
-2026-08-14 (quoted by several independent public deployments, on docker.io and ghcr.io; gen
-never pulls, so it is not verified here). Override it per pool with
+2026-08-14 (pin ``generic-device-plugin``; quoted by several independent public deployments, on
+docker.io and ghcr.io; gen never pulls, so it is not verified here). Override it per pool with
 ``apple_vm.device_plugin_image`` (e.g. a mirror)."""
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")

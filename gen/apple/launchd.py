@@ -20,7 +20,7 @@ job's user), read when the job starts, per engine:
   ``/bin/sh -c`` wrapper reads the file into that variable and ``exec``\\ s vLLM, so the key
   is in neither the plist nor any process's argv.
 * ``vllm-mlx`` has only ``--api-key <key>`` (waybarrios/vllm-mlx ``vllm_mlx/cli.py`` at
-  v0.4.1: no file flag, no environment variable). The same wrapper reads the file and
+  v0.6.0: no file flag, no environment variable). The same wrapper reads the file and
   appends ``--api-key "$key"`` at ``exec`` time: the key stays out of the plist but is
   visible to local users in ``ps``. Prefer a single-tenant Mac for this engine.
 
@@ -41,6 +41,7 @@ from typing import Literal, get_args
 from gen.apple.chips import LLAMA_SERVER_ALL_LAYERS
 from gen.errors import CatalogLookupError, ProfileValidationError
 from gen.fleet.generated import GENERATED_COMMENT
+from gen.pins import pin
 
 __all__ = [
     "DEFAULT_LOG_DIRECTORY",
@@ -130,12 +131,13 @@ def key_guard_argv(name: str, key_file: str, argv: list[str]) -> list[str]:
     return ["/bin/sh", "-c", _FILE_KEY_SCRIPT, name, key_file, *argv]
 
 
-VLLM_MLX_VERSION = "0.4.1"
-"""The vllm-mlx release gen's install steps pin (PyPI ``vllm-mlx``). The flags gen passes —
-``serve <model> --host --port --served-model-name --continuous-batching --enable-metrics
---api-key`` — and ``GET /health`` are in waybarrios/vllm-mlx ``vllm_mlx/cli.py`` and
-``vllm_mlx/server.py`` at tags v0.2.9 and v0.4.1; ``--enable-metrics`` first appears in
-v0.2.9 (absent at v0.2.8), so older releases refuse gen's command line."""
+VLLM_MLX_VERSION = pin("vllm-mlx").version
+"""The vllm-mlx release gen's install steps pin (PyPI ``vllm-mlx``, pin ``vllm-mlx``). The flags
+gen passes — ``serve <model> --host --port --served-model-name --continuous-batching
+--enable-metrics --api-key`` — and ``GET /health`` are in waybarrios/vllm-mlx
+``vllm_mlx/cli.py`` and ``vllm_mlx/server.py`` at tags v0.2.9, v0.4.1 and v0.6.0 (the PyPI
+wheel); ``--enable-metrics`` first appears in v0.2.9 (absent at v0.2.8), so older releases
+refuse gen's command line."""
 VLLM_MLX_MIN_VERSION = "0.2.9"
 """The oldest vllm-mlx that accepts every flag gen passes."""
 

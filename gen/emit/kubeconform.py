@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from gen.caches import memoize
 from gen.errors import Finding, KubeconformError, Severity, SourceLocation, ToolNotFoundError
+from gen.pins import pin
 
 if TYPE_CHECKING:
     import subprocess
@@ -63,13 +64,16 @@ __all__ = [
 
 RULE = "GEN021"
 
-INSTALL_HINT = (
-    "install kubeconform and put it on PATH: "
-    "`go install github.com/yannh/kubeconform/cmd/kubeconform@v0.8.0` (the release gen is "
-    "tested with), "
-    "`brew install kubeconform`, or a release tarball from "
-    "https://github.com/yannh/kubeconform/releases"
-)
+def install_hint() -> str:
+    """How to install kubeconform: the pinned release first (read when it is needed, so the
+    no-op render path reads no data file)."""
+    return (
+        "install kubeconform and put it on PATH: "
+        f"`go install github.com/yannh/kubeconform/cmd/kubeconform@{pin('kubeconform').version}` "
+        "(the release gen is tested with), "
+        "`brew install kubeconform`, or a release tarball from "
+        "https://github.com/yannh/kubeconform/releases"
+    )
 
 # Kinds in out/<cluster>/ that are not Kubernetes objects and have no schema anywhere.
 _SKIP = (
@@ -313,7 +317,7 @@ def kubeconform_resources(
     version = _normalize_version(kubernetes_version)
     exe = binary or find_kubeconform()
     if exe is None:
-        raise ToolNotFoundError(f"kubeconform was not found on PATH; {INSTALL_HINT}")
+        raise ToolNotFoundError(f"kubeconform was not found on PATH; {install_hint()}")
     if not files:
         return []
     command = [
@@ -355,7 +359,7 @@ def _run(command: list[str], exe: str) -> subprocess.CompletedProcess[str]:
             check=False,
         )
     except FileNotFoundError as exc:
-        raise ToolNotFoundError(f"kubeconform not found at {exe}; {INSTALL_HINT}") from exc
+        raise ToolNotFoundError(f"kubeconform not found at {exe}; {install_hint()}") from exc
     except OSError as exc:
         raise KubeconformError(
             f"kubeconform at {exe} could not be started: {exc}", command=command

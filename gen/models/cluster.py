@@ -16,6 +16,7 @@ from gen.models._types import (
     LabelKey,
     LabelValue,
 )
+from gen.pins import pin
 
 
 class Taint(Spec):
@@ -157,7 +158,8 @@ class GPUOperator(Spec):
     """NVIDIA GPU Operator installation (Helm chart)."""
 
     version: str = Field(
-        "v25.10.1", pattern=r"^v\d+\.\d+\.\d+(?!\n)$", description="Pinned chart version."
+        pin("gpu-operator").version, pattern=r"^v\d+\.\d+\.\d+(?!\n)$",
+        description="Pinned chart version (default: gen's pin, docs/versions.md).",
     )
     namespace: DNSLabel = Field("gpu-operator", description="Namespace of the operator.")
 
@@ -166,7 +168,8 @@ class DRADriver(Spec):
     """NVIDIA DRA driver installation (Helm chart), for clusters with allocation 'dra'."""
 
     version: str = Field(
-        "25.12.0", pattern=r"^v?\d+\.\d+\.\d+(?!\n)$", description="Pinned chart version."
+        pin("dra-driver").version, pattern=r"^v?\d+\.\d+\.\d+(?!\n)$",
+        description="Pinned chart version (default: gen's pin, docs/versions.md).",
     )
     namespace: DNSLabel = Field("nvidia-dra-driver-gpu", description="Namespace of the driver.")
     feature_gates: dict[str, bool] = Field(

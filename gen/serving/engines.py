@@ -112,27 +112,24 @@ CUDA_DRIVER_MINIMUMS: dict[str, str] = {
 _MINOR_VERSION_FLOORS: dict[str, str] = {"11": "450.80.02", "12": "525.60.13", "13": "580.65.06"}
 
 _VLLM_REPOSITORY = "vllm/vllm-openai"
-_VLLM_VERSION = "v0.33.0"
-_VLLM_CU129_VERSION = "v0.29.0"
+
+
+def _pinned(component: str, cuda: str) -> EngineImage:
+    """An image of gen/data/pins.yaml (the one list of what gen pins)."""
+    from gen.pins import pin
+    from gen.serving.vllm_releases import VllmVersion
+
+    tag = pin(component).version
+    return EngineImage(
+        engine="vllm", image=f"{_VLLM_REPOSITORY}:{tag}", tag=tag, cuda_version=cuda,
+        min_driver=CUDA_DRIVER_MINIMUMS[cuda], version=str(VllmVersion.parse(tag)),
+    )
+
 
 # Pinned images, in order of preference: the engine's default first.
 _IMAGES: tuple[EngineImage, ...] = (
-    EngineImage(
-        engine="vllm",
-        image=f"{_VLLM_REPOSITORY}:{_VLLM_VERSION}",
-        tag=_VLLM_VERSION,
-        cuda_version="13.0",
-        min_driver=CUDA_DRIVER_MINIMUMS["13.0"],
-        version=_VLLM_VERSION[1:],
-    ),
-    EngineImage(
-        engine="vllm",
-        image=f"{_VLLM_REPOSITORY}:{_VLLM_CU129_VERSION}-cu129",
-        tag=f"{_VLLM_CU129_VERSION}-cu129",
-        cuda_version="12.9",
-        min_driver=CUDA_DRIVER_MINIMUMS["12.9"],
-        version=_VLLM_CU129_VERSION[1:],
-    ),
+    _pinned("vllm-openai", "13.0"),
+    _pinned("vllm-openai-cu129", "12.9"),
 )
 
 _DRIVER_RE = re.compile(r"^\s*v?(\d+(?:\.\d+){0,3})\s*$")

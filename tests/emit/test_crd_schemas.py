@@ -7,6 +7,8 @@ import dataclasses
 import gzip
 import hashlib
 import json
+import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ from gen.emit.crd_schemas import (
 )
 from gen.emit.validate import SchemaValidator
 from gen.errors import Finding, SourceLocation
+from gen.pins import pin
 from tests.helpers import REPO, write_tree
 
 META: dict[str, Any] = {
@@ -351,17 +354,24 @@ def test_known_custom_kinds() -> None:
     )
 
 
-def test_bundled_sources_are_the_pinned_releases() -> None:
-    """Each bundled CRD names its upstream repository, path, release tag and file digest."""
-    tags = {s["repository"]: s["tag"] for s in bundled_sources()}
-    assert tags == {
-        "argoproj/argo-cd": "v3.5.1",
-        "fluxcd/source-controller": "v1.9.1",
-        "fluxcd/kustomize-controller": "v1.9.4",
-        "fluxcd/helm-controller": "v1.6.3",
-        "kedacore/keda": "v2.20.2",
-        "prometheus-operator/prometheus-operator": "v0.93.0",
-    }
+def _refresh_tool(monkeypatch: pytest.MonkeyPatch) -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("refresh_crds", REPO / "tools/refresh_crds.py")
+    assert spec is not None and spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "refresh_crds", tool)  # its dataclass looks itself up
+    spec.loader.exec_module(tool)
+    return tool
+
+
+def test_bundled_sources_are_the_pinned_releases(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each bundled CRD is the manifest tools/refresh_crds.py reads at the release its pin in
+    gen/data/pins.yaml names (repository, path, tag), with the file's digest."""
+    tool = _refresh_tool(monkeypatch)
+    wanted = {(s.repo, s.path, s.tag) for s in tool.sources()}
+    assert {(s["repository"], s["path"], s["tag"]) for s in bundled_sources()} == wanted
+    assert {s.repo: s.tag for s in tool.sources()}["argoproj/argo-cd"] == pin("argo-cd").version
     for source in bundled_sources():
         assert len(source["sha256"]) == 64
         assert source["path"].endswith(".yaml")
@@ -378,14 +388,9 @@ def test_bundled_data_is_small_and_deterministic() -> None:
         assert path.name == content["crd"]["metadata"]["name"] + ".json.gz"
 
 
-def test_refresh_tool_writes_the_same_bytes(tmp_path: Path) -> None:
+def test_refresh_tool_writes_the_same_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     """tools/refresh_crds.py reproduces a data file from the upstream bytes it hashed."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("refresh_crds", REPO / "tools/refresh_crds.py")
-    assert spec is not None and spec.loader is not None
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
+    tool = _refresh_tool(monkeypatch)
     crd = bundled_sources()[0]
     path = custom_schema_dir() / f"{crd['crd']}.json.gz"
     content = json.loads(gzip.decompress(path.read_bytes()))
@@ -396,6 +401,29 @@ def test_refresh_tool_writes_the_same_bytes(tmp_path: Path) -> None:
     assert name == path.name
     assert again["crd"] == content["crd"]
     assert again["source"]["sha256"] == hashlib.sha256(raw).hexdigest()
+
+
+def test_refresh_tool_reads_a_go_module_zip(monkeypatch: pytest.MonkeyPatch,
+                                            tmp_path: Path) -> None:
+    """--go-modules reads MODULE@TAG/PATH from the module zip; a clone wins over it, and a
+    project without a Go module asks for a clone."""
+    tool = _refresh_tool(monkeypatch)
+    source = next(s for s in tool.sources() if s.go_module is not None)
+    archive = tmp_path / "module.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr(f"{source.go_module}@{source.tag}/{source.path}", b"kind: X\n")
+    asked: list[tuple[str, str]] = []
+
+    def fake_zip(module: str, version: str) -> Path:
+        asked.append((module, version))
+        return archive
+
+    monkeypatch.setattr(tool, "_go_module_zip", fake_zip)
+    assert tool._read(source, {}, True) == b"kind: X\n"
+    assert asked == [(source.go_module, source.tag)]
+    without = dataclasses.replace(source, go_module=None)
+    with pytest.raises(SystemExit, match="--git"):
+        tool._read(without, {}, True)
 
 
 def test_shipped_json_schemas_are_what_converting_gives() -> None:

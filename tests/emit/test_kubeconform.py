@@ -458,7 +458,9 @@ def test_real_kubeconform_defaults_and_nulls_as_the_api_server(
     cases = {
         "defaulted.yaml": (OCI.format(url="oci://r/c", extra="  verify: {}\n"), []),
         "null.yaml": (OCI.format(url="oci://r/c", extra="  ignore: null\n"), []),
-        "missing.yaml": (OCI.format(url="null", extra=""), ["spec.url"]),
+        # source-controller v1.10 made spec.url optional; secretRef.name is still required
+        "missing.yaml": (OCI.format(url="oci://r/c", extra="  secretRef: {name: null}\n"),
+                         ["spec.secretRef.name"]),
         "typo.yaml": (OCI.format(url="oci://r/c", extra="  verify: {provider: nope}\n"),
                       ["spec.verify.provider"]),
     }

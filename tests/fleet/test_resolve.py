@@ -38,7 +38,7 @@ def test_example_fleet_resolves(tmp_path: Path) -> None:
     versions = {c.name: c.dra_api_version for c in plan.clusters}
     assert versions.items() >= {
         "edge-l4": None, "prod-us-east": "resource.k8s.io/v1",
-        "research-eu": "resource.k8s.io/v1beta2",
+        "research-eu": "resource.k8s.io/v1",
     }.items()
 
 

@@ -16,6 +16,7 @@ from gen.fleet.manifests import MIG_CONFIGMAP_NAME, manifest
 from gen.fleet.plan import BOOTSTRAP_DIR, ROOT_DIR, ClusterPlan
 from gen.gitops import build as gitops
 from gen.gitops.fleet import FLEET_MODE_THRESHOLD
+from gen.pins import pin
 from gen.pipeline import load_plan, render
 from tests.helpers import copy_fleet, write_tree
 
@@ -106,8 +107,8 @@ def test_example_bootstraps_render_and_validate(fleet_out: Path) -> None:
         "edge-l4/flux-system/kustomization-edge-l4-gpu.yaml",
         "edge-l4/flux-system/kustomization-edge-l4-platform.yaml",
         "edge-l4/flux-system/kustomization-edge-l4-workloads.yaml",
+        "prod-us-east/argocd/application-prod-us-east-dra-driver-nvidia-gpu.yaml",
         "prod-us-east/argocd/application-prod-us-east-gpu-operator.yaml",
-        "prod-us-east/argocd/application-prod-us-east-nvidia-dra-driver-gpu.yaml",
         "research-eu/flux-system/gitrepository-research-eu.yaml",
         "research-eu/flux-system/kustomization-research-eu-gpu.yaml",
         "research-eu/flux-system/kustomization-research-eu-platform.yaml",
@@ -237,13 +238,13 @@ def test_argo_platform_applications_sync_first(fleet_out: Path) -> None:
     apps = {p.name: yaml.safe_load(p.read_text("utf-8")) for p in folder.glob("*.yaml")}
     main = 0  # the cluster's Application (from the ApplicationSet) syncs at the default wave
     operator = apps["application-prod-us-east-gpu-operator.yaml"]
-    dra = apps["application-prod-us-east-nvidia-dra-driver-gpu.yaml"]
+    dra = apps["application-prod-us-east-dra-driver-nvidia-gpu.yaml"]
     assert _wave(operator) < _wave(dra) < main
     source = operator["spec"]["source"]
     assert (source["repoURL"], source["chart"], source["targetRevision"]) == (
-        gitops.NVIDIA_HELM_REPO, "gpu-operator", "v25.10.1",
+        gitops.NVIDIA_HELM_REPO, "gpu-operator", pin("gpu-operator").version,
     )
-    assert dra["spec"]["source"]["targetRevision"] == "25.12.0"
+    assert dra["spec"]["source"]["targetRevision"] == pin("dra-driver").version.removeprefix("v")
     for app in (operator, dra):
         assert app["spec"]["destination"]["namespace"] in ("gpu-operator", "nvidia-dra-driver-gpu")
         assert "CreateNamespace=true" in app["spec"]["syncPolicy"]["syncOptions"]
@@ -288,8 +289,8 @@ def test_flux_platform_charts_in_platform_stage(fleet_out: Path) -> None:
     assert sorted(releases) == [
         "edge-l4/platform/flux-system/helmrelease-gpu-operator.yaml",
         "edge-l4/platform/flux-system/helmrepository-nvidia.yaml",
+        "research-eu/platform/flux-system/helmrelease-dra-driver-nvidia-gpu.yaml",
         "research-eu/platform/flux-system/helmrelease-gpu-operator.yaml",
-        "research-eu/platform/flux-system/helmrelease-nvidia-dra-driver-gpu.yaml",
         "research-eu/platform/flux-system/helmrepository-nvidia.yaml",
     ]
     for rel, obj in releases.items():
@@ -301,7 +302,7 @@ def test_flux_platform_charts_in_platform_stage(fleet_out: Path) -> None:
         assert (fleet_out / rel.split("/")[0] / "platform/_cluster" / (
             f"namespace-{spec['targetNamespace']}.yaml"
         )).is_file()
-    dra = releases["research-eu/platform/flux-system/helmrelease-nvidia-dra-driver-gpu.yaml"]
+    dra = releases["research-eu/platform/flux-system/helmrelease-dra-driver-nvidia-gpu.yaml"]
     assert dra["spec"]["dependsOn"] == [{"name": "gpu-operator"}]
 
 
@@ -394,9 +395,9 @@ def test_dra_cluster_disables_device_plugin(tmp_path: Path) -> None:
     assert dra["resources"] == {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}}
     assert dra["nvidiaDriverRoot"] == "/run/nvidia/driver"
     assert "featureGates" not in dra
-    assert [c.release for c in gitops.platform_charts(plan)] == [
-        "gpu-operator", "nvidia-dra-driver-gpu",
-    ]
+    charts = gitops.platform_charts(plan)
+    assert [c.release for c in charts] == ["gpu-operator", "dra-driver-nvidia-gpu"]
+    assert charts[1].repo_url == "oci://registry.k8s.io/dra-driver-nvidia/charts"  # the SemVer pin
 
 
 def test_device_plugin_cluster_keeps_device_plugin(tmp_path: Path) -> None:

@@ -85,7 +85,7 @@ def live(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
     root = copy_fleet(tmp_path_factory.mktemp("verify-fleet"))
     profile = root / "profiles" / "clusters" / f"{CLUSTER}.yaml"
     text = profile.read_text(encoding="utf-8")
-    profile.write_text(text.replace('kubernetes_version: "1.34.2"',
+    profile.write_text(text.replace('kubernetes_version: "1.37.2"',
                                     f'kubernetes_version: "{version.lstrip("v")}"'),
                        encoding="utf-8")
     render(root / "profiles", root / "out", base=root, validator="embedded")
@@ -407,7 +407,7 @@ def _doc_block(text: str, marker: str) -> str:
 def test_the_worked_example_of_docs_verification_md(live: Live, tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """docs/verification.md shows what gen verify prints for the example fleet as committed
-    (profiles/ says Kubernetes 1.34.2, out/ is its render) against this 1.36 plane with one
+    (profiles/ says Kubernetes 1.37.2, out/ is its render) against this 1.36 plane with one
     node of h100-full gone: the server address is shown as a user's would be."""
     from tests.helpers import REPO
 

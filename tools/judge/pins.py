@@ -1,14 +1,19 @@
 """The upstream components the judge builds, each pinned to a release the Go module proxy serves.
 
 Each entry names its Go module, the version, the package that is built and where its source can be
-read (repository and tag). Bumping a pin is a change here, then ``python tools/judge`` (the cache
-is keyed by the version, so the new build sits beside the old one).
+read (repository and tag). The versions are gen's pins (``gen/data/pins.yaml``: ``kubeconform``,
+``judge-kubernetes``, ``judge-etcd``; the oracle's staging modules follow the Kubernetes pin).
+Bumping a pin is a change there and in the Go module that builds it (``go.mod``), then
+``python tools/judge`` (the cache is keyed by the version, so the new build sits beside the old
+one).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+
+from gen.pins import pin
 
 __all__ = ["COMPONENTS", "Component"]
 
@@ -32,22 +37,26 @@ class Component:
     ldflags: str = ""
 
 
-KUBERNETES = "v1.36.3"
-"""k8s.io/kubernetes; its staging modules are replaced by the published ``v0.36.3``."""
+KUBERNETES = pin("judge-kubernetes").version
+"""k8s.io/kubernetes; its staging modules are replaced by the published ``v0.<minor>.<patch>``."""
+STAGING = "v0." + KUBERNETES.removeprefix("v1.")
+"""The published staging modules (k8s.io/dynamic-resource-allocation, …) of that release."""
+ETCD = pin("judge-etcd").version
+KUBECONFORM = pin("kubeconform").version
 
 COMPONENTS: dict[str, Component] = {
     "kubeconform": Component(
         name="kubeconform",
-        version="v0.8.0",
-        source="yannh/kubeconform@v0.8.0",
+        version=KUBECONFORM,
+        source=f"yannh/kubeconform@{KUBECONFORM}",
         module_dir=None,
-        package="github.com/yannh/kubeconform/cmd/kubeconform@v0.8.0",
+        package=f"github.com/yannh/kubeconform/cmd/kubeconform@{KUBECONFORM}",
     ),
     "controlplane": Component(
         name="controlplane",
         version=KUBERNETES,
         source=f"kubernetes/kubernetes@{KUBERNETES} (cmd/kube-apiserver, "
-        "cmd/kube-controller-manager, cmd/kube-scheduler), etcd-io/etcd@v3.6.8 (server/embed)",
+        f"cmd/kube-controller-manager, cmd/kube-scheduler), etcd-io/etcd@{ETCD} (server/embed)",
         module_dir=HERE / "controlplane",
         package=".",
         ldflags=(
@@ -58,9 +67,9 @@ COMPONENTS: dict[str, Component] = {
     ),
     "oracle": Component(
         name="oracle",
-        version="v0.36.3",
-        source="kubernetes/dynamic-resource-allocation@v0.36.3, "
-        "kubernetes/pod-security-admission@v0.36.3",
+        version=STAGING,
+        source=f"kubernetes/dynamic-resource-allocation@{STAGING}, "
+        f"kubernetes/pod-security-admission@{STAGING}",
         module_dir=HERE / "oracle",
         package=".",
     ),
