@@ -236,12 +236,15 @@ def forward_bytes(model: LLMSpec, tp: int, batched_tokens: int) -> int:
     return batched_tokens * per_token
 
 
-def sampler_bytes(model: LLMSpec, requests: int, flashinfer: bool) -> int:
-    """The dummy sampler run's peak for ``requests`` requests."""
-    # _dummy_sampler_run: fp32 logits of the whole vocabulary for each request, gathered on
-    # every rank, and the sampler's working copies of them (SAMPLER_VOCAB_BUFFERS).
+def sampler_bytes(model: LLMSpec, requests: int, buffers: float) -> int:
+    """The dummy sampler run's peak for ``requests`` requests.
+
+    _dummy_sampler_run: fp32 logits of the whole vocabulary for each request, gathered on every
+    rank, and ``buffers`` working copies of them (the sampler and release's figure:
+    :data:`SAMPLER_VOCAB_BUFFERS`, :data:`FLASHINFER_SAMPLER_VOCAB_BUFFERS`, or Model Runner
+    V2's in :mod:`gen.serving.memory_profiles`).
+    """
     vocab = model.vocab_size or 0
-    buffers = FLASHINFER_SAMPLER_VOCAB_BUFFERS if flashinfer else SAMPLER_VOCAB_BUFFERS
     return int(buffers * requests * vocab * ACTIVATION_LOGIT_BYTES)
 
 
