@@ -1,6 +1,7 @@
 """Does a model fit a GPU or a MIG slice under vLLM? The per-GPU memory budget.
 
-The arithmetic is vLLM 0.21's own (the image gen pins, :mod:`gen.serving.engines`):
+The arithmetic is that of the vLLM release that runs (``FitRequest.vllm_version``, default the
+release gen pins), whose differences are rows of :mod:`gen.serving.memory_profiles`:
 ``Worker.determine_available_memory`` in ``vllm/v1/worker/gpu_worker.py`` takes a snapshot of
 the device after NCCL is initialised, asks for ``requested = total × gpu_memory_utilization``
 where ``total`` is what CUDA reports (``torch.cuda.mem_get_info``, logged as "Free memory on
@@ -14,8 +15,9 @@ requests, then ``_dummy_sampler_run`` on one hidden state per request) and, unle
                    padding (mxfp4 experts, by kernel: Marlin, Triton, FlashInfer)
     activation   = the profile run's torch peak: max(forward pass, sampler pass)
     non-torch    = memory outside PyTorch's allocator that grows during the profile run
-    CUDA graphs  = the profiler's CUDA-graph estimate (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS,
-                   on by default since 0.21.0; nothing when enforce_eager)
+    CUDA graphs  = the model runner's CUDA-graph estimate where the release makes one
+                   (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, on from 0.21.0; Model Runner V2
+                   only from 0.29.0; nothing when enforce_eager)
     KV pool      = budget − weights − activation − non-torch − CUDA graphs
     fits         ⇔ KV pool ≥ the KV of one full max_model_len sequence, and the parallelism is legal
 

@@ -1,4 +1,8 @@
-"""vLLM 0.21's memory arithmetic, term by term: the facts :mod:`gen.serving.fit` budgets with.
+"""vLLM's memory arithmetic, term by term: the facts :mod:`gen.serving.fit` budgets with.
+
+What changes from release to release (model runner, CUDA-graph estimate, sampler, non-torch
+figures) is a table keyed by version range in :mod:`gen.serving.memory_profiles`; the terms here
+hold for every release from 0.10.
 
 Each constant says where it comes from: ``[vllm]`` a figure of vLLM's source (cited by path in
 vllm-project/vllm, read in public copies of its recent source; the v0.21.0 snapshot itself was
