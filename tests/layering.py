@@ -81,6 +81,7 @@ FACTS = (
     "gen.serving.hf_files",  # a model's Hugging Face files on disk: config, index, headers
     "gen.serving.hf_config",  # a model's numbers from its Hugging Face files (offline)
     "gen.serving.memory",  # vLLM's memory arithmetic, term by term, with sources
+    "gen.serving.memory_profiles",  # vLLM's memory accounting by release range, with sources
     "gen.serving.fit",  # the memory budget of a model on a device (pure arithmetic)
     "gen.serving.engines",  # engine images and their CUDA driver minimums
     "gen.apple.chips",  # the Apple chip catalog and llama.cpp / krunkit facts

@@ -1,6 +1,7 @@
 """Does a model fit a GPU or a MIG slice under vLLM? The per-GPU memory budget.
 
-The arithmetic is vLLM 0.21's own (the image gen pins, :mod:`gen.serving.engines`):
+The arithmetic is that of the vLLM release that runs (``FitRequest.vllm_version``, default the
+release gen pins), whose differences are rows of :mod:`gen.serving.memory_profiles`:
 ``Worker.determine_available_memory`` in ``vllm/v1/worker/gpu_worker.py`` takes a snapshot of
 the device after NCCL is initialised, asks for ``requested = total × gpu_memory_utilization``
 where ``total`` is what CUDA reports (``torch.cuda.mem_get_info``, logged as "Free memory on
@@ -14,8 +15,9 @@ requests, then ``_dummy_sampler_run`` on one hidden state per request) and, unle
                    padding (mxfp4 experts, by kernel: Marlin, Triton, FlashInfer)
     activation   = the profile run's torch peak: max(forward pass, sampler pass)
     non-torch    = memory outside PyTorch's allocator that grows during the profile run
-    CUDA graphs  = the profiler's CUDA-graph estimate (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS,
-                   on by default since 0.21.0; nothing when enforce_eager)
+    CUDA graphs  = the model runner's CUDA-graph estimate where the release makes one
+                   (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, on from 0.21.0; Model Runner V2
+                   only from 0.29.0; nothing when enforce_eager)
     KV pool      = budget − weights − activation − non-torch − CUDA graphs
     fits         ⇔ KV pool ≥ the KV of one full max_model_len sequence, and the parallelism is legal
 
@@ -36,7 +38,6 @@ from gen.serving.memory import (
     ACTIVATION_LOGIT_BYTES,
     CUDA_GRAPH_BYTES,
     DEFAULT_MAX_NUM_BATCHED_TOKENS,
-    FLASHINFER_SAMPLER_VOCAB_BUFFERS,
     GIB,
     KV_BLOCK_TOKENS,
     KV_CACHE_DTYPES,
@@ -45,7 +46,6 @@ from gen.serving.memory import (
     MIB,
     NCCL_BYTES,
     NON_TORCH_BYTES,
-    SAMPLER_VOCAB_BUFFERS,
     SMALL_BATCH_DEFAULTS,
     VLLM_SOURCE,
     effective_model,
@@ -58,6 +58,14 @@ from gen.serving.memory import (
     sampler_bytes,
     scheduler_errors,
     weights_per_gpu,
+)
+from gen.serving.memory_profiles import (
+    PINNED_VLLM_VERSION,
+    MemoryProfile,
+    VllmVersion,
+    format_version,
+    memory_profile_for,
+    model_runner_for,
 )
 from gen.serving.model_catalog import LLMSpec
 
@@ -84,6 +92,8 @@ class FitDevice:
             multiplies by ``gpu_memory_utilization``; None: ``memory_mib``.
         compute_capability: ``major.minor`` (chooses the MoE kernels' padding); "" if unknown.
         cuda_total_logged: ``cuda_total_mib`` comes from a vLLM log (else from gen's rule).
+        multiprocessors: the SM count where known (a MIG slice's); vLLM 0.33 refuses FlashInfer's
+            sampler with 16 or fewer. None: a whole GPU, more than that.
     """
 
     name: str
@@ -93,6 +103,7 @@ class FitDevice:
     cuda_total_mib: int | None = None
     compute_capability: str = ""
     cuda_total_logged: bool = False
+    multiprocessors: int | None = None
 
     @property
     def memory_bytes(self) -> int:
@@ -149,10 +160,11 @@ class FitRequest:
 
     ``tensor_parallel`` defaults to ``gpus ÷ pipeline_parallel``; ``max_model_len`` to the
     model's ``max_context``; ``max_num_seqs`` and ``max_num_batched_tokens`` to vLLM's
-    effective defaults for the device (:func:`batch_defaults`). ``estimate_cudagraphs`` is
-    vLLM 0.21's default; a log of an older vLLM is compared with it off. ``flashinfer_sampler``
-    and ``mxfp4_kernel`` (marlin, triton, flashinfer; None: vLLM's choice for the GPU) say
-    which kernels a start-up log shows.
+    effective defaults for the device (:func:`batch_defaults`). ``vllm_version`` is the
+    release whose memory accounting applies (:mod:`gen.serving.memory_profiles`): which model
+    runner, whether its CUDA-graph estimate is subtracted (``estimate_cudagraphs`` None: that
+    release's default), which sampler (``flashinfer_sampler`` None: vLLM's default for the GPU)
+    and mxfp4 kernel (marlin, triton, flashinfer; None: vLLM's choice for the GPU).
     """
 
     model: LLMSpec
@@ -167,9 +179,10 @@ class FitRequest:
     max_num_batched_tokens: int | None = None
     quantization: str | None = None
     enforce_eager: bool = False
-    estimate_cudagraphs: bool = True
-    flashinfer_sampler: bool = False
+    estimate_cudagraphs: bool | None = None
+    flashinfer_sampler: bool | None = None
     mxfp4_kernel: str | None = None
+    vllm_version: VllmVersion = PINNED_VLLM_VERSION
 
     @classmethod
     def from_config(
@@ -467,22 +480,85 @@ class _Budget:
         return self.budget - self.weights - self.overhead
 
 
+@dataclass(frozen=True)
+class _Engine:
+    """What the vLLM release does for this model on this device."""
+
+    profile: MemoryProfile
+    runner: str
+    flashinfer: bool
+    estimates_graphs: bool
+    graph_bytes: int
+    sampler_buffers: float
+
+
+def _compute_capability(device: FitDevice) -> tuple[int, int]:
+    major, _, minor = device.compute_capability.partition(".")
+    if not (major.isdigit() and minor.isdigit()):
+        return (9, 0)  # unknown: a current data-centre GPU
+    return (int(major), int(minor))
+
+
+def _engine(request: FitRequest, model: LLMSpec) -> _Engine:
+    profile = memory_profile_for(request.vllm_version)
+    runner = model_runner_for(model, request.vllm_version)
+    device = request.device
+    capability = _compute_capability(device)
+    # [vllm] VLLM_USE_FLASHINFER_SAMPLER defaults on (vllm/envs.py @ v0.21.0 … v0.33.0) and
+    # FlashInfer takes compute capability 8.0 and up (FlashInferBackend.supports_compute_
+    # capability, vllm/v1/attention/backends/flashinfer.py @ v0.33.0); 0.33 also wants > 16 SMs.
+    few_sms = (profile.flashinfer_min_sms > 0 and device.multiprocessors is not None
+               and device.multiprocessors < profile.flashinfer_min_sms)
+    flashinfer = (request.flashinfer_sampler if request.flashinfer_sampler is not None
+                  else capability >= (8, 0) and not few_sms)
+    v1_buffers = (profile.flashinfer_sampler_buffers if flashinfer
+                  else profile.v1_sampler_buffers)
+    if runner == "v1":
+        buffers, estimates = v1_buffers, profile.v1_cudagraph_estimate
+    else:
+        buffers = (max(profile.v2_sampler_buffers, v1_buffers) if profile.v2_warmup_sampler
+                   else profile.v2_sampler_buffers)
+        estimates = profile.v2_cudagraph_estimate
+    if request.estimate_cudagraphs is not None:
+        estimates = request.estimate_cudagraphs
+    graph_bytes = (profile.dc_blackwell_cudagraph_bytes if capability[0] == 10
+                   else CUDA_GRAPH_BYTES)
+    return _Engine(profile, runner, flashinfer, estimates and not request.enforce_eager,
+                   graph_bytes, buffers)
+
+
+def _graph_source(request: FitRequest, engine: _Engine) -> str:
+    version = format_version(request.vllm_version)
+    if request.enforce_eager:
+        return "nothing: --enforce-eager captures no CUDA graphs"
+    if not engine.estimates_graphs:
+        if request.estimate_cudagraphs is False:
+            return "not subtracted (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0)"
+        return (f"not subtracted: vLLM {version}'s {engine.runner} model runner estimates no "
+                f"CUDA graphs before sizing the pool ({engine.profile.source})")
+    return (f"the {engine.runner} runner's CUDA-graph estimate, subtracted by default in vLLM "
+            f"{version} (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 turns it off); 0.73 GiB "
+            "logged for the default 51 + 35 capture sizes (vllm-project/vllm#39559)"
+            + ("; doubled for data-centre Blackwell's 1024-token capture [unvalidated]"
+               if engine.graph_bytes != CUDA_GRAPH_BYTES else ""))
+
+
 def _budget(request: FitRequest, model: LLMSpec, tp: int, pp: int, seqs: int,
             batched: int) -> _Budget:
     device = request.device
+    engine = _engine(request, model)
+    profile = engine.profile
     total = device.cuda_total_bytes
     budget = int(total * request.gpu_memory_utilization)
     kernel = request.mxfp4_kernel or mxfp4_kernel_for(device.compute_capability)
     padding = moe_padding_bytes(model, tp, kernel)
     weights = weights_per_gpu(model, tp, pp) + padding
-    non_torch = NON_TORCH_BYTES + (NCCL_BYTES if tp * pp > 1 else 0)
+    non_torch = profile.non_torch_bytes + (profile.nccl_bytes if tp * pp > 1 else 0)
     requests = min(seqs, batched)
     forward = forward_bytes(model, tp, batched)
-    sampler = sampler_bytes(model, requests, request.flashinfer_sampler)
-    buffers = (FLASHINFER_SAMPLER_VOCAB_BUFFERS if request.flashinfer_sampler
-               else SAMPLER_VOCAB_BUFFERS)
+    sampler = sampler_bytes(model, requests, engine.sampler_buffers)
     activation = max(forward, sampler)
-    graphs = CUDA_GRAPH_BYTES if request.estimate_cudagraphs and not request.enforce_eager else 0
+    graphs = engine.graph_bytes if engine.estimates_graphs else 0
     if device.cuda_total_logged:
         total_source = ("the total CUDA reports, read from a vLLM log ('Free memory on device "
                         "(free/total GiB)'; cuda_total_mib in the GPU catalog)")
@@ -495,6 +571,8 @@ def _budget(request: FitRequest, model: LLMSpec, tp: int, pp: int, seqs: int,
                 f"({VLLM_SOURCE} vllm/model_executor/layers/quantization/mxfp4.py)"
                 if padding else "")
     which = "sampler pass" if sampler >= forward else "forward pass"
+    sampler_kind = "FlashInfer" if engine.flashinfer else "PyTorch"
+    version = format_version(request.vllm_version)
     terms = (
         BudgetTerm("cuda_total", total, total_source),
         BudgetTerm("budget", budget, f"cuda_total × gpu_memory_utilization "
@@ -505,19 +583,13 @@ def _budget(request: FitRequest, model: LLMSpec, tp: int, pp: int, seqs: int,
         BudgetTerm("activation", activation,
                    f"profile-run torch peak, the {which}: forward {_gib(forward)} for "
                    f"{batched} batched tokens, sampler {_gib(sampler)} = "
-                   f"{buffers} × {requests} requests × {model.vocab_size or 0} "
-                   f"vocab × 4 B ({VLLM_SOURCE} gpu_model_runner.py profile_run, "
-                   "_dummy_sampler_run)"),
-        BudgetTerm("non_torch", non_torch, "memory outside PyTorch during the profile run "
+                   f"{engine.sampler_buffers} × {requests} requests × {model.vocab_size or 0} "
+                   f"vocab × 4 B (vLLM {version}, {engine.runner} model runner, "
+                   f"{sampler_kind} top-k/top-p; profile_run, _dummy_sampler_run)"),
+        BudgetTerm("non_torch", non_torch, "what the profile leaves outside the weights "
                    "(CUDA/cuBLAS workspaces" + (", NCCL" if tp * pp > 1 else "")
-                   + "); 0.03–0.43 GiB in public logs"),
-        BudgetTerm("cuda_graphs", graphs,
-                   "nothing: --enforce-eager captures no CUDA graphs" if request.enforce_eager
-                   else "not subtracted (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0)"
-                   if not request.estimate_cudagraphs else
-                   "the profiler's CUDA-graph estimate, subtracted by default since vLLM "
-                   "0.21.0 (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 turns it off); 0.73 GiB "
-                   "logged for the default 51 + 35 capture sizes (vllm-project/vllm#39559)"),
+                   + f"; vLLM {profile.label} counts non-KV memory as {profile.non_kv_rule})"),
+        BudgetTerm("cuda_graphs", graphs, _graph_source(request, engine)),
     )
     return _Budget(budget, weights, non_torch, activation, graphs, terms)
 
@@ -612,7 +684,8 @@ def check_fit(request: FitRequest) -> FitReport:
 def _warnings(request: FitRequest, tp: int, pp: int) -> list[str]:
     device, out = request.device, []
     remainder = int(device.cuda_total_bytes * (1 - request.gpu_memory_utilization))
-    if (not request.estimate_cudagraphs and not request.enforce_eager
+    engine = _engine(request, request.model)
+    if (not engine.estimates_graphs and not request.enforce_eager
             and 0 <= remainder < CUDA_GRAPH_BYTES):
         out.append(
             f"only {_gib(remainder)} is left outside the budget for CUDA graphs "
@@ -651,4 +724,4 @@ def resolve_device(gpu: str, mig_profile: str | None = None) -> FitDevice:
                            f"it has: {names}")
     return replace(base, name=f"{entry.product_name} MIG {profile.name}",
                    memory_mib=profile.memory_mib, cuda_total_mib=None, is_mig=True,
-                   cuda_total_logged=False)
+                   cuda_total_logged=False, multiprocessors=profile.sms)

@@ -1,4 +1,8 @@
-"""vLLM 0.21's memory arithmetic, term by term: the facts :mod:`gen.serving.fit` budgets with.
+"""vLLM's memory arithmetic, term by term: the facts :mod:`gen.serving.fit` budgets with.
+
+What changes from release to release (model runner, CUDA-graph estimate, sampler, non-torch
+figures) is a table keyed by version range in :mod:`gen.serving.memory_profiles`; the terms here
+hold for every release from 0.10.
 
 Each constant says where it comes from: ``[vllm]`` a figure of vLLM's source (cited by path in
 vllm-project/vllm, read in public copies of its recent source; the v0.21.0 snapshot itself was
@@ -236,12 +240,15 @@ def forward_bytes(model: LLMSpec, tp: int, batched_tokens: int) -> int:
     return batched_tokens * per_token
 
 
-def sampler_bytes(model: LLMSpec, requests: int, flashinfer: bool) -> int:
-    """The dummy sampler run's peak for ``requests`` requests."""
-    # _dummy_sampler_run: fp32 logits of the whole vocabulary for each request, gathered on
-    # every rank, and the sampler's working copies of them (SAMPLER_VOCAB_BUFFERS).
+def sampler_bytes(model: LLMSpec, requests: int, buffers: float) -> int:
+    """The dummy sampler run's peak for ``requests`` requests.
+
+    _dummy_sampler_run: fp32 logits of the whole vocabulary for each request, gathered on every
+    rank, and ``buffers`` working copies of them (the sampler and release's figure:
+    :data:`SAMPLER_VOCAB_BUFFERS`, :data:`FLASHINFER_SAMPLER_VOCAB_BUFFERS`, or Model Runner
+    V2's in :mod:`gen.serving.memory_profiles`).
+    """
     vocab = model.vocab_size or 0
-    buffers = FLASHINFER_SAMPLER_VOCAB_BUFFERS if flashinfer else SAMPLER_VOCAB_BUFFERS
     return int(buffers * requests * vocab * ACTIVATION_LOGIT_BYTES)
 
 

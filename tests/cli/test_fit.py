@@ -124,7 +124,8 @@ def test_gpt_oss_120b_at_full_context_does_not_fit_one_h100(runner: CliRunner) -
     for label in ("CUDA-visible total", "− weights", "− activation peak", "− CUDA graphs",
                   "mxfp4 MoE padding", "sampler"):
         assert label in result.stdout
-    assert "exceed the budget" in result.stdout
+    # vLLM 0.33 (gen's pin) samples with FlashInfer: the pool, not the overhead, falls short.
+    assert "larger than the available KV cache memory" in result.stdout
 
 
 def test_new_flags_reach_the_report(runner: CliRunner) -> None:

@@ -9,6 +9,7 @@ fits / does-not-fit verdict exact. A few entries also go through ``gen fit --jso
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +18,9 @@ import yaml
 from click.testing import CliRunner
 
 from gen.cli import cli
-from gen.serving.fit import FitReport, FitRequest, check_fit, resolve_device
+from gen.serving.fit import FitDevice, FitReport, FitRequest, check_fit, resolve_device
 from gen.serving.memory import GIB
+from gen.serving.memory_profiles import PINNED_VLLM_VERSION, parse_vllm_version
 from gen.serving.model_catalog import LLMSpec, model_catalog
 
 CORPUS = Path(__file__).parent / "data" / "vllm_startup_logs.yaml"
@@ -35,19 +37,28 @@ def _model(entry: dict[str, Any]) -> LLMSpec:
     return model_catalog().lookup(entry["model"])
 
 
+def _device(entry: dict[str, Any]) -> FitDevice:
+    device = resolve_device(entry["gpu"])
+    if "cuda_total_mib" in entry:  # the total this log prints (e.g. WSL2 shows the whole card)
+        return replace(device, cuda_total_mib=entry["cuda_total_mib"], cuda_total_logged=True)
+    return device
+
+
 def _request(entry: dict[str, Any]) -> FitRequest:
     return FitRequest(
         model=_model(entry),
-        device=resolve_device(entry["gpu"]),
+        device=_device(entry),
         gpus=entry["gpus"],
         tensor_parallel=entry["tensor_parallel"],
+        pipeline_parallel=entry.get("pipeline_parallel", 1),
         max_model_len=entry["max_model_len"],
         gpu_memory_utilization=entry["gpu_memory_utilization"],
         max_num_seqs=entry["max_num_seqs"],
         max_num_batched_tokens=entry["max_num_batched_tokens"],
-        estimate_cudagraphs=entry["estimate_cudagraphs"],
-        flashinfer_sampler=entry["flashinfer_sampler"],
+        estimate_cudagraphs=entry.get("estimate_cudagraphs"),
+        flashinfer_sampler=entry.get("flashinfer_sampler"),
         mxfp4_kernel=entry.get("mxfp4_kernel"),
+        vllm_version=parse_vllm_version(entry["vllm"]),
     )
 
 
@@ -94,15 +105,17 @@ def _cli_args(entry: dict[str, Any]) -> list[str]:
 @pytest.mark.parametrize("name", ["llmd-llama-3.1-8b-h100", "llmd-qwen3-32b-h100-32k",
                                   "vllama-mistral-7b-rtx4090"])
 def test_the_cli_reports_the_library_figures(name: str) -> None:
-    """`gen fit --json` gives what check_fit gives (vLLM 0.21's CUDA-graph term aside)."""
+    """`gen fit --json` gives what check_fit gives for the pinned vLLM and its defaults."""
     entry = next(e for e in ENTRIES if e["name"] == name)
     result = CliRunner().invoke(cli, _cli_args(entry))
     data = json.loads(result.stdout)
-    report: FitReport = check_fit(_request(entry))
-    assert result.exit_code == (0 if entry["fits"] else 1), result.output
+    pinned = replace(_request(entry), vllm_version=PINNED_VLLM_VERSION,
+                     estimate_cudagraphs=None, flashinfer_sampler=None)
+    report: FitReport = check_fit(pinned)
+    assert result.exit_code == (0 if report.fits else 1), result.output
     per_gpu = data["per_gpu_bytes"]
     assert per_gpu["weights"] == report.weights
     assert per_gpu["activation"] == report.activation
-    # The CLI answers for the pinned vLLM 0.21, which also subtracts its CUDA-graph estimate.
-    assert per_gpu["kv_cache_available"] == report.kv_cache_available - per_gpu["cuda_graphs"]
-    assert data["fits"] is entry["fits"]
+    assert per_gpu["cuda_graphs"] == report.cuda_graphs
+    assert per_gpu["kv_cache_available"] == report.kv_cache_available
+    assert data["fits"] is report.fits

@@ -51,11 +51,20 @@ class _Changes(TypedDict, total=False):
     flashinfer_sampler: bool
     mxfp4_kernel: str | None
     quantization: str | None
+    vllm_version: tuple[int, int, int]
+
+
 
 
 def _request(**changes: Unpack[_Changes]) -> FitRequest:
     base = FitRequest(model=_model("meta-llama/Llama-3.1-8B-Instruct"), device=H100)
     return replace(base, **changes)
+
+
+def _v0_21_pytorch(**changes: Unpack[_Changes]) -> FitRequest:
+    """What the public logs behind the older hand-worked tests ran: vLLM 0.21's V1 runner with
+    the PyTorch sampler."""
+    return replace(_request(**changes), vllm_version=(0, 21, 0), flashinfer_sampler=False)
 
 
 # ---- sanity anchors: hand-worked examples (arithmetic, not measured on hardware) ----
@@ -90,7 +99,7 @@ def test_llama_70b_tp2_fails_the_full_context_check() -> None:
 
 def test_llama_70b_tp2_at_vllm_defaults_leaves_no_pool() -> None:
     """At vLLM's 1,024 sequences the sampler's peak alone takes the rest of 2 × H100."""
-    report = check_fit(_request(model=_model("meta-llama/Llama-3.1-70B-Instruct"), gpus=2))
+    report = check_fit(_v0_21_pytorch(model=_model("meta-llama/Llama-3.1-70B-Instruct"), gpus=2))
     assert not report.fits
     assert report.activation > 4 * GIB
     assert "exceed the budget" in report.errors[0]
@@ -122,11 +131,11 @@ def test_gpt_oss_120b_needs_fewer_sequences_on_one_h100() -> None:
     but does with 64 sequences: the sampler's peak is what decides."""
     h100 = resolve_device("h100-sxm5-80gb")
     model = _model("openai/gpt-oss-120b")
-    defaults = check_fit(_request(model=model, device=h100))
+    defaults = check_fit(_v0_21_pytorch(model=model, device=h100))
     assert not defaults.fits
     assert defaults.weights > 64 * GIB  # the mxfp4 kernels pad the experts (60.8 GiB unpadded)
     assert "exceed the budget" in defaults.errors[0]
-    few = check_fit(_request(model=model, device=h100, max_num_seqs=64))
+    few = check_fit(_v0_21_pytorch(model=model, device=h100, max_num_seqs=64))
     assert few.fits, few.errors
 
 
@@ -453,11 +462,12 @@ def test_a_gpu_without_a_log_gets_the_documented_reserve() -> None:
 
 def test_sampler_peak_grows_with_sequences_and_vocabulary() -> None:
     """At vLLM's 1,024 sequences the sampler, not the forward pass, sets the peak."""
-    many = check_fit(_request(max_num_seqs=1024))
-    few = check_fit(_request(max_num_seqs=8))
+    many = check_fit(_v0_21_pytorch(max_num_seqs=1024))
+    few = check_fit(_v0_21_pytorch(max_num_seqs=8))
     assert many.activation > few.activation
     assert many.activation == int(9.75 * 1024 * 128256 * 4)
-    flashinfer = check_fit(_request(max_num_seqs=1024, flashinfer_sampler=True))
+    flashinfer = check_fit(_request(max_num_seqs=1024, vllm_version=(0, 21, 0),
+                                    flashinfer_sampler=True))
     assert flashinfer.activation < many.activation
 
 
@@ -553,3 +563,67 @@ def test_every_model_on_every_gpu_is_sane(model: LLMSpec) -> None:
             assert needs == sorted(needs)
             more = check_fit(replace(request, gpu_memory_utilization=0.95))
             assert more.kv_cache_available >= report.kv_cache_available
+
+
+# ---- the budget follows the vLLM release (gen.serving.memory_profiles) ----
+
+
+def test_v2_runner_subtracts_no_cuda_graph_estimate_before_0_29() -> None:
+    """A dense model runs on Model Runner V2 from 0.23 (Llama), whose estimate is 0 until 0.29;
+    the V1 runner of 0.21 subtracts its own."""
+    graphs = {v: check_fit(_request(vllm_version=v)).cuda_graphs
+              for v in ((0, 21, 0), (0, 27, 1), (0, 29, 0))}
+    assert graphs[(0, 21, 0)] > 0
+    assert graphs[(0, 27, 1)] == 0
+    assert graphs[(0, 29, 0)] == graphs[(0, 21, 0)]
+    moe = check_fit(_request(model=_model("openai/gpt-oss-20b"), vllm_version=(0, 27, 1)))
+    assert moe.cuda_graphs > 0  # MoE stays on the V1 runner until 0.29
+    source = check_fit(_request(vllm_version=(0, 27, 1))).terms[5].source
+    assert "v2 model runner estimates no CUDA graphs" in source
+
+
+def test_data_centre_blackwell_captures_more_graphs_from_0_28() -> None:
+    """0.28 captures up to 1024 tokens on SM100: gen doubles the estimate there (unvalidated)."""
+    b200 = resolve_device("b200")
+    model = _model("openai/gpt-oss-20b")  # V1 runner in 0.27–0.28
+    old = check_fit(_request(model=model, device=b200, vllm_version=(0, 27, 1)))
+    new = check_fit(_request(model=model, device=b200, vllm_version=(0, 28, 0)))
+    assert new.cuda_graphs == 2 * old.cuda_graphs
+    h100 = check_fit(_request(model=model, vllm_version=(0, 28, 0)))
+    assert h100.cuda_graphs == old.cuda_graphs
+
+
+def test_flashinfer_sampler_is_the_default_where_vllm_uses_it() -> None:
+    """Compute capability ≥ 8.0 takes FlashInfer's sampler; from 0.33 not with ≤ 16 SMs."""
+    seqs = 256
+    big = check_fit(_request(max_num_seqs=seqs, max_num_batched_tokens=seqs,
+                             vllm_version=(0, 21, 0)))
+    assert "FlashInfer" in big.terms[3].source
+    assert big.activation == int(3.0 * seqs * 128256 * 4)
+    t4 = check_fit(_request(device=resolve_device("t4"), max_num_seqs=seqs,
+                            vllm_version=(0, 21, 0), max_model_len=4096))
+    assert "PyTorch" in t4.terms[3].source
+    slice_1g = resolve_device("h100-sxm5-80gb", "1g.10gb")
+    assert slice_1g.multiprocessors == 16
+    small = _model("meta-llama/Llama-3.2-1B-Instruct")
+    at_033 = check_fit(_request(device=slice_1g, model=small, vllm_version=(0, 33, 0),
+                                max_model_len=4096))
+    at_032 = check_fit(_request(device=slice_1g, model=small, vllm_version=(0, 32, 0),
+                                max_model_len=4096))
+    assert "PyTorch" in at_033.terms[3].source and "FlashInfer" in at_032.terms[3].source
+
+
+def test_v2_sampler_warm_up_of_0_33_costs_more_than_0_32() -> None:
+    """0.33's second, fp32 warm-up pass is budgeted as the full sampler; 0.22–0.32's V2 dummy
+    pass as the two buffers fitted on 0.27 logs."""
+    at_032 = check_fit(_request(max_num_seqs=1024, vllm_version=(0, 32, 0)))
+    at_033 = check_fit(_request(max_num_seqs=1024, vllm_version=(0, 33, 0)))
+    assert at_032.activation == int(2.0 * 1024 * 128256 * 4)
+    assert at_033.activation == int(3.0 * 1024 * 128256 * 4)
+    assert "0.27 counts" not in at_033.terms[4].source
+    assert "free-memory drop" in at_033.terms[4].source
+
+
+def test_the_pinned_release_is_the_default() -> None:
+    """FitRequest answers for the vLLM gen pins unless told otherwise."""
+    assert _request().vllm_version == (0, 33, 0)

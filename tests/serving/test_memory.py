@@ -48,8 +48,8 @@ def test_only_mxfp4_moe_is_padded() -> None:
 
 def test_sampler_and_forward_peaks() -> None:
     """The sampler scales with requests × vocabulary, the forward pass with batched tokens."""
-    assert sampler_bytes(LLAMA_8B, 1024, False) == int(9.75 * 1024 * 128256 * 4)
-    assert sampler_bytes(LLAMA_8B, 1024, True) < sampler_bytes(LLAMA_8B, 1024, False)
+    assert sampler_bytes(LLAMA_8B, 1024, 9.75) == int(9.75 * 1024 * 128256 * 4)
+    assert sampler_bytes(LLAMA_8B, 1024, 3.0) < sampler_bytes(LLAMA_8B, 1024, 9.75)
     assert forward_bytes(LLAMA_8B, 1, 8192) == 2 * forward_bytes(LLAMA_8B, 1, 4096)
     assert forward_bytes(LLAMA_8B, 2, 8192) < forward_bytes(LLAMA_8B, 1, 8192)
 
