@@ -30,6 +30,7 @@ term by term (:meth:`FitReport.terms`), so it can be compared line by line with 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from gen.errors import CatalogLookupError
@@ -37,16 +38,12 @@ from gen.nvidia.gpus import gpu_catalog
 from gen.serving.memory import (
     ACTIVATION_LOGIT_BYTES,
     CUDA_GRAPH_BYTES,
-    DEFAULT_MAX_NUM_BATCHED_TOKENS,
     GIB,
     KV_BLOCK_TOKENS,
     KV_CACHE_DTYPES,
-    LARGE_BATCH_DEFAULTS,
-    LARGE_DEVICE_BYTES,
     MIB,
     NCCL_BYTES,
     NON_TORCH_BYTES,
-    SMALL_BATCH_DEFAULTS,
     VLLM_SOURCE,
     effective_model,
     forward_bytes,
@@ -66,11 +63,13 @@ from gen.serving.memory_profiles import (
     format_version,
     memory_profile_for,
     model_runner_for,
+    parse_vllm_version,
 )
 from gen.serving.model_catalog import LLMSpec
 
 if TYPE_CHECKING:
     from gen.models import InferenceService
+    from gen.serving.vllm_releases import VllmRelease
 
 __all__ = [  # the constants as before; vLLM's other terms are in gen.serving.memory
     "ACTIVATION_LOGIT_BYTES", "CUDA_GRAPH_BYTES", "GIB", "KV_BLOCK_TOKENS", "NCCL_BYTES",
@@ -122,7 +121,8 @@ class ServingConfig:
     ``gen fit --service`` all read this, so they cannot disagree.
 
     ``max_model_len`` None means "the largest that fits every device the service can get"
-    (:func:`gen.fleet.sizing.resolved_max_model_len`).
+    (:func:`gen.fleet.sizing.resolved_max_model_len`). ``vllm_version`` is the release of the
+    service's image (:mod:`gen.serving.image`; gen's pin when the image does not say).
     """
 
     max_model_len: int | None
@@ -134,16 +134,29 @@ class ServingConfig:
     enforce_eager: bool
     tensor_parallel: int
     pipeline_parallel: int
+    vllm_version: VllmVersion = PINNED_VLLM_VERSION
 
     @classmethod
-    def of(cls, service: InferenceService) -> ServingConfig:
-        """The settings ``service`` runs with: its own, else gen's explicit defaults."""
+    def of(cls, service: InferenceService, devices: Sequence[FitDevice] = ()) -> ServingConfig:
+        """The settings ``service`` runs with on ``devices`` (every device it can get): its
+        own, else vLLM's defaults for that release, passed explicitly.
+
+        ``max_num_batched_tokens`` left out is what ``vllm serve`` of the image's release
+        would choose on the devices (:func:`batch_defaults`); when they fall in different
+        tiers, the smallest of their defaults, so that the one value the Deployment passes is
+        one vLLM would choose on some device and the budget holds on all of them. Without
+        devices (a service no pool offers devices to), the release's smallest tier.
+        """
         serving = service.serving
+        version = _image_version(service)
+        tokens = serving.max_num_batched_tokens
+        if tokens is None:
+            tokens = min((batch_defaults(d, version)[1] for d in devices),
+                         default=_release(version).batch_tiers[-1].api_server[1])
         return cls(
             max_model_len=serving.max_model_len,
             max_num_seqs=serving.max_num_seqs,
-            max_num_batched_tokens=(serving.max_num_batched_tokens
-                                    or DEFAULT_MAX_NUM_BATCHED_TOKENS),
+            max_num_batched_tokens=tokens,
             gpu_memory_utilization=serving.gpu_memory_utilization,
             kv_cache_dtype=serving.kv_cache_dtype,
             quantization=serving.quantization,
@@ -151,7 +164,26 @@ class ServingConfig:
             enforce_eager=serving.enforce_eager or service.engine != "vllm",
             tensor_parallel=service.parallelism.tensor,
             pipeline_parallel=service.parallelism.pipeline,
+            vllm_version=version,
         )
+
+
+def _image_version(service: InferenceService) -> VllmVersion:
+    """The vLLM release of the service's image; gen's pin for another engine or an image
+    whose tag does not say."""
+    if service.engine != "vllm":
+        return PINNED_VLLM_VERSION
+    from gen.serving.image import service_image
+
+    version = service_image(service).version
+    return PINNED_VLLM_VERSION if version is None else parse_vllm_version(version)
+
+
+def _release(version: VllmVersion) -> VllmRelease:
+    """The release whose facts apply; a release older than gen's facts gets the oldest."""
+    from gen.serving.vllm_releases import known_releases, release_for
+
+    return release_for(format_version(version)) or known_releases()[0]
 
 
 @dataclass(frozen=True)
@@ -206,6 +238,7 @@ class FitRequest:
             max_num_batched_tokens=config.max_num_batched_tokens,
             quantization=config.quantization,
             enforce_eager=config.enforce_eager,
+            vllm_version=config.vllm_version,
         )
 
     @classmethod
@@ -225,7 +258,7 @@ class FitRequest:
         ``kv_cache_dtype`` to the service's; an engine that runs one worker per device or
         no fp8 KV cache (llama.cpp on Apple GPUs) passes its own.
         """
-        config = ServingConfig.of(service)
+        config = ServingConfig.of(service, (device,))
         if kv_cache_dtype is not None:
             config = replace(config, kv_cache_dtype=kv_cache_dtype)
         if gpus is None:
@@ -373,12 +406,22 @@ class FitReport:
         }
 
 
-def batch_defaults(device: FitDevice) -> tuple[int, int]:
-    """vLLM's effective ``(max_num_seqs, max_num_batched_tokens)`` defaults on ``device``."""
-    if device.is_mig or "a100" in device.name.lower():
-        return SMALL_BATCH_DEFAULTS
-    large = device.memory_bytes >= LARGE_DEVICE_BYTES
-    return LARGE_BATCH_DEFAULTS if large else SMALL_BATCH_DEFAULTS
+def batch_defaults(device: FitDevice,
+                   vllm_version: VllmVersion = PINNED_VLLM_VERSION) -> tuple[int, int]:
+    """vLLM's ``(max_num_seqs, max_num_batched_tokens)`` for ``vllm serve`` on ``device`` in
+    release ``vllm_version``: the tiers of its ``get_batch_defaults``
+    (:meth:`gen.serving.vllm_releases.VllmRelease.batch_defaults`), which test the total CUDA
+    reports, the device name (A100) and the compute capability (GB10). A MIG slice gets the
+    smallest tier: vLLM cannot read a MIG device's name and memory through NVML and falls back
+    to it (vllm-project/vllm#55381).
+    """
+    release = _release(vllm_version)
+    if device.is_mig:
+        return release.batch_tiers[-1].api_server
+    major, _, minor = device.compute_capability.partition(".")
+    capability = (int(major), int(minor)) if major.isdigit() and minor.isdigit() else None
+    return release.batch_defaults(memory_bytes=device.cuda_total_bytes, name=device.name,
+                                  compute_capability=capability)
 
 
 def _parallelism_errors(request: FitRequest, tp: int, pp: int) -> list[str]:
@@ -603,7 +646,7 @@ def check_fit(request: FitRequest) -> FitReport:
     warnings: list[str] = []
     tp_c, pp_c = max(1, tp), max(1, pp)
 
-    seqs_default, tokens_default = batch_defaults(device)
+    seqs_default, tokens_default = batch_defaults(device, request.vllm_version)
     max_num_seqs = max(1, request.max_num_seqs or seqs_default)
     batched = max(1, request.max_num_batched_tokens or tokens_default)
     errors += scheduler_errors(max_num_seqs, batched)

@@ -51,7 +51,8 @@ ModelRunner = Literal["v1", "v2"]
 # every model.
 V2Rule = Literal["never", "allowlist-dense", "allowlist", "allowlist-or-dense", "all"]
 
-# The vLLM image gen pins (the lead wires the image's own version in; this is the default).
+# The release of the vLLM image gen pins (gen/data/pins.yaml): what a request budgets with
+# unless it names another release (a service: its image's, gen.serving.image).
 PINNED_VLLM_VERSION: VllmVersion = (0, 33, 0)
 
 _GIB = 1 << 30
@@ -215,14 +216,12 @@ def model_runner_for(model: LLMSpec, version: VllmVersion) -> ModelRunner:
 
 
 def parse_vllm_version(text: str) -> VllmVersion:
-    """``"0.27.1"``, ``"0.10.1.1"`` or ``"0.10"`` → ``(0, 27, 1)``, ``(0, 10, 1)``, ``(0, 10, 0)``.
+    """``"0.27.1"``, ``"0.10.1.1"``, ``"v0.28.0-cu129"`` → ``(0, 27, 1)``, ``(0, 10, 1)``,
+    ``(0, 28, 0)``: the release numbers of :meth:`gen.serving.vllm_releases.VllmVersion.parse`.
 
     Raises:
-        ValueError: ``text`` does not start with a ``major.minor`` release number.
+        VersionError: ``text`` is not a vLLM version.
     """
-    parts = text.strip().lstrip("v").split(".")
-    numbers = [int(p) for p in parts[:3] if p.isdigit()]
-    if len(numbers) < 2 or len(numbers) < min(3, len(parts)):
-        raise ValueError(f"not a vLLM release number: {text!r}")
-    major, minor, *rest = numbers
-    return (major, minor, rest[0] if rest else 0)
+    from gen.serving.vllm_releases import VllmVersion as Parsed
+
+    return Parsed.parse(text).release

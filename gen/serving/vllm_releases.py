@@ -55,7 +55,7 @@ _SETS = ("flags", "quantizations", "kv_cache_dtypes", "dtypes")
 _MAPPINGS = ("defaults", "sources")
 _WHOLE = ("batch_defaults", "cuda_graph_capture")
 _VERSION = re.compile(
-    r"v?(?P<major>\d+)\.(?P<minor>\d+)(?:\.(?P<patch>\d+))?"
+    r"v?(?P<major>\d+)\.(?P<minor>\d+)(?:\.(?P<patch>\d+))?(?P<extra>(?:\.\d+)*)"
     r"(?:\.?(?P<stage>rc|a|b)(?P<stage_number>\d+))?"
     r"(?:\.post(?P<post>\d+))?(?:\.dev(?P<dev>\d+))?"
     r"(?:[-+][0-9A-Za-z.\-_]*)?")
@@ -103,7 +103,8 @@ class VllmVersion:
             stage = (0, 0)
         else:
             stage = (4, 0)
-        written = ".".join(map(str, release))
+        # A fourth release number (0.10.1.1) is kept in the text, not in the order.
+        written = ".".join(map(str, release)) + (match["extra"] or "")
         if match["stage"]:
             written += f"{match['stage']}{match['stage_number']}"
         if post >= 0:

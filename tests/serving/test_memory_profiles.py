@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gen.errors import VersionError
 from gen.serving.memory_profiles import (
     MEMORY_PROFILES,
     PINNED_VLLM_VERSION,
@@ -33,7 +34,7 @@ def test_release_numbers_parse(text: str, version: tuple[int, int, int]) -> None
 @pytest.mark.parametrize("text", ["V1", "", "0", "0.x.1", "latest"])
 def test_non_releases_are_refused(text: str) -> None:
     """A field that is not a release number is an error, not a guess."""
-    with pytest.raises(ValueError, match="not a vLLM release"):
+    with pytest.raises(VersionError, match="is not a vLLM version"):
         parse_vllm_version(text)
 
 
