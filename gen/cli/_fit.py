@@ -10,8 +10,10 @@ import click
 
 from gen.cli._boundary import handle_errors
 from gen.cli._options import profiles_option
+from gen.errors import VersionError
 from gen.serving.fit import FitReport, FitRequest, check_fit, resolve_device
 from gen.serving.memory import GIB, KV_CACHE_DTYPES, QUANTIZATIONS
+from gen.serving.memory_profiles import PINNED_VLLM_VERSION, parse_vllm_version
 from gen.serving.model_catalog import model_catalog
 
 if TYPE_CHECKING:
@@ -27,7 +29,8 @@ def _gib(value: int) -> str:
 def format_report(report: FitReport) -> str:
     """The human-readable budget table of ``gen fit``, one line per term with its source."""
     verdict = "fits" if report.fits else "does NOT fit"
-    settings = (f"  TP={report.tensor_parallel} PP={report.pipeline_parallel}  "
+    settings = (f"  vLLM {report.vllm_version}  TP={report.tensor_parallel} "
+                f"PP={report.pipeline_parallel}  "
                 f"max_model_len={report.max_model_len}  kv_cache_dtype={report.kv_cache_dtype}  "
                 f"max_num_seqs={report.max_num_seqs}  max_num_batched_tokens="
                 f"{report.max_num_batched_tokens}")
@@ -125,6 +128,15 @@ def _service_output(plan: Plan, service: str, as_json: bool) -> tuple[str, bool]
     return "\n\n".join(blocks), fits
 
 
+def _release(text: str | None) -> tuple[int, int, int]:
+    if text is None:
+        return PINNED_VLLM_VERSION
+    try:
+        return parse_vllm_version(text)
+    except VersionError as err:
+        raise VersionError(f"--vllm-version: {err}") from None
+
+
 @click.command("fit")
 @click.option("--model", "model_name", default=None, help="Hugging Face id of a catalog model.")
 @click.option("--gpu", default=None, help="GPU: catalog id, PCI device id or product name.")
@@ -138,9 +150,12 @@ def _service_output(plan: Plan, service: str, as_json: bool) -> tuple[str, bool]
 @click.option("--max-model-len", type=click.IntRange(min=1), default=None,
               help="Context length [default: the model's maximum].")
 @click.option("--max-num-seqs", type=click.IntRange(min=1), default=None,
-              help="Concurrent sequences [default: vLLM's for the device, 1024 or 256].")
+              help="Concurrent sequences [default: vLLM's for the device and release].")
 @click.option("--max-num-batched-tokens", type=click.IntRange(min=1), default=None,
-              help="Tokens per scheduler step [default: vLLM's for the device, 8192 or 2048].")
+              help="Tokens per scheduler step [default: vLLM's for the device and release].")
+@click.option("--vllm-version", default=None, metavar="VERSION",
+              help="vLLM release (0.28.0) or image tag (v0.28.0-cu129) whose defaults and "
+              "memory accounting apply [default: gen's pinned release].")
 @click.option("--gpu-memory-utilization", type=click.FloatRange(0, 1, min_open=True),
               default=0.90, show_default=True, help="vLLM's share of device memory.")
 @click.option("--kv-cache-dtype", type=click.Choice(KV_CACHE_DTYPES), default="auto",
@@ -158,6 +173,7 @@ def _service_output(plan: Plan, service: str, as_json: bool) -> tuple[str, bool]
 def fit_command(model_name: str | None, gpu: str | None, mig_profile: str | None,
                 gpus: int, tp: int | None, pp: int, max_model_len: int | None,
                 max_num_seqs: int | None, max_num_batched_tokens: int | None,
+                vllm_version: str | None,
                 gpu_memory_utilization: float, kv_cache_dtype: str, quantization: str | None,
                 enforce_eager: bool, service: str | None, clusters: tuple[str, ...],
                 profiles_dir: Path, as_json: bool) -> int:
@@ -167,9 +183,9 @@ def fit_command(model_name: str | None, gpu: str | None, mig_profile: str | None
     (the same settings the rendered Deployment passes to vLLM).
     """
     if service is not None:
-        if model_name is not None or gpu is not None:
-            raise click.UsageError("--service takes the model and GPUs from the profiles: "
-                                   "drop --model/--gpu")
+        if model_name is not None or gpu is not None or vllm_version is not None:
+            raise click.UsageError("--service takes the model, GPUs and image from the "
+                                   "profiles: drop --model/--gpu/--vllm-version")
         from gen.pipeline import load_plan
 
         text, fits = _service_output(load_plan(profiles_dir).select(clusters), service, as_json)
@@ -183,6 +199,7 @@ def fit_command(model_name: str | None, gpu: str | None, mig_profile: str | None
         gpu_memory_utilization=gpu_memory_utilization, kv_cache_dtype=kv_cache_dtype,
         max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
         quantization=quantization, enforce_eager=enforce_eager,
+        vllm_version=_release(vllm_version),
     ))
     click.echo(json.dumps(report.to_json(), indent=2) if as_json else format_report(report))
     return 0 if report.fits else 1

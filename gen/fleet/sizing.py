@@ -16,18 +16,35 @@ from gen.fleet.placement import Candidate, candidates
 from gen.fleet.plan import ServicePlan
 
 if TYPE_CHECKING:
-    from gen.serving.fit import FitReport, FitRequest
+    from gen.serving.fit import FitDevice, FitReport, FitRequest, ServingConfig
 
-__all__ = ["fit_reports", "resolved_max_model_len", "service_fit"]
+__all__ = ["fit_reports", "resolved_max_model_len", "service_fit", "serving_config"]
 
 
-def _request(svc: ServicePlan, cand: Candidate, max_model_len: int | None) -> FitRequest:
-    from gen.serving.fit import FitDevice, FitRequest
+def _device(cand: Candidate) -> FitDevice:
+    from gen.serving.fit import FitDevice
+
+    return FitDevice(cand.name, cand.memory_mib, cand.is_mig, cand.unified_memory,
+                     cand.cuda_total_mib, cand.compute_capability, cand.cuda_total_logged)
+
+
+def serving_config(svc: ServicePlan) -> ServingConfig:
+    """The service's one :class:`gen.serving.fit.ServingConfig`: its settings, vLLM's
+    defaults of its image's release resolved for every device it can get."""
+    from gen.serving.fit import ServingConfig
+
+    return ServingConfig.of(svc.service, [_device(c) for c in candidates(svc)])
+
+
+def _request(svc: ServicePlan, config: ServingConfig, cand: Candidate,
+             max_model_len: int | None) -> FitRequest:
+    from gen.serving.fit import FitRequest
 
     assert svc.model is not None
-    device = FitDevice(cand.name, cand.memory_mib, cand.is_mig, cand.unified_memory,
-                       cand.cuda_total_mib, cand.compute_capability, cand.cuda_total_logged)
-    return FitRequest.for_service(svc.service, svc.model, device, max_model_len=max_model_len)
+    gpu = svc.service.gpu
+    return FitRequest.from_config(config, svc.model, _device(cand),
+                                  gpus=gpu.count if gpu is not None else 1,
+                                  max_model_len=max_model_len)
 
 
 def fit_reports(
@@ -38,13 +55,17 @@ def fit_reports(
         return []
     seen: dict[tuple[str, int, bool], FitReport] = {}
     out = []
+    config = serving_config(svc)
     for cand in candidates(svc):
         key = (cand.name, cand.memory_mib, cand.is_mig)
         if key not in seen:
-            seen[key] = _check_fit(_request(svc, cand, max_model_len))
+            seen[key] = _check_fit(_request(svc, config, cand, max_model_len))
         out.append((cand, seen[key]))
     return out
 
+
+UNSIZED_MAX_MODEL_LEN = 8192
+"""The ``--max-model-len`` of a service whose model gen has no numbers for (no budget)."""
 
 _FIT_CACHE: BoundedCache[FitRequest, FitReport] = BoundedCache("gen.fleet.sizing.fit", 10_000)
 
@@ -78,9 +99,7 @@ def resolved_max_model_len(svc: ServicePlan) -> int:
     if length is not None:
         return length
     if svc.model is None:
-        from gen.serving.memory import DEFAULT_MAX_NUM_BATCHED_TOKENS
-
-        return DEFAULT_MAX_NUM_BATCHED_TOKENS
+        return UNSIZED_MAX_MODEL_LEN
     fits = [r.max_model_len_fit for _, r in fit_reports(svc)]
     best = min(fits, default=svc.model.max_context)
     return max(best, _min_useful(svc))

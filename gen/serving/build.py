@@ -24,7 +24,7 @@ from gen.fleet.manifests import (
 )
 from gen.fleet.placement import candidates
 from gen.fleet.plan import ClusterPlan, ManifestSpec, ServicePlan
-from gen.fleet.sizing import resolved_max_model_len
+from gen.fleet.sizing import resolved_max_model_len, serving_config
 
 PORT_NAME = "http"
 CONTAINER_PORT = 8000
@@ -98,11 +98,9 @@ def _env(svc: ServicePlan) -> list[dict[str, Any]]:
 def engine_args(svc: ServicePlan) -> list[str]:
     """``vllm serve`` arguments; every memory-relevant setting explicit, from the service's one
     :class:`gen.serving.fit.ServingConfig` (the settings lint and ``gen fit`` budget)."""
-    from gen.serving.fit import ServingConfig
-
     service = svc.service
     serving = service.serving
-    config = ServingConfig.of(service)
+    config = serving_config(svc)
     length = resolved_max_model_len(svc)
     args = [
         service.model,

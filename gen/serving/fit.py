@@ -29,8 +29,8 @@ term by term (:meth:`FitReport.terms`), so it can be compared line by line with 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from gen.errors import CatalogLookupError
@@ -347,6 +347,7 @@ class FitReport:
     quantization: str | None = None
     enforce_eager: bool = False
     terms: tuple[BudgetTerm, ...] = ()
+    vllm_version: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """The documented JSON form (``gen fit --json``), schema version 1.
@@ -355,7 +356,8 @@ class FitReport:
         (``name``, ``memory_bytes``, ``cuda_total_bytes``, ``is_mig``), ``parallelism``
         (``gpus``, ``tensor_parallel``, ``pipeline_parallel``), ``settings``
         (``max_model_len``, ``gpu_memory_utilization``, ``kv_cache_dtype``, ``max_num_seqs``,
-        ``max_num_batched_tokens``, ``quantization``, ``enforce_eager``), ``per_gpu_bytes``
+        ``max_num_batched_tokens``, ``quantization``, ``enforce_eager``, ``vllm_version``: the
+        release whose defaults and accounting apply), ``per_gpu_bytes``
         (``budget``, ``weights``, ``non_torch``, ``activation``, ``cuda_graphs``, ``overhead``,
         ``kv_cache_min``, ``kv_cache_available``, ``headroom``), ``terms`` (``name``,
         ``bytes``, ``source``), ``kv_bytes_per_token``, ``kv_cache_tokens``,
@@ -386,6 +388,7 @@ class FitReport:
                 "max_num_batched_tokens": self.max_num_batched_tokens,
                 "quantization": self.quantization,
                 "enforce_eager": self.enforce_eager,
+                "vllm_version": self.vllm_version,
             },
             "per_gpu_bytes": {
                 "budget": self.budget,
@@ -690,6 +693,7 @@ def check_fit(request: FitRequest) -> FitReport:
 
     return FitReport(
         fits=not errors,
+        vllm_version=format_version(request.vllm_version),
         errors=tuple(errors),
         warnings=tuple(warnings),
         model=request.model.id,

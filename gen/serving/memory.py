@@ -29,13 +29,10 @@ from gen.serving.model_catalog import LLMSpec
 __all__ = [
     "ACTIVATION_LOGIT_BYTES",
     "CUDA_GRAPH_BYTES",
-    "DEFAULT_MAX_NUM_BATCHED_TOKENS",
     "FLASHINFER_SAMPLER_VOCAB_BUFFERS",
     "GIB",
     "KV_BLOCK_TOKENS",
     "KV_CACHE_DTYPES",
-    "LARGE_BATCH_DEFAULTS",
-    "LARGE_DEVICE_BYTES",
     "MIB",
     "MIN_USEFUL_MODEL_LEN",
     "MXFP4_PADDING",
@@ -43,7 +40,6 @@ __all__ = [
     "NON_TORCH_BYTES",
     "QUANTIZATIONS",
     "SAMPLER_VOCAB_BUFFERS",
-    "SMALL_BATCH_DEFAULTS",
     "VLLM_SOURCE",
     "KVCacheDType",
     "effective_model",
@@ -93,15 +89,6 @@ FLASHINFER_SAMPLER_VOCAB_BUFFERS = 3.0
 # is enabled (default since v0.21.0)" (gpu_worker.py, logged in gpustack/runner#251; envs.py
 # "Enabled by default as of v0.21.0", vllm#41099).
 CUDA_GRAPH_BYTES = 3 * GIB // 4
-# [vllm] vllm/engine/arg_utils.py get_batch_defaults: ≥ 70 GiB and not an A100 → 1024 seqs /
-# 8192 tokens, else 256 / 2048. NVML cannot read a MIG slice's parent, so MIG gets the small
-# defaults (vllm#55381).
-LARGE_DEVICE_BYTES = 70 * GIB
-LARGE_BATCH_DEFAULTS = (1024, 8192)
-SMALL_BATCH_DEFAULTS = (256, 2048)
-# What gen renders when a profile does not set max_num_batched_tokens: vLLM's own default on
-# large GPUs, passed explicitly so that lint, the rendered args and `gen fit` size the same batch.
-DEFAULT_MAX_NUM_BATCHED_TOKENS = LARGE_BATCH_DEFAULTS[1]
 # With max_model_len omitted gen serves the largest context that fits; lint fails only when not
 # even this much fits: one 4,096-token conversation (prompt and answer) per replica.
 MIN_USEFUL_MODEL_LEN = 4096
@@ -181,12 +168,13 @@ def kv_cache_bytes(
     tensor_parallel: int = 1,
     pipeline_parallel: int = 1,
     kv_cache_dtype: str = "auto",
-    prefill_chunk: int = SMALL_BATCH_DEFAULTS[1],
+    prefill_chunk: int = 2048,
 ) -> int:
     """KV-cache bytes on one GPU for one sequence of ``tokens`` tokens (block-rounded).
 
     Sliding-window layers keep at most ``sliding_window + prefill_chunk`` tokens, as vLLM's
-    hybrid KV-cache manager does.
+    hybrid KV-cache manager does; ``prefill_chunk`` is the step's ``max_num_batched_tokens``
+    (2048: vLLM's smallest tier for ``vllm serve``).
     """
     tp, pp = max(1, tensor_parallel), max(1, pipeline_parallel)
     per_token_layer = _per_token_layer(model, tp, kv_cache_dtype)

@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 
 import yaml
 
-from gen.caches import memoize
+from gen.caches import once
 from gen.errors import VersionError
 
 __all__ = [
@@ -368,10 +368,8 @@ def _release(facts: Mapping[str, Any]) -> VllmRelease:
         sources=MappingProxyType({k: tuple(v) for k, v in facts["sources"].items()}))
 
 
-@memoize(maxsize=1)
+@once
 def _releases() -> tuple[VllmRelease, ...]:
-    # Not yet an @once loader: tests/test_caches.py expects every once loader to be loaded
-    # by a lint, and nothing in the lint reads vLLM releases yet. Values compare by value.
     text = resources.files("gen").joinpath("data/vllm-releases.yaml").read_text(
         encoding="utf-8")
     releases = tuple(_release(f) for f in expand(yaml.safe_load(text)["releases"]))

@@ -57,7 +57,7 @@ def test_tp_and_mig_options(runner: CliRunner) -> None:
     assert data["settings"] == {
         "max_model_len": 32768, "gpu_memory_utilization": 0.85, "kv_cache_dtype": "fp8",
         "max_num_seqs": 256, "max_num_batched_tokens": 2048, "quantization": None,
-        "enforce_eager": False,
+        "enforce_eager": False, "vllm_version": "0.33.0",
     }
 
 
@@ -251,3 +251,46 @@ def test_a_service_without_devices_does_not_fit(runner: CliRunner, tmp_path: Pat
     result = runner.invoke(cli, ["fit", "--service", "llama-70b", "--profiles", str(root)])
     assert result.exit_code == 1
     assert "(GEN304)" in result.stdout
+
+
+@pytest.mark.parametrize(("gpu", "version", "seqs", "tokens"), [
+    # vllm-project/vllm vllm/engine/arg_utils.py get_batch_defaults @ v0.33.0 and @ v0.21.0
+    ("l4", "0.33.0", 256, 2048),
+    ("a100-sxm4-80gb", "0.33.0", 256, 2048),
+    ("h100-sxm5-80gb", "0.33.0", 1024, 8192),
+    ("b200", "0.33.0", 1024, 16384),
+    ("l4", "0.21.0", 256, 2048),
+    ("a100-sxm4-80gb", "0.21.0", 256, 2048),
+    ("h100-sxm5-80gb", "0.21.0", 1024, 8192),
+    ("b200", "v0.21.0-cu129", 1024, 8192),
+])
+def test_defaults_are_those_of_the_release(runner: CliRunner, gpu: str, version: str,
+                                           seqs: int, tokens: int) -> None:
+    """Without --max-num-seqs/--max-num-batched-tokens, the release's own defaults for the
+    device: the ≥ 160 GiB tier (B200) exists from vLLM 0.28 on."""
+    result = runner.invoke(cli, ["fit", "--model", "meta-llama/Llama-3.1-8B-Instruct",
+                                 "--gpu", gpu, "--max-model-len", "8192",
+                                 "--vllm-version", version, "--json"], catch_exceptions=False)
+    settings = json.loads(result.stdout)["settings"]
+    assert (settings["max_num_seqs"], settings["max_num_batched_tokens"]) == (seqs, tokens)
+    assert settings["vllm_version"] == version.lstrip("v").split("-")[0]
+
+
+def test_the_pinned_release_is_the_default(runner: CliRunner) -> None:
+    """No --vllm-version: the release of the image gen pins (gen/data/pins.yaml)."""
+    from gen.pins import pin
+    from gen.serving.vllm_releases import VllmVersion
+
+    result = runner.invoke(cli, ["fit", "--model", "meta-llama/Llama-3.1-8B-Instruct",
+                                 "--gpu", "l4", "--max-model-len", "8192", "--json"])
+    pinned = str(VllmVersion.parse(pin("vllm-openai").version))
+    assert json.loads(result.stdout)["settings"]["vllm_version"] == pinned
+
+
+def test_a_version_that_is_not_one_is_an_input_error(runner: CliRunner) -> None:
+    """--vllm-version latest: exit 1 naming the option, no traceback."""
+    result = runner.invoke(cli, ["fit", "--model", "meta-llama/Llama-3.1-8B-Instruct",
+                                 "--gpu", "l4", "--vllm-version", "latest"])
+    assert result.exit_code == 1
+    assert "--vllm-version: 'latest' is not a vLLM version" in result.output
+    assert "Traceback" not in result.output

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TypedDict, Unpack
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 import pytest
 from hypothesis import given, settings
@@ -15,12 +15,17 @@ from gen.serving.fit import (
     KV_BLOCK_TOKENS,
     FitDevice,
     FitRequest,
+    ServingConfig,
     batch_defaults,
     check_fit,
     kv_cache_bytes,
     resolve_device,
 )
+from gen.serving.memory_profiles import PINNED_VLLM_VERSION
 from gen.serving.model_catalog import LLMSpec, model_catalog
+
+if TYPE_CHECKING:
+    from gen.models import InferenceService
 
 H100 = FitDevice(name="NVIDIA H100 80GB HBM3", memory_mib=81559)
 MIG_1G_10GB = FitDevice(name="NVIDIA H100 80GB HBM3 MIG 1g.10gb", memory_mib=9984, is_mig=True)
@@ -436,6 +441,52 @@ def test_a_service_asks_with_its_own_parallelism_and_serving_settings() -> None:
                                  kv_cache_dtype="auto")
     assert (own.gpus, own.kv_cache_dtype, own.max_model_len) == (1, "auto", None)
 
+
+
+def _service(serving: dict[str, object]) -> InferenceService:
+    from gen.models import InferenceService
+
+    return InferenceService.model_validate({
+        "kind": "InferenceService", "name": "llama", "model": "meta-llama/Llama-3.1-8B-Instruct",
+        "clusters": ["c"], "gpu": {"gpu_class": "h100"}, "serving": serving,
+    })
+
+
+B200 = FitDevice(name="NVIDIA B200", memory_mib=183359, compute_capability="10.0")
+L4 = FitDevice(name="NVIDIA L4", memory_mib=23034, compute_capability="8.9")
+
+
+@pytest.mark.parametrize(("image", "devices", "tokens"), [
+    (None, (B200,), 16384),
+    (None, (H100,), 8192),
+    (None, (L4,), 2048),
+    (None, (B200, H100), 8192),  # different tiers: the smaller, which holds on both
+    (None, (), 2048),  # no device: the release's smallest tier
+    ("vllm/vllm-openai:v0.27.1", (B200,), 8192),  # the ≥ 160 GiB tier arrived in 0.28.0
+])
+def test_the_rendered_batch_is_what_the_release_chooses(
+        image: str | None, devices: tuple[FitDevice, ...], tokens: int) -> None:
+    """max_num_batched_tokens left out: vLLM's choice for the service's devices and image."""
+    serving: dict[str, object] = {} if image is None else {"image": image}
+    config = ServingConfig.of(_service(serving), devices)
+    assert config.max_num_batched_tokens == tokens
+    assert ServingConfig.of(_service({**serving, "max_num_batched_tokens": 512}),
+                            devices).max_num_batched_tokens == 512
+
+
+def test_the_config_carries_the_image_release() -> None:
+    """A service's ServingConfig, and the requests made from it, budget its image's release;
+    a mirror declared with image_of counts as its upstream tag."""
+    assert ServingConfig.of(_service({"image": "vllm/vllm-openai:v0.28.0-cu129"})
+                            ).vllm_version == (0, 28, 0)
+    mirror = _service({"image": "registry.example.com/vllm:prod",
+                       "image_of": "vllm/vllm-openai:v0.29.0"})
+    config = ServingConfig.of(mirror)
+    request = FitRequest.from_config(config, _model("meta-llama/Llama-3.1-8B-Instruct"), H100,
+                                     gpus=1, max_model_len=8192)
+    assert request.vllm_version == (0, 29, 0)
+    unknown = _service({"image": "registry.example.com/vllm:prod"})
+    assert ServingConfig.of(unknown).vllm_version == PINNED_VLLM_VERSION
 
 # ---- vLLM 0.21's terms ----
 

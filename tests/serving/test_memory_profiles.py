@@ -88,3 +88,11 @@ def test_free_memory_accounting_from_0_27() -> None:
     assert after.non_torch_bytes > before.non_torch_bytes
     assert not memory_profile_for((0, 28, 0)).v2_cudagraph_estimate
     assert memory_profile_for((0, 29, 0)).v2_cudagraph_estimate
+
+
+def test_the_pinned_release_is_the_pinned_image() -> None:
+    """PINNED_VLLM_VERSION is the release of the vllm-openai pin (gen/data/pins.yaml)."""
+    from gen.pins import pin
+    from gen.serving.vllm_releases import VllmVersion
+
+    assert VllmVersion.parse(pin("vllm-openai").version).release == PINNED_VLLM_VERSION
