@@ -310,9 +310,11 @@ _ALL = (
     ),
     Rule(
         "GEN301", "model does not fit the device memory", _SERVING,
-        "vLLM 0.21's budget (CUDA total × utilization − weights − activation peak − non-torch − "
-        "CUDA-graph estimate) holds no full max_model_len sequence; with max_model_len "
-        "omitted, not even 4,096 tokens (see docs/fit.md)",
+        "the budget of the service's vLLM release (CUDA total × utilization − weights − "
+        "activation peak − non-torch − CUDA-graph estimate) holds no full max_model_len "
+        "sequence (at `serving.max_model_len`); with max_model_len omitted, not even 4,096 "
+        "tokens; when the weights leave no room at any length, at the GPU request (see "
+        "docs/fit.md)",
     ),
     Rule(
         "GEN302", "parallelism does not match the model or the claim", _SERVING,
