@@ -90,7 +90,7 @@ def test_acceptance_fleet_renders_dynamic_mig_gate(tmp_path: Path) -> None:
 
     result = render(FIXTURE, tmp_path / "out")
     texts = {str(p): b.decode() for p, b in result.outputs.items()}
-    driver = [t for p, t in texts.items() if "nvidia-dra-driver-gpu" in p]
+    driver = [t for p, t in texts.items() if "dra-driver-nvidia-gpu" in p]
     assert driver and "DynamicMIG: true" in driver[0]
     claims = [p for p in texts if "resourceclaimtemplate-" in p]
     assert len(claims) == 3
@@ -107,7 +107,7 @@ def test_kubernetes_without_partitionable_devices(
 ) -> None:
     """1.35 without the gate, 1.32, and 1.36 with the gate off are located GEN112 errors."""
     text = (FIXTURE / "clusters" / "dyn.yaml").read_text()
-    text = text.replace('"1.36.1"', f'"{version}"').replace("allocation: dra\n",
+    text = text.replace('"1.36.6"', f'"{version}"').replace("allocation: dra\n",
                                                           "allocation: dra\n" + gates)
     if version.startswith("1.32"):
         text = text.replace("allocation: dra\n", "allocation: dra\nruntime_config: "

@@ -122,8 +122,11 @@ def test_catches_kubeconform_without_gen_crd_schemas(
     monkeypatch.setattr(module, "write_schemas", without_crds)
     category = Category(NAME, "test")
     judge(list(crd_cases(keep=200)), kubeconform, category)
-    assert category.total > 30
-    assert len(category.disagreements()) == category.total
+    # kubeconform refuses an object it cannot even decode (metadata not a mapping) before it
+    # looks for a schema, so those mutants agree with or without the schemas.
+    judged = {v.case for v in category.verdicts if v.upstream != "rejected"}
+    assert len(judged) > 30
+    assert {v.case for v in category.disagreements()} == judged
     assert {v.upstream for v in category.disagreements()} == {"no schema"}
 
 

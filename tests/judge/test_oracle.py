@@ -271,11 +271,12 @@ def test_allocation_category_subset(oracles: Oracles, example: judge.RenderedFle
 
 
 def test_allocator_features_follow_the_cluster(example: judge.RenderedFleet) -> None:
-    """1.34: prioritized lists and admin access on, the 1.36 betas off (kube_features.go)."""
+    """1.37: prioritized lists and admin access on, and the 1.36 betas on by default
+    (kube_features.go)."""
     cluster = next(c for c in example.plan.clusters if c.name == "prod-us-east")
     assert judge.allocator_features(cluster) == {
-        "adminAccess": True, "prioritizedList": True, "partitionableDevices": False,
-        "deviceTaints": False, "consumableCapacity": False, "deviceBindingAndStatus": False,
+        "adminAccess": True, "prioritizedList": True, "partitionableDevices": True,
+        "deviceTaints": True, "consumableCapacity": True, "deviceBindingAndStatus": True,
     }
 
 

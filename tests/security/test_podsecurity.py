@@ -272,8 +272,10 @@ def _images(obj: Mapping[str, Any]) -> Iterator[str]:
 
 
 def _chart_versions(obj: Mapping[str, Any]) -> Iterator[str]:
-    if obj["kind"] == "HelmRelease":
+    if obj["kind"] == "HelmRelease" and "chart" in obj["spec"]:
         yield str(obj["spec"]["chart"]["spec"].get("version", ""))
+    elif obj["kind"] == "OCIRepository":  # a HelmRelease's chartRef: the chart's OCI tag
+        yield str(obj["spec"]["ref"].get("tag", ""))
     elif obj["kind"] == "Application" and "chart" in obj["spec"]["source"]:
         yield str(obj["spec"]["source"].get("targetRevision", ""))
 

@@ -81,7 +81,7 @@ Answer = Callable[[Mapping[str, Any]], ApplyAnswer]
 class FakeCluster:
     """A :class:`ClusterAPI` over data: version, discovery, lists, and apply answers."""
 
-    version: str = "v1.34.2"
+    version: str = "v1.37.2"
     discovery: dict[str, dict[str, ServedKind]] = field(default_factory=dict)
     lists: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
     answer: Answer = field(default=lambda obj: ApplyAnswer(200, dict(obj)))

@@ -205,7 +205,7 @@ def test_a_static_mig_node_without_its_config_label(fleet: Plan) -> None:
 
 
 def test_another_driver_version(fleet: Plan) -> None:
-    """Nodes on another driver: GEN815 at driver_version; 580.95.05 equals 580.95.5."""
+    """Nodes on another driver: GEN815 at driver_version; 595.91.07 equals 595.91.7."""
     def edit(nodes: Objects, slices: Objects) -> None:
         for published in _slices_of(slices, "h100-mig-0"):
             for device in published["spec"]["devices"]:
@@ -216,7 +216,7 @@ def test_another_driver_version(fleet: Plan) -> None:
     assert finding.location is not None
     assert finding.location.line == profile_line(PROD, "driver_version:", after="name: h100-mig")
     assert "run NVIDIA driver 570.124.6" in finding.message
-    assert "driver_version: 580.95.05" in finding.message
+    assert "driver_version: 595.91.07" in finding.message
 
 
 def test_dynamic_mig_counters_differ(dynamic_fleet: Plan) -> None:
@@ -268,7 +268,7 @@ def test_a_node_without_slices(fleet: Plan) -> None:
 
 def test_a_dra_cluster_that_serves_no_slices(fleet: Plan) -> None:
     cluster = _cluster(fleet, "prod-us-east")
-    state = read_state("v1.34.2", matching_nodes(cluster), None)
+    state = read_state("v1.37.2", matching_nodes(cluster), None)
     finding = _one(drift(cluster, state))
     assert (finding.rule, finding.key_path) == ("GEN817", "allocation")
 
@@ -281,7 +281,7 @@ def test_kubernetes_version_differs(fleet: Plan) -> None:
     assert finding.location is not None
     assert finding.location.line == profile_line(PROD, "kubernetes_version:")
     assert 'kubernetes_version: "1.36.3"' in finding.hint
-    assert _drift(cluster, version="v1.34.9-eks-4a1b") == []
+    assert _drift(cluster, version="v1.37.9-eks-4a1b") == []
 
 
 def test_undeclared_gpu_nodes_are_a_warning(fleet: Plan) -> None:

@@ -70,7 +70,7 @@ def test_expected_inventory_of_a_mig_pool() -> None:
     inventory = expected_slice_inventory(mig, 34)
     assert inventory.gpus == 8
     assert inventory.products == {"NVIDIA H100 80GB HBM3"}
-    assert inventory.drivers == {"580.95.5"}
+    assert inventory.drivers == {"595.91.7"}
     assert {kind for kind, _ in inventory.devices} == {"mig"}
 
 
