@@ -32,8 +32,8 @@ class Component:
     ldflags: str = ""
 
 
-KUBERNETES = "v1.36.3"
-"""k8s.io/kubernetes; its staging modules are replaced by the published ``v0.36.3``."""
+KUBERNETES = "v1.37.2"
+"""k8s.io/kubernetes; its staging modules are replaced by the published ``v0.37.2``."""
 
 COMPONENTS: dict[str, Component] = {
     "kubeconform": Component(
@@ -47,7 +47,7 @@ COMPONENTS: dict[str, Component] = {
         name="controlplane",
         version=KUBERNETES,
         source=f"kubernetes/kubernetes@{KUBERNETES} (cmd/kube-apiserver, "
-        "cmd/kube-controller-manager, cmd/kube-scheduler), etcd-io/etcd@v3.6.8 (server/embed)",
+        "cmd/kube-controller-manager, cmd/kube-scheduler), etcd-io/etcd@v3.7.0 (server/embed)",
         module_dir=HERE / "controlplane",
         package=".",
         ldflags=(
@@ -58,9 +58,9 @@ COMPONENTS: dict[str, Component] = {
     ),
     "oracle": Component(
         name="oracle",
-        version="v0.36.3",
-        source="kubernetes/dynamic-resource-allocation@v0.36.3, "
-        "kubernetes/pod-security-admission@v0.36.3",
+        version="v0.37.2",
+        source="kubernetes/dynamic-resource-allocation@v0.37.2, "
+        "kubernetes/pod-security-admission@v0.37.2",
         module_dir=HERE / "oracle",
         package=".",
     ),
