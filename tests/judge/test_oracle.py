@@ -56,31 +56,32 @@ def _undocumented(category: Category) -> list[str]:
 
 
 def test_version_names_the_pinned_modules(oracle: Oracle) -> None:
-    """The binary is built from the v0.36.3 staging modules and reports the API server's
-    selector limits and the 1.36 scheduler's allocator features."""
+    """The binary is built from the v0.37.2 staging modules and reports the API server's
+    selector limits and the 1.37 scheduler's allocator features."""
     info = oracle.version()
     for module in ("k8s.io/dynamic-resource-allocation", "k8s.io/pod-security-admission",
                    "k8s.io/api", "k8s.io/apiserver"):
-        assert info["modules"][module] == "v0.36.3"
-    assert (info["binaryVersion"], info["celCompatibilityVersion"]) == ("1.36", "1.35")
+        assert info["modules"][module] == "v0.37.2"
+    assert (info["binaryVersion"], info["celCompatibilityVersion"]) == ("1.37", "1.36")
     assert (info["selectorMaxCost"], info["selectorMaxLength"]) == (1_000_000, 10 * 1024)
     assert info["schedulerAllocatorFeatures"] == {
-        "AdminAccess": True, "ConsumableCapacity": True, "DeviceBindingAndStatus": True,
-        "DeviceTaints": True, "ListTypeAttributes": False, "PartitionableDevices": True,
-        "PrioritizedList": True,
+        "AdminAccess": True, "CompatibilityGroups": False, "ConsumableCapacity": True,
+        "DerivedAttributes": False, "DeviceBindingAndStatus": True, "DeviceTaints": True,
+        "FractionalCapacityRange": False, "ListTypeAttributes": False,
+        "OptionalNodeOperations": False, "PartitionableDevices": True, "PrioritizedList": True,
     }
 
 
-def test_go_module_pins_v0_36_3() -> None:
-    """go.mod requires every staging module at v0.36.3, and go.sum is committed beside it."""
+def test_go_module_pins_v0_37_2() -> None:
+    """go.mod requires every staging module at v0.37.2, and go.sum is committed beside it."""
     folder = judge.REPO / "tools" / "judge" / "oracle"
     text = (folder / "go.mod").read_text(encoding="utf-8")
     assert "module gen.invalid/judge/oracle" in text and "\ngo 1.26.0\n" in text
     pins = dict(re.findall(r"^\s+(k8s\.io/[\w-]+) (v\S+)$", text, re.MULTILINE))
     for module in ("api", "apimachinery", "apiserver", "component-base",
                    "dynamic-resource-allocation", "pod-security-admission"):
-        assert pins[f"k8s.io/{module}"] == "v0.36.3", module
-    assert "k8s.io/dynamic-resource-allocation v0.36.3 h1:" in (
+        assert pins[f"k8s.io/{module}"] == "v0.37.2", module
+    assert "k8s.io/dynamic-resource-allocation v0.37.2 h1:" in (
         folder / "go.sum").read_text(encoding="utf-8")
 
 
@@ -271,7 +272,7 @@ def test_allocation_category_subset(oracles: Oracles, example: judge.RenderedFle
 
 
 def test_allocator_features_follow_the_cluster(example: judge.RenderedFleet) -> None:
-    """1.34: prioritized lists and admin access on, the 1.36 betas off (kube_features.go)."""
+    """1.34: prioritized lists and admin access on, the 1.36 betas off (the gate table)."""
     cluster = next(c for c in example.plan.clusters if c.name == "prod-us-east")
     assert judge.allocator_features(cluster) == {
         "adminAccess": True, "prioritizedList": True, "partitionableDevices": False,
