@@ -155,14 +155,18 @@ def test_cel_evaluation_per_device(oracle: Oracle) -> None:
 
 
 def test_cel_emulated_version(oracles: Oracles) -> None:
-    """The lists extension version 3 (base.go: introduced at 1.34) is refused in new objects
-    by a 1.34 API server and accepted from 1.35, as gen says."""
-    expression = "[1, 2].reverse() == [2, 1]"
-    assert oracles.at(34).cel(expression)["accepted"] is False
-    assert oracles.at(35).cel(expression)["accepted"] is True
-    assert oracles.at(34).version()["celCompatibilityVersion"] == "1.33"
-    for minor, verdict in ((34, "refused: compile error"), (35, "accepted:")):
-        assert judge.gen_cel_verdict(judge.CelCase("x", expression, minor=minor))[0] == verdict
+    """Kubernetes' list library version 1 (base.go: introduced at 1.37) is refused in new
+    objects by a 1.37 API server (compatibility version 1.36), as gen says; the lists
+    extension version 3 (introduced at 1.34) is accepted from 1.35, and at the emulation floor
+    (1.34) the environment is 1.34's, one minor newer than a real 1.34 API server's."""
+    includes, reverse = "[1, 2].includes(2)", "[1, 2].reverse() == [2, 1]"
+    assert oracles.at(37).cel(includes)["accepted"] is False
+    assert oracles.at(37).version()["celCompatibilityVersion"] == "1.36"
+    assert oracles.at(35).cel(reverse)["accepted"] is True
+    assert oracles.at(34).version()["celCompatibilityVersion"] == "1.34"
+    assert judge.gen_cel_verdict(judge.CelCase("x", includes, minor=37))[0] == \
+        "refused: compile error"
+    assert judge.gen_cel_verdict(judge.CelCase("x", reverse, minor=35))[0] == "accepted:"
 
 
 def test_cel_category_subset(oracles: Oracles, example: judge.RenderedFleet) -> None:

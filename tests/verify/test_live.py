@@ -1,6 +1,6 @@
 """``gen verify`` against a real API server: the control plane of tools/judge/cluster.py.
 
-kube-apiserver, kube-controller-manager and kube-scheduler from k8s.io/kubernetes v1.36.3 on
+kube-apiserver, kube-controller-manager and kube-scheduler from k8s.io/kubernetes v1.37.2 on
 loopback (the ``control_plane`` fixture, tests/conftest.py). The plane is given what the
 example fleet's ``prod-us-east`` declares: its Nodes and the ResourceSlices the NVIDIA DRA
 driver would publish (:func:`tools.judge.fixtures.install_cluster`, from gen's simulation), the
