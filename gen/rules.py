@@ -297,6 +297,21 @@ _ALL = (
         "are not counted (which class a claim is charged to depends on the device it gets)",
     ),
     Rule(
+        "GEN220", "feature gate the cluster's Kubernetes release refuses", _DRA,
+        "a declared DRA feature gate (`DRA*`, `DynamicResourceAllocation`) that the cluster's "
+        "Kubernetes minor does not have (not yet added, removed, or misspelt: 'unrecognized "
+        "feature gate') or that is locked to the other value ('feature is locked to'): the "
+        "components refuse to start. Stages per minor from the gate table "
+        "(docs/feature-gates.md)",
+    ),
+    Rule(
+        "GEN221", "resource.k8s.io version the cluster's Kubernetes no longer serves", _DRA,
+        "a `runtime_config` entry naming a resource.k8s.io version past its removal release "
+        "(`resource.k8s.io/v1beta1` from 1.38, `v1beta2` from 1.39): the API server does not "
+        "serve it, whatever `--runtime-config` says",
+        _WARNING,
+    ),
+    Rule(
         "GEN240", "dynamic MIG pools cannot hold all replicas at once", _DRA,
         "the counters of a cluster with dynamic MIG pools cannot hold every replica at once "
         "(minimum replicas: error; autoscaling maximum: warning), found by the scheduler's "

@@ -86,6 +86,7 @@ def test_default_severities() -> None:
         "GEN208": Severity.WARNING,
         "GEN217": Severity.WARNING,
         "GEN218": Severity.WARNING,
+        "GEN221": Severity.WARNING,
         "GEN241": Severity.WARNING,
         "GEN308": Severity.WARNING,
         "GEN502": Severity.INFO,

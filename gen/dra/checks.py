@@ -59,24 +59,86 @@ def _version_findings(cluster: ClusterPlan) -> list[Finding]:
     return findings
 
 
-def _gate(cluster: ClusterPlan, gate: str, on_minor: int, since_minor: int,
-          ga_minor: int | None = None) -> str | None:
-    """Why a gated field would be dropped, or None when it is served.
+def _gate(cluster: ClusterPlan, gate: str) -> str | None:
+    """Why a field behind ``gate`` would be dropped on this cluster, or None when it is served.
 
-    ``since_minor``: the release that added the gate (alpha, off); ``on_minor``: the one that
-    turned it on by default (beta); ``ga_minor``: the one that locked it on. A gate the
-    cluster declares off (``feature_gates: {Gate: false}``) is off until it is locked.
+    The gate's state at the cluster's minor comes from the gate table (:mod:`gen.k8s.gates`): a
+    gate the release lacks drops the field; a locked gate keeps its default (a declaration of
+    the other value is GEN220, since no component of that release starts with it); otherwise
+    a declaration wins over the default.
     """
-    if cluster.minor < since_minor:
-        return f"Kubernetes 1.{cluster.minor} does not have it (added in 1.{since_minor})"
+    from gen.k8s.gates import gate_table
+
+    state = gate_table().state(gate, cluster.minor)
+    if state.exists is False:
+        return (f"Kubernetes 1.{cluster.minor} does not have it (the {gate} feature gate "
+                f"arrived in 1.{state.since})")
+    if state.locked:
+        return None if state.default else f"{gate} is locked off on 1.{cluster.minor}"
     declared = cluster.cluster.feature_gates.get(gate)
-    if cluster.minor >= (ga_minor if ga_minor is not None else on_minor):
-        return None
     if declared is False:
         return f"the cluster declares the {gate} feature gate off (feature_gates.{gate}: false)"
-    if cluster.minor >= on_minor or declared:
+    if declared or state.default:
         return None
-    return f"the {gate} feature gate is off on 1.{cluster.minor}"
+    return f"the {gate} feature gate is {state.stage.lower()} and off by default on " \
+        f"1.{cluster.minor}"
+
+
+def _declared_gate_findings(cluster: ClusterPlan) -> list[Finding]:
+    """GEN220: a declared Kubernetes feature gate (of the DRA family the gate table holds)
+    that the cluster's release does not have, or that is locked to the other value: every
+    component given it refuses to start."""
+    from gen.k8s.gates import gate_table
+
+    table = gate_table()
+    findings = []
+    for gate, value in cluster.cluster.feature_gates.items():
+        if not table.holds(gate):
+            continue
+        state = table.state(gate, cluster.minor)
+        refusal = state.refusal(value)
+        if refusal is None:
+            continue
+        if state.exists is False:
+            close = table.close_match(gate, cluster.minor)
+            hint = (f"did you mean {close}?" if close and close != gate
+                    else "remove it from feature_gates and from the components' flags")
+        else:
+            hint = "remove it: the gate cannot be changed on this release"
+        findings.append(Finding(
+            "GEN220",
+            f"kube-apiserver, kube-scheduler, kube-controller-manager and kubelet of "
+            f"Kubernetes 1.{cluster.minor} refuse to start with --feature-gates={gate}="
+            f"{str(value).lower()}: {refusal} ({state.source})",
+            cluster.located.at("feature_gates", gate), f"feature_gates.{gate}",
+            hint=hint, cluster=cluster.name,
+        ))
+    return findings
+
+
+def _runtime_config_findings(cluster: ClusterPlan) -> list[Finding]:
+    """GEN221: a resource.k8s.io version in ``runtime_config`` that the cluster's release no
+    longer serves (its removal release has come)."""
+    from gen.k8s.gates import gate_table
+
+    table = gate_table()
+    findings = []
+    for index, entry in enumerate(cluster.cluster.runtime_config):
+        lifecycle = table.api_version(entry, cluster.minor)
+        if lifecycle is None or lifecycle.removed is None or lifecycle.served(cluster.minor):
+            continue
+        findings.append(Finding(
+            "GEN221",
+            f"Kubernetes 1.{cluster.minor} no longer serves {entry} (removed in "
+            f"1.{lifecycle.removed}; {lifecycle.source}): --runtime-config={entry}=true does "
+            "not bring it back, and anything that applies or reads it fails with 'the server "
+            "could not find the requested resource'",
+            cluster.located.at("runtime_config", index), f"runtime_config[{index}]",
+            severity=Severity.WARNING, cluster=cluster.name,
+            hint="remove the entry and move what still uses it to resource.k8s.io/v1 (gen "
+            f"renders {cluster.dra_api_version or 'resource.k8s.io/v1'} for this cluster)",
+        ))
+    return findings
 
 
 def _service_findings(cluster: ClusterPlan) -> list[Finding]:
@@ -87,15 +149,14 @@ def _service_findings(cluster: ClusterPlan) -> list[Finding]:
         if service.gpu is None:
             continue
         if service.gpu.alternatives:
-            # firstAvailable: alpha 1.33, beta (on) 1.34, GA 1.36.
-            why = _gate(cluster, "DRAPrioritizedList", 34, 33, 36)
+            why = _gate(cluster, "DRAPrioritizedList")
             if why:
                 declared = cluster.cluster.feature_gates.get("DRAPrioritizedList") is False
                 findings.append(Finding(
                     "GEN202",
                     f"gpu.alternatives renders firstAvailable, but {why}: the API server "
-                    "would silently drop the field and the claim would request nothing "
-                    "(or be rejected)",
+                    "silently drops the field and then refuses the ResourceClaimTemplate "
+                    "('exactly one of `exactly` or `firstAvailable` is required')",
                     svc.located.at("gpu", "alternatives"), "gpu.alternatives",
                     hint="enable DRAPrioritizedList (1.33) or remove the alternatives",
                     related=(replace(
@@ -108,7 +169,7 @@ def _service_findings(cluster: ClusterPlan) -> list[Finding]:
                 continue
             located = cluster.gpu_classes[gpu_class.name]
             if gpu_class.extended_resource_name:
-                why = _gate(cluster, "DRAExtendedResource", 36, 34)
+                why = _gate(cluster, "DRAExtendedResource")
                 if why:
                     findings.append(Finding(
                         "GEN202",
@@ -196,7 +257,7 @@ def _selector_findings(plan: Plan) -> list[Finding]:
 
 
 def check(plan: Plan) -> list[Finding]:
-    """GEN201–GEN208, GEN215–GEN218 (satisfiability lives in gen.dra.satisfiability)."""
+    """GEN201–GEN208, GEN215–GEN221 (satisfiability lives in gen.dra.satisfiability)."""
     return [*check_clusters(plan), *check_fleet(plan)]
 
 
@@ -205,6 +266,8 @@ def check_clusters(plan: Plan) -> list[Finding]:
     findings: list[Finding] = []
     for cluster in plan.clusters:
         findings += _version_findings(cluster)
+        findings += _declared_gate_findings(cluster)
+        findings += _runtime_config_findings(cluster)
         if cluster.dra_api_version is not None:
             findings += _service_findings(cluster)
         elif any(s.service.gpu and s.service.gpu.alternatives for s in cluster.services):

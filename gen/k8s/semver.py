@@ -1,7 +1,8 @@
 """Semantic versions as DRA ``version`` attributes and CEL ``semver()`` read them.
 
 Parsing is Kubernetes' CEL semver library (k8s.io/apiserver ``pkg/cel/library/semverlib.go``
-at v0.36.0, Kubernetes 1.36), which wraps ``github.com/blang/semver/v4`` v4.0.0:
+at v0.36.0, Kubernetes 1.36; unchanged at v0.37.2), which wraps ``github.com/blang/semver/v4``
+v4.0.0:
 
 * **strict** (``semver(s)``, and the DRA driver's ``version`` attributes) is blang's ``Parse``:
   ``MAJOR.MINOR.PATCH[-PRERELEASE][+BUILD]``, ASCII digits without leading zeros in the three

@@ -223,7 +223,7 @@ def _version_findings(cluster: ClusterPlan, first: int) -> list[Finding]:
         minor = dm.kubernetes_minor(spec)
         if dm.K8S_GATE in spec.feature_gates:
             where, key = at("feature_gates", dm.K8S_GATE), f"feature_gates.{dm.K8S_GATE}"
-        elif minor >= dm.K8S_SINCE_MINOR and spec.feature_gates:
+        elif minor >= dm.k8s_gate_since() and spec.feature_gates:
             where, key = at("feature_gates"), "feature_gates"
         else:
             where, key = at("kubernetes_version"), "kubernetes_version"
@@ -231,8 +231,8 @@ def _version_findings(cluster: ClusterPlan, first: int) -> list[Finding]:
             "GEN112",
             f"pool {spec.node_pools[first].name!r} is 'mig: dynamic', but {problem}",
             where, key,
-            hint=(f"upgrade to 1.{dm.K8S_DEFAULT_ON_MINOR}, or enable {dm.K8S_GATE} on the "
-                  f"kube-apiserver and kube-scheduler (1.{dm.K8S_SINCE_MINOR}+) and declare "
+            hint=(f"upgrade to 1.{dm.k8s_gate_default_on()}, or enable {dm.K8S_GATE} on the "
+                  f"kube-apiserver and kube-scheduler (1.{dm.k8s_gate_since()}+) and declare "
                   f"{dm.K8S_GATE}: true"),
             related=(at("node_pools", first, "mig"),),
         ))

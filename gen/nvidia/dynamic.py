@@ -5,9 +5,9 @@ partitionable devices (KEP-4815): the driver announces every MIG profile at ever
 as a device that consumes shared counters of its GPU, and the scheduler carves the slice a
 claim needs. Facts, with their sources:
 
-* Kubernetes: ``DRAPartitionableDevices`` is alpha (off by default) in 1.33–1.35 and beta,
-  on by default, from 1.36 (kubernetes.io docs, "DRA Features" page,
-  concepts/resource-management/dynamic-resource-allocation/dra-features).
+* Kubernetes: ``DRAPartitionableDevices`` is alpha (off by default) in 1.33–1.35, beta and on
+  by default from 1.36, GA and locked on in 1.38 (the gate table, :mod:`gen.k8s.gates`, read
+  from kubernetes/kubernetes ``pkg/features/kube_features.go`` at each minor's tag).
 * The driver: the ``DynamicMIG`` gate exists from chart 25.12 (kubernetes-sigs/
   dra-driver-nvidia-gpu ``pkg/featuregates/featuregates.go``@v25.12.0, alpha, off by
   default; absent at v25.8.1) and in the project's later semver releases (v0.4.0 on). It
@@ -44,13 +44,13 @@ __all__ = [
     "chart_supports_dynamic_mig",
     "driver_gates",
     "dynamic_pools",
+    "k8s_gate_default_on",
+    "k8s_gate_since",
     "partitionable_devices_problem",
 ]
 
 DRIVER_GATE = "DynamicMIG"
 K8S_GATE = "DRAPartitionableDevices"
-K8S_SINCE_MINOR = 33
-K8S_DEFAULT_ON_MINOR = 36
 MIG_MANAGER_LABEL = "nvidia.com/gpu.deploy.mig-manager"
 CONFLICTING_DRIVER_GATES = ("PassthroughSupport", "NVMLDeviceHealthCheck", "MPSSupport")
 
@@ -91,18 +91,42 @@ def kubernetes_minor(cluster: Cluster) -> int:
     return int(cluster.kubernetes_version.split(".")[1])
 
 
+def k8s_gate_since() -> int:
+    """The minor that added ``DRAPartitionableDevices`` (alpha)."""
+    from gen.k8s.gates import gate_table
+
+    since = gate_table().state(K8S_GATE, gate_table().newest).since
+    assert since is not None, "the gate table holds DRAPartitionableDevices"
+    return since
+
+
+def k8s_gate_default_on() -> int:
+    """The first minor on which ``DRAPartitionableDevices`` is on by default."""
+    from gen.k8s.gates import gate_table
+
+    table = gate_table()
+    return next(m for m in range(k8s_gate_since(), table.newest + 1)
+                if table.state(K8S_GATE, m).default)
+
+
 def partitionable_devices_problem(cluster: Cluster) -> str | None:
     """Why the cluster's Kubernetes lacks partitionable devices, or None when it has them."""
+    from gen.k8s.gates import gate_table
+
     minor = kubernetes_minor(cluster)
+    state = gate_table().state(K8S_GATE, minor)
     declared = cluster.feature_gates.get(K8S_GATE)
-    if minor < K8S_SINCE_MINOR:
+    if state.exists is False:
         return (f"Kubernetes 1.{minor} has no partitionable devices ({K8S_GATE} arrived "
-                f"in 1.{K8S_SINCE_MINOR}, alpha)")
-    if minor < K8S_DEFAULT_ON_MINOR and not declared:
-        return (f"{K8S_GATE} is alpha and off by default on 1.{minor}: the API server drops "
-                "sharedCounters and consumesCounters and the scheduler ignores them")
+                f"in 1.{state.since}, alpha)")
+    if state.locked:
+        return None  # a declaration of the other value is GEN220: nothing starts with it
+    if not state.default and not declared:
+        return (f"{K8S_GATE} is {state.stage.lower()} and off by default on 1.{minor}: the "
+                "API server drops sharedCounters and consumesCounters and the scheduler "
+                "ignores them")
     if declared is False:
-        return f"{K8S_GATE} is declared off (it is on by default from 1.{K8S_DEFAULT_ON_MINOR})"
+        return f"{K8S_GATE} is declared off (it is on by default from 1.{k8s_gate_default_on()})"
     return None
 
 

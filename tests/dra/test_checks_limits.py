@@ -39,15 +39,39 @@ def test_beta_gate_declared_off_on_135(tmp_path: Path) -> None:
     assert declared.note == "declared off in cluster 'prod'"
 
 
-@pytest.mark.parametrize(("version", "gates"), [
-    ("1.35.0", ""), ("1.35.0", "\nfeature_gates: {DRAPrioritizedList: true}"),
-    ("1.36.0", "\nfeature_gates: {DRAPrioritizedList: false}"),
-])
-def test_beta_gate_near_misses(tmp_path: Path, version: str, gates: str) -> None:
-    """On by default, declared on, or GA (locked on): no GEN202."""
-    cluster = _cluster(version, gates)
+def test_ga_gate_declared_off_on_136_is_honoured(tmp_path: Path) -> None:
+    """DRAPrioritizedList is GA but not locked in 1.36 (kube_features.go@v1.36.3): declared
+    false, the API server drops firstAvailable and refuses the template: GEN202, and the
+    declaration itself is accepted (no GEN220)."""
+    cluster = _cluster("1.36.3", "\nfeature_gates: {DRAPrioritizedList: false}")
+    findings = lint_fleet(tmp_path, **{"cluster.yaml": cluster, "service.yaml": ALTERNATIVES})
+    (gate,) = _of(findings, "GEN202")
+    assert "declares the DRAPrioritizedList feature gate off" in gate.message
+    assert "exactly one of `exactly` or `firstAvailable` is required" in gate.message
+    assert _of(findings, "GEN220") == []
+
+
+def test_locked_gate_declared_off_on_137(tmp_path: Path) -> None:
+    """DRAPrioritizedList is locked on in 1.37: declaring it false is GEN220 at the gate
+    (no component starts), and firstAvailable is served (no GEN202)."""
+    cluster = _cluster("1.37.2", "\nfeature_gates: {DRAPrioritizedList: false}")
     findings = lint_fleet(tmp_path, **{"cluster.yaml": cluster, "service.yaml": ALTERNATIVES})
     assert _of(findings, "GEN202") == []
+    (locked,) = _of(findings, "GEN220")
+    assert locked.key_path == "feature_gates.DRAPrioritizedList"
+    assert "feature is locked to true" in locked.message
+    assert "kube_features.go@v1.37.2" in locked.message
+
+
+@pytest.mark.parametrize(("version", "gates"), [
+    ("1.35.0", ""), ("1.35.0", "\nfeature_gates: {DRAPrioritizedList: true}"),
+    ("1.36.0", ""), ("1.37.2", "\nfeature_gates: {DRAPrioritizedList: true}"),
+])
+def test_beta_gate_near_misses(tmp_path: Path, version: str, gates: str) -> None:
+    """On by default, declared on, or locked on and declared on: no GEN202, no GEN220."""
+    cluster = _cluster(version, gates)
+    findings = lint_fleet(tmp_path, **{"cluster.yaml": cluster, "service.yaml": ALTERNATIVES})
+    assert _of(findings, "GEN202") == [] and _of(findings, "GEN220") == []
 
 
 def test_dra_chart_needs_132(tmp_path: Path) -> None:

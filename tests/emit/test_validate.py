@@ -121,8 +121,11 @@ def test_validators_are_cached(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_schema_version_for() -> None:
-    """A cluster minor uses the newest bundled schema not newer than it."""
+    """A cluster minor uses the newest bundled schema not newer than it: the supported minors
+    their own (kubernetes-validate>=1.37 bundles 1.33-1.37), 1.38 the newest below it."""
     assert schema_version_for(34) == 34
+    assert [schema_version_for(m) for m in (35, 36, 37)] == [35, 36, 37]
+    assert schema_version_for(38) == max(m for m in (37, 38) if schema_version_for(m) == m)
     assert schema_version_for(99) >= 34
     assert schema_version_for(1) == schema_version_for(0)
 

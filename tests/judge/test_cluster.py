@@ -20,8 +20,8 @@ def _config_map(name: str, **extra: Any) -> dict[str, Any]:
 def test_version_is_the_pin(control_plane: ControlPlane) -> None:
     """The API server reports the pinned release (the build stamps it)."""
     body = control_plane.request("GET", "/version").body
-    assert body["gitVersion"] == "v1.36.3"
-    assert (body["major"], body["minor"]) == ("1", "36")
+    assert body["gitVersion"] == "v1.37.2"
+    assert (body["major"], body["minor"]) == ("1", "37")
 
 
 def test_dry_run_apply_persists_nothing(control_plane: ControlPlane) -> None:

@@ -56,31 +56,32 @@ def _undocumented(category: Category) -> list[str]:
 
 
 def test_version_names_the_pinned_modules(oracle: Oracle) -> None:
-    """The binary is built from the v0.36.3 staging modules and reports the API server's
-    selector limits and the 1.36 scheduler's allocator features."""
+    """The binary is built from the v0.37.2 staging modules and reports the API server's
+    selector limits and the 1.37 scheduler's allocator features."""
     info = oracle.version()
     for module in ("k8s.io/dynamic-resource-allocation", "k8s.io/pod-security-admission",
                    "k8s.io/api", "k8s.io/apiserver"):
-        assert info["modules"][module] == "v0.36.3"
-    assert (info["binaryVersion"], info["celCompatibilityVersion"]) == ("1.36", "1.35")
+        assert info["modules"][module] == "v0.37.2"
+    assert (info["binaryVersion"], info["celCompatibilityVersion"]) == ("1.37", "1.36")
     assert (info["selectorMaxCost"], info["selectorMaxLength"]) == (1_000_000, 10 * 1024)
     assert info["schedulerAllocatorFeatures"] == {
-        "AdminAccess": True, "ConsumableCapacity": True, "DeviceBindingAndStatus": True,
-        "DeviceTaints": True, "ListTypeAttributes": False, "PartitionableDevices": True,
-        "PrioritizedList": True,
+        "AdminAccess": True, "CompatibilityGroups": False, "ConsumableCapacity": True,
+        "DerivedAttributes": False, "DeviceBindingAndStatus": True, "DeviceTaints": True,
+        "FractionalCapacityRange": False, "ListTypeAttributes": False,
+        "OptionalNodeOperations": False, "PartitionableDevices": True, "PrioritizedList": True,
     }
 
 
-def test_go_module_pins_v0_36_3() -> None:
-    """go.mod requires every staging module at v0.36.3, and go.sum is committed beside it."""
+def test_go_module_pins_v0_37_2() -> None:
+    """go.mod requires every staging module at v0.37.2, and go.sum is committed beside it."""
     folder = judge.REPO / "tools" / "judge" / "oracle"
     text = (folder / "go.mod").read_text(encoding="utf-8")
     assert "module gen.invalid/judge/oracle" in text and "\ngo 1.26.0\n" in text
     pins = dict(re.findall(r"^\s+(k8s\.io/[\w-]+) (v\S+)$", text, re.MULTILINE))
     for module in ("api", "apimachinery", "apiserver", "component-base",
                    "dynamic-resource-allocation", "pod-security-admission"):
-        assert pins[f"k8s.io/{module}"] == "v0.36.3", module
-    assert "k8s.io/dynamic-resource-allocation v0.36.3 h1:" in (
+        assert pins[f"k8s.io/{module}"] == "v0.37.2", module
+    assert "k8s.io/dynamic-resource-allocation v0.37.2 h1:" in (
         folder / "go.sum").read_text(encoding="utf-8")
 
 
@@ -154,14 +155,18 @@ def test_cel_evaluation_per_device(oracle: Oracle) -> None:
 
 
 def test_cel_emulated_version(oracles: Oracles) -> None:
-    """The lists extension version 3 (base.go: introduced at 1.34) is refused in new objects
-    by a 1.34 API server and accepted from 1.35, as gen says."""
-    expression = "[1, 2].reverse() == [2, 1]"
-    assert oracles.at(34).cel(expression)["accepted"] is False
-    assert oracles.at(35).cel(expression)["accepted"] is True
-    assert oracles.at(34).version()["celCompatibilityVersion"] == "1.33"
-    for minor, verdict in ((34, "refused: compile error"), (35, "accepted:")):
-        assert judge.gen_cel_verdict(judge.CelCase("x", expression, minor=minor))[0] == verdict
+    """Kubernetes' list library version 1 (base.go: introduced at 1.37) is refused in new
+    objects by a 1.37 API server (compatibility version 1.36), as gen says; the lists
+    extension version 3 (introduced at 1.34) is accepted from 1.35, and at the emulation floor
+    (1.34) the environment is 1.34's, one minor newer than a real 1.34 API server's."""
+    includes, reverse = "[1, 2].includes(2)", "[1, 2].reverse() == [2, 1]"
+    assert oracles.at(37).cel(includes)["accepted"] is False
+    assert oracles.at(37).version()["celCompatibilityVersion"] == "1.36"
+    assert oracles.at(35).cel(reverse)["accepted"] is True
+    assert oracles.at(34).version()["celCompatibilityVersion"] == "1.34"
+    assert judge.gen_cel_verdict(judge.CelCase("x", includes, minor=37))[0] == \
+        "refused: compile error"
+    assert judge.gen_cel_verdict(judge.CelCase("x", reverse, minor=35))[0] == "accepted:"
 
 
 def test_cel_category_subset(oracles: Oracles, example: judge.RenderedFleet) -> None:

@@ -1,6 +1,6 @@
 """``gen verify`` against a real API server: the control plane of tools/judge/cluster.py.
 
-kube-apiserver, kube-controller-manager and kube-scheduler from k8s.io/kubernetes v1.36.3 on
+kube-apiserver, kube-controller-manager and kube-scheduler from k8s.io/kubernetes v1.37.2 on
 loopback (the ``control_plane`` fixture, tests/conftest.py). The plane is given what the
 example fleet's ``prod-us-east`` declares: its Nodes and the ResourceSlices the NVIDIA DRA
 driver would publish (:func:`tools.judge.fixtures.install_cluster`, from gen's simulation), the
@@ -407,7 +407,7 @@ def _doc_block(text: str, marker: str) -> str:
 def test_the_worked_example_of_docs_verification_md(live: Live, tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """docs/verification.md shows what gen verify prints for the example fleet as committed
-    (profiles/ says Kubernetes 1.37.2, out/ is its render) against this 1.36 plane with one
+    (profiles/ says Kubernetes 1.37.2, out/ is its render) against this 1.37 plane with one
     node of h100-full gone: the server address is shown as a user's would be."""
     from tests.helpers import REPO
 

@@ -17,7 +17,7 @@ KNOWN: dict[str, str] = {}
 _CONSUMABLE_CAPACITY = (
     "gen does not model DRAConsumableCapacity (beta, on by default from 1.36): with it the DRA "
     "environment declares device.allowMultipleAllocations "
-    "(kubernetes/dynamic-resource-allocation cel/compile.go@v0.36.3 newCompiler); gen refuses "
+    "(kubernetes/dynamic-resource-allocation cel/compile.go@v0.37.2 newCompiler); gen refuses "
     "the field on every version (the upstream test runs with the gate off)"
 )
 _STRING_OF_IP = (
@@ -27,7 +27,7 @@ _STRING_OF_IP = (
 )
 _NET_TYPE_NAMES = (
     "both refuse it, for different reasons: gen's checker does not declare net.IP / net.CIDR "
-    "(docs/cel.md, Deviations), and the 1.36 API server finds type(...) == net.IP too complex "
+    "(docs/cel.md, Deviations), and the 1.37 API server finds type(...) == net.IP too complex "
     "(a type value has no size cel-go's estimator knows)"
 )
 
@@ -47,14 +47,14 @@ KNOWN.update(dict.fromkeys([
 # --- the control plane (tools/judge/live.py) ----------------------------------------------
 
 _V1ALPHA3 = (
-    "a limit of the harness: the judge's API server is v1.36.3, which no longer serves "
+    "a limit of the harness: the judge's API server is v1.37.2, which no longer serves "
     "resource.k8s.io/v1alpha3, the DRA version gen renders for Kubernetes 1.31; gen's verdict "
     "is for the cluster's own version, and no 1.31 control plane is built"
 )
 _COMBINED_SLICES = (
     "a limit of the harness: before Kubernetes 1.35 a ResourceSlice may hold sharedCounters and "
     "devices together, and the NVIDIA driver publishes them so (dra-driver-nvidia-gpu "
-    "cmd/gpu-kubelet-plugin/driver.go@v25.12.0); the judge's v1.36.3 API server requires "
+    "cmd/gpu-kubelet-plugin/driver.go@v25.12.0); the judge's v1.37.2 API server requires "
     "\"only one of sharedCounters or devices\" (the 1.35 split), so it refuses the slices gen "
     "simulates for a 1.32 or 1.34 cluster"
 )
@@ -76,7 +76,7 @@ KNOWN.update(dict.fromkeys([
     "corpus/dynamic-mig.yaml:dynamic-mig-on-1.34-beside-other-gates/mig-lab/Deployment/lab/"
     "lab-large",
 ], "follows from the refused slices above (" + _COMBINED_SLICES.split(":")[0] + "): with no "
-   "devices published, the 1.36 scheduler cannot allocate the claim"))
+   "devices published, the 1.37 scheduler cannot allocate the claim"))
 _ORDER_DEPENDENT_CASE = (
     "corpus/dynamic-mig.yaml:mixed-slices-fragment-one-h100/mig-lab/Deployment/lab/lab-small")
 MAY_AGREE: frozenset[str] = frozenset({_ORDER_DEPENDENT_CASE})

@@ -41,6 +41,7 @@ from gen.fleet.plan import ClusterPlan
 from gen.pipeline import check_report, load_plan
 from tools.judge.cluster import ControlPlane, wait_for
 from tools.judge.fixtures import bootstrap_namespaces, bundled_crds, install_cluster, volume_for
+from tools.judge.pins import KUBERNETES
 from tools.judge.report import Category
 
 __all__ = ["CAPACITY_RULES", "Fleet", "LiveCategories", "judge_fleet", "prepare", "reset"]
@@ -80,13 +81,14 @@ class LiveCategories:
     """The five control-plane categories, filled fleet by fleet."""
 
     def __init__(self) -> None:
-        self.objects = Category("objects", "kube-apiserver v1.36.3 server-side apply (dry-run)")
+        k8s = KUBERNETES
+        self.objects = Category("objects", f"kube-apiserver {k8s} server-side apply (dry-run)")
         self.dynamic_mig = Category("dynamic MIG",
-                                    "kube-apiserver v1.36.3 ResourceSlice validation")
+                                    f"kube-apiserver {k8s} ResourceSlice validation")
         self.pod_security = Category("Pod Security",
-                                     "PodSecurity admission (kube-apiserver v1.36.3)")
-        self.quotas = Category("quotas", "ResourceQuota admission (kube-apiserver v1.36.3)")
-        self.allocation = Category("allocation", "kube-scheduler v1.36.3 with DRA, no kubelet")
+                                     f"PodSecurity admission (kube-apiserver {k8s})")
+        self.quotas = Category("quotas", f"ResourceQuota admission (kube-apiserver {k8s})")
+        self.allocation = Category("allocation", f"kube-scheduler {k8s} with DRA, no kubelet")
 
     def all(self) -> tuple[Category, ...]:
         return (self.objects, self.dynamic_mig, self.pod_security, self.quotas, self.allocation)

@@ -1,6 +1,6 @@
 """The fast oracle: DRA CEL, DRA allocation and Pod Security decided by Kubernetes' own code.
 
-``tools/judge/oracle/`` is a small Go program on the published staging modules at v0.36.3
+``tools/judge/oracle/`` is a small Go program on the published staging modules at v0.37.2
 (:data:`tools.judge.pins.COMPONENTS` ``"oracle"``): the selector compiler and the structured
 allocator of ``k8s.io/dynamic-resource-allocation`` and the checks of
 ``k8s.io/pod-security-admission``. It answers one JSON query per line; :class:`Oracle` starts
@@ -64,11 +64,11 @@ __all__ = [
 REPO = Path(__file__).resolve().parents[2]
 CI_FLEETS = 200
 """Generated fleets the allocation category judges in CI (``GEN_JUDGE_FLEETS`` overrides)."""
-NEWEST_MINOR = 36
-"""The Kubernetes minor of the oracle's modules (v0.36.3)."""
-OLDEST_EMULATED_MINOR = 33
-"""The oldest version a 1.36 binary emulates: binary minus three (k8s.io/apiserver
-pkg/util/compatibility/version.go@v0.36.3 kubeEffectiveVersionFloors)."""
+NEWEST_MINOR = 37
+"""The Kubernetes minor of the oracle's modules (v0.37.2)."""
+OLDEST_EMULATED_MINOR = 34
+"""The oldest version a 1.37 binary emulates: binary minus three (k8s.io/apiserver
+pkg/util/compatibility/version.go@v0.37.2 kubeEffectiveVersionFloors)."""
 
 
 # --------------------------------------------------------------------------- the client
@@ -226,7 +226,7 @@ class Oracles:
 
     def at(self, minor: int | None = None) -> Oracle:
         """The oracle for a ``1.minor`` cluster: the newest binary emulating that version,
-        clamped to what it can emulate (1.33–1.36); None is 1.36."""
+        clamped to what it can emulate (1.34–1.37); None is 1.37."""
         wanted = NEWEST_MINOR if minor is None else min(max(minor, OLDEST_EMULATED_MINOR),
                                                         NEWEST_MINOR)
         if wanted not in self._running:
@@ -404,7 +404,7 @@ NO_DEVICE = {"driver": ""}
 @dataclass(frozen=True)
 class CelCase:
     """One selector to judge: the expression, the devices it runs on (gen's and the
-    oracle's form of the same devices) and the cluster minor (None: 1.36)."""
+    oracle's form of the same devices) and the cluster minor (None: 1.37)."""
 
     case: str
     expression: str
@@ -486,7 +486,7 @@ def _corpus_selector(file: str, data: Mapping[str, Any], case: Mapping[str, Any]
 
 def corpus_cel_cases() -> list[CelCase]:
     """Every selector case of tests/dra/cel/corpus/*.yaml (Kubernetes' own CEL tests,
-    transcribed), judged as a 1.36 API server and scheduler run it."""
+    transcribed), judged as a 1.37 API server and scheduler run it."""
     out: list[CelCase] = []
     seen: dict[str, int] = {}
     for path in sorted(CEL_CORPUS.glob("*.yaml")):
@@ -592,12 +592,14 @@ def fleet_cel_cases(fleet: RenderedFleet) -> list[CelCase]:
 def gen_cel_verdict(case: CelCase) -> tuple[str, str]:
     """(verdict, gen's words) of :mod:`gen.dra.cel` on a case: ``refused: compile error``,
     ``refused: cost limit``, ``refused: too long`` or ``accepted: true false error ...``
-    (one result per device)."""
+    (one result per device). A case of no cluster is compiled as the oracle's own minor
+    compiles it: gen's newest environment is a newer release's (1.38's ``includes``)."""
     from gen.dra.cel import compile_selector
     from gen.errors import CELCompileError, CELRuntimeError
 
     try:
-        selector = compile_selector(case.expression, case.minor)
+        selector = compile_selector(case.expression,
+                                    NEWEST_MINOR if case.minor is None else case.minor)
     except CELCompileError as err:
         return _refusal(err.message), err.message
     results, words = [], []
@@ -659,8 +661,8 @@ def cel_category(oracles: Oracles | None = None, *,
                  cases: Sequence[CelCase] | None = None) -> Category:
     """"CEL": gen's compile verdict (accepted, compile error, cost limit, too long) and its
     result on each device, against the API server's validation and the scheduler's
-    evaluation (k8s.io/dynamic-resource-allocation cel@v0.36.3)."""
-    category = Category("CEL", "k8s.io/dynamic-resource-allocation/cel@v0.36.3 (the API "
+    evaluation (k8s.io/dynamic-resource-allocation cel@v0.37.2)."""
+    category = Category("CEL", "k8s.io/dynamic-resource-allocation/cel@v0.37.2 (the API "
                         "server's selector validation, the scheduler's DeviceMatches)")
     owned = oracles is None
     oracles = oracles or Oracles()
@@ -674,17 +676,14 @@ def cel_category(oracles: Oracles | None = None, *,
 
 # --------------------------------------------------------------------------- allocation
 
-GATE_DEFAULT_FROM = {
-    "DRAAdminAccess": 34,
-    "DRAPrioritizedList": 34,
-    "DRAPartitionableDevices": 36,
-    "DRADeviceTaints": 36,
-    "DRAConsumableCapacity": 36,
-    "DRADeviceBindingConditions": 36,
-    "DRAResourceClaimDeviceStatus": 33,
-}
-"""The first minor each DRA gate the allocator reads is on by default
-(kubernetes/kubernetes pkg/features/kube_features.go@v1.36.3, each gate's version history)."""
+ALLOCATOR_GATES = (
+    "DRAAdminAccess", "DRAPrioritizedList", "DRAPartitionableDevices", "DRADeviceTaints",
+    "DRAConsumableCapacity", "DRADeviceBindingConditions", "DRAResourceClaimDeviceStatus",
+)
+"""The DRA gates the allocator reads (AllocatorFeatures, k8s.io/kubernetes
+pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go@v1.37.2); the ones it
+added in 1.37 (fractional capacity ranges, list-type and derived attributes, optional node
+operations, compatibility groups) are alpha or off by default there and left off."""
 
 CHART_DEVICE_CLASSES = {
     name: {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
@@ -700,14 +699,14 @@ deployments/helm/nvidia-dra-driver-gpu/templates/deviceclass-*.yaml@v25.12.0).""
 
 def allocator_features(cluster: Any) -> dict[str, bool]:
     """The allocator features a ``1.minor`` scheduler with the cluster's declared gates runs
-    with (AllocatorFeatures, dynamicresources.go@v1.36.3), v0.36.3's code standing in for that
-    minor's."""
+    with (AllocatorFeatures, dynamicresources.go@v1.37.2; each gate's state at that minor from
+    gen's gate table, which tools/k8s_gates.py reads from kube_features.go at the minor's
+    tag), v0.37.2's code standing in for that minor's."""
+    from gen.k8s.gates import gate_table
+
     gates = dict(cluster.located.value.feature_gates)
-    minor = cluster.minor
-    on = {gate: bool(gates.get(gate, minor >= first))
-          for gate, first in GATE_DEFAULT_FROM.items()}
-    if minor >= NEWEST_MINOR:
-        on["DRAAdminAccess"] = True  # GA and locked in 1.36
+    table = gate_table()
+    on = {gate: table.enabled(gate, cluster.minor, gates) for gate in ALLOCATOR_GATES}
     return {
         "adminAccess": on["DRAAdminAccess"],
         "prioritizedList": on["DRAPrioritizedList"],
@@ -1062,9 +1061,9 @@ def allocation_category(oracles: Oracles | None = None, *,
                         fleets: Iterable[RenderedFleet] | None = None) -> Category:
     """"allocation (structured allocator)": per DRA cluster, the replicas each service holds
     at once and each replica's devices and counters, gen against the scheduler's allocator
-    (k8s.io/dynamic-resource-allocation/structured@v0.36.3) on gen's simulated slices."""
+    (k8s.io/dynamic-resource-allocation/structured@v0.37.2) on gen's simulated slices."""
     category = Category("allocation (structured allocator)",
-                        "k8s.io/dynamic-resource-allocation/structured@v0.36.3 (NewAllocator, "
+                        "k8s.io/dynamic-resource-allocation/structured@v0.37.2 (NewAllocator, "
                         "Allocate per node, as kube-scheduler's DynamicResources plugin)")
     owned = oracles is None
     oracles = oracles or Oracles()
@@ -1272,9 +1271,9 @@ def podsecurity_category(oracles: Oracles | None = None, *,
                          fleets: Iterable[RenderedFleet] | None = None) -> Category:
     """"Pod Security (policy library)": allowed or forbidden, and by which checks, for every
     pod template gen renders, gen.security.podsecurity against
-    k8s.io/pod-security-admission/policy@v0.36.3."""
+    k8s.io/pod-security-admission/policy@v0.37.2."""
     category = Category("Pod Security (policy library)",
-                        "k8s.io/pod-security-admission/policy@v0.36.3 (EvaluatePod with "
+                        "k8s.io/pod-security-admission/policy@v0.37.2 (EvaluatePod with "
                         "DefaultChecks, as PodSecurity admission)")
     owned = oracles is None
     oracles = oracles or Oracles()

@@ -107,7 +107,7 @@ _STRING_WORK = {
 }
 _COMPARISONS = {"_==_", "_!=_", "_<_", "_<=_", "_>_", "_>=_"}
 _LIST_TRAVERSAL = {"isSorted", "sum", "min", "max"}
-_LIST_SEARCH = {"indexOf", "lastIndexOf"}  # on a list; on a string they are string work
+_LIST_SEARCH = {"indexOf", "lastIndexOf", "includes"}  # on a list; else a scan of the value
 _SETS = {"sets.contains", "sets.equivalent", "sets.intersects"}
 _LISTS_EXTENSION = {"reverse", "slice", "flatten", "distinct", "sort", "@sortByAssociatedKeys"}
 _UNBOUNDED = 1 << 64
@@ -183,6 +183,10 @@ def _library_call(name: str, parts: list[_Est]) -> _Est | None:
         # comparison (library/cost.go@v0.36.0), 0.1 per character for strings.
         items = parts[0]
         return _Est(1 + items.size * (1 + _tenth(items.elem)), items.elem, 1)
+    if name == "includes" and parts:
+        # Not a list (a dyn attribute, a string): one comparison per unit of its size
+        # (library/cost.go@v0.37.2, "target can be a list under DynType").
+        return _Est(1 + parts[0].size, 1, 1)
     if name in _LISTS_EXTENSION and parts:
         return _lists_extension(name, parts)
     if name == "validate" and len(parts) == 2:

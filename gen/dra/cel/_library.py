@@ -344,6 +344,15 @@ def _items(value: object) -> list[Any]:
     return value
 
 
+def _includes(target: object, value: object) -> bool:
+    """Kubernetes' ``includes`` (lists library version 1, k8s.io/apiserver
+    ``pkg/cel/library/lists.go``@v0.37.2): a list has an element equal to ``value``, any other
+    value is equal to it."""
+    if isinstance(target, list):
+        return any(_cel_equal(x, value) for x in target)
+    return _cel_equal(target, value)
+
+
 def _is_sorted(value: object) -> bool:
     items = _items(value)
     try:
@@ -747,6 +756,7 @@ _LIBRARY: dict[str, list[_Overload]] = {
     ],
     "sign": [("quantity_sign", _INT, [_Q], False, _sign)],  # global only, as in Kubernetes
     "isInteger": [("quantity_isInteger", _BOOL, [_Q], True, _is_integer)],
+    "includes": [("list_includes_dyn_dyn", _BOOL, [_DYN, _DYN], True, _includes)],
     "isSorted": [
         (f"list_{n}_is_sorted_bool", _BOOL, [cel.Type.List(t)], True, _is_sorted)
         for n, t in _COMPARABLE.items()

@@ -1,8 +1,9 @@
 """Which CEL functions a DRA selector may use, by Kubernetes version: data from upstream.
 
 Kubernetes builds its CEL environment from *versioned options*
-(kubernetes/apiserver ``pkg/cel/environment/base.go`` @ v0.36.0, the staging copy of
-kubernetes/kubernetes ``staging/src/k8s.io/apiserver/pkg/cel/environment/base.go`` @ v1.36.0):
+(kubernetes/apiserver ``pkg/cel/environment/base.go`` @ v0.37.2, the staging copy of
+kubernetes/kubernetes ``staging/src/k8s.io/apiserver/pkg/cel/environment/base.go`` @ v1.37.2,
+built with cel-go v0.29.2 by its ``go.mod``):
 each library or language option has an ``IntroducedVersion``. An API server keeps two
 environments (``EnvSet``): **stored expressions** get every option the binary knows;
 **new expressions** get only the options introduced at or before its *compatibility
@@ -10,14 +11,19 @@ version*, which is the previous minor (``DefaultCompatibilityVersion`` =
 ``MinCompatibilityVersion`` of the binary), so that a rollback by one minor still accepts
 every stored object. DRA compiles a request or class selector on create with
 ``environment.NewExpressions`` (kubernetes/kubernetes ``pkg/apis/resource/validation/
-validation.go`` @ v1.36.0, ``validateCELExpression``) and skips the check for stored ones.
+validation.go`` @ v1.37.2, ``validateCELExpression``) and skips the check for stored ones.
 
 gen lints what a user is about to apply, so it uses **new expressions**: a cluster running
 1.N accepts a function introduced at 1.(N−1) or earlier. The DRA additions (the ``device``
 variable, ``cel.bind``, the semver library) are introduced at 1.31 in
-kubernetes/dynamic-resource-allocation ``cel/compile.go`` @ v0.36.0 and were in the DRA
+kubernetes/dynamic-resource-allocation ``cel/compile.go`` @ v0.37.2 and were in the DRA
 environment from its first release (1.0 in ``cel/compile.go`` @ v0.31.0), so every cluster
 gen renders DRA for has them.
+
+1.37 adds Kubernetes' list library version 1 (``includes``; the version-0 library is removed
+at 1.37 and replaced by it); the 1.38 pre-release (``base.go`` @ v0.38.0-beta.0) adds options
+introduced at 1.38 only (CIDR library version 1, optional types version 2), which a new object
+may use from 1.39.
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ TWO_VARIABLE = "two-variable comprehensions"
 """A macro, not a call: found as a comprehension with two iteration variables."""
 
 BASE_GO = (
-    "kubernetes/kubernetes staging/src/k8s.io/apiserver/pkg/cel/environment/base.go@v1.36.0"
+    "kubernetes/kubernetes staging/src/k8s.io/apiserver/pkg/cel/environment/base.go@v1.37.2"
 )
 
 
@@ -116,6 +122,7 @@ FEATURES: tuple[Feature, ...] = (
         frozenset({"slice", "flatten", "lists.range", "distinct", "reverse", "sort",
                    "sortBy", "first", "last"}),
     ),
+    Feature("Kubernetes' list library, version 1", 37, frozenset({"includes"})),
 )
 
 

@@ -40,6 +40,7 @@ def _error(expression: str, version: str | int | None = None) -> str:
         ("isIP('::1')", 31),  # library.IP at 1.30
         ("cidr('10.0.0.0/8').containsIP('10.1.2.3')", 31),
         ("quantity('1').isInteger()", 29),  # library.Quantity at 1.28
+        ("[1, 2].includes(2)", 38),  # library.Lists(ListsVersion(1)) at 1.37
     ],
 )
 def test_function_newer_than_the_cluster(expression: str, first: int) -> None:
@@ -49,6 +50,20 @@ def test_function_newer_than_the_cluster(expression: str, first: int) -> None:
         f"1.{first - 1}" in message
     compile_selector(expression, first)
     compile_selector(expression, f"v1.{first}.2")
+
+
+@pytest.mark.parametrize(("expression", "matched"), [
+    ("[1, 2, 3].includes(2)", True),
+    ("[1, 2, 3].includes(4)", False),
+    ("'model-a'.includes('model-a')", True),
+    ("'model-a'.includes('model')", False),
+    ("device.attributes['dra.example.com'].count.includes(3)", True),
+    ("[[1], [2]].includes([2])", True),
+    ("[1, 2].includes('1')", False),
+])
+def test_includes(expression: str, matched: bool) -> None:
+    """Kubernetes' ``includes`` (lists.go@v0.37.2): list membership, else equality."""
+    assert evaluate(expression, DEVICE, 38) == SelectorResult(matched)
 
 
 def test_the_newest_environment_has_everything_gen_implements() -> None:
@@ -96,7 +111,7 @@ def test_feature_table_is_consistent() -> None:
     """Every function belongs to one feature (per arity), and versions are ordered data."""
     seen: dict[tuple[str, int | None], str] = {}
     for feature in FEATURES:
-        assert 0 <= feature.introduced <= 36
+        assert 0 <= feature.introduced <= 37
         for name in feature.functions:
             assert (name, feature.arity) not in seen, name
             seen[name, feature.arity] = feature.name

@@ -5,19 +5,19 @@ package main
 //
 // Per pod this does what the DynamicResources plugin of kube-scheduler does
 // (k8s.io/kubernetes pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go
-// @v1.36.3): PreFilter gathers the allocated state (devices, shared device ids, consumed
+// @v1.37.2): PreFilter gathers the allocated state (devices, shared device ids, consumed
 // capacity) and builds one allocator with structured.NewAllocator(ctx,
 // AllocatorFeatures(fts), state, classes, slices, celCache); Filter calls
 // Allocate(ctx, node, claims) per node. A nil result means the claims cannot be allocated
 // on that node, an error wrapping structured.ErrFailedAllocationOnNode fails that node only,
 // any other error fails the pod's scheduling attempt (k8s.io/dynamic-resource-allocation
-// structured/allocator.go@v0.36.3, the Allocator interface). Which node a pod lands on is
+// structured/allocator.go@v0.37.2, the Allocator interface). Which node a pod lands on is
 // the scheduler's scoring, not the allocator's; here it is the caller's: the pod's "nodes"
 // in order ("first"), or the node with the most devices already allocated first, ties in
 // the given order ("packed", the bin-packing a harness that fills nodes wants).
 //
 // Between pods the allocation results become allocated state as the scheduler's claim
-// tracker does it (dynamicresources/allocateddevices.go@v1.36.3 foreachAllocatedDevice):
+// tracker does it (dynamicresources/allocateddevices.go@v1.37.2 foreachAllocatedDevice):
 // admin-access results are not allocated; with DRAConsumableCapacity a result with a share
 // id is a shared device id plus its consumed capacity; everything else is a dedicated
 // device.
@@ -43,7 +43,7 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// allocatorFeatures are the allocator's feature switches; absent fields take what the 1.36
+// allocatorFeatures are the allocator's feature switches; absent fields take what the 1.37
 // scheduler derives from its default gates (schedulerFeatures).
 type allocatorFeatures struct {
 	AdminAccess            *bool `json:"adminAccess,omitempty"`
@@ -56,15 +56,17 @@ type allocatorFeatures struct {
 }
 
 // schedulerFeatures is AllocatorFeatures(NewSchedulerFeaturesFromGates(defaults)) of
-// kube-scheduler 1.36: k8s.io/kubernetes pkg/scheduler/framework/plugins/dynamicresources/
-// dynamicresources.go@v1.36.3 AllocatorFeatures maps EnableDRAAdminAccess (DRAAdminAccess:
-// GA in 1.36, on), EnableDRAPrioritizedList (GA, on), EnableDRAPartitionableDevices (beta
-// from 1.36, on), EnableDRADeviceTaints (beta from 1.36, on), EnableDRADeviceBindingConditions
-// (beta from 1.36, on) && EnableDRAResourceClaimDeviceStatus (beta from 1.33, on), and
-// EnableDRAConsumableCapacity (beta from 1.36, on); the defaults are those of
-// pkg/features/kube_features.go@v1.36.3. It does not map DRAListTypeAttributes (alpha, off).
-// NewAllocator then picks the "incubating" implementation, the first whose supported
-// features cover these (structured/allocator.go@v0.36.3).
+// kube-scheduler 1.37: k8s.io/kubernetes pkg/scheduler/framework/plugins/dynamicresources/
+// dynamicresources.go@v1.37.2 AllocatorFeatures maps EnableDRAAdminAccess (DRAAdminAccess:
+// GA in 1.36, locked on), EnableDRAPrioritizedList (GA, locked on in 1.37),
+// EnableDRAPartitionableDevices (beta from 1.36, on), EnableDRADeviceTaints (GA in 1.37, on),
+// EnableDRADeviceBindingConditions (beta from 1.36, on) && EnableDRAResourceClaimDeviceStatus
+// (GA, locked on in 1.37), and EnableDRAConsumableCapacity (beta from 1.36, on); the defaults
+// are those of pkg/features/kube_features.go@v1.37.2. The features it maps besides
+// (FractionalCapacityRange: beta but off at the default compatibility version 1.36;
+// ListTypeAttributes, OptionalNodeOperations, DerivedAttributes, CompatibilityGroups: alpha)
+// are off. NewAllocator then picks the first implementation whose supported features cover
+// these (structured/allocator.go@v0.37.2).
 func schedulerFeatures() structured.Features {
 	return structured.Features{
 		AdminAccess:            true,
@@ -112,8 +114,8 @@ type podSpec struct {
 	// affinity) does not match, or with a NoSchedule/NoExecute taint it does not tolerate,
 	// is filtered out before allocation, as the NodeAffinity and TaintToleration plugins do
 	// (pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go and
-	// tainttoleration/taint_toleration.go@v1.36.3, on k8s.io/component-helpers
-	// scheduling/corev1; TaintTolerationComparisonOperators is alpha and off in 1.36).
+	// tainttoleration/taint_toleration.go@v1.37.2, on k8s.io/component-helpers
+	// scheduling/corev1; TaintTolerationComparisonOperators is alpha and off in 1.37).
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 	Affinity     *v1.Affinity      `json:"affinity,omitempty"`
 	Tolerations  []v1.Toleration   `json:"tolerations,omitempty"`
@@ -219,7 +221,7 @@ func handleAllocate(line []byte) (any, error) {
 		}
 		allNodes = append(allNodes, n.Name)
 	}
-	// The CEL cache the plugin holds (dynamicresources.go@v1.36.3 New).
+	// The CEL cache the plugin holds (dynamicresources.go@v1.37.2 New).
 	celCache := dracel.NewCache(10, dracel.Features{
 		EnableConsumableCapacity: features.ConsumableCapacity,
 		EnableListTypeAttributes: features.ListTypeAttributes,

@@ -3,7 +3,7 @@ package main
 // The "cel" query: a DRA device selector compiled as the API server validates it, and
 // evaluated as the scheduler evaluates it.
 //
-// Validation follows k8s.io/kubernetes pkg/apis/resource/validation/validation.go@v1.36.3
+// Validation follows k8s.io/kubernetes pkg/apis/resource/validation/validation.go@v1.37.2
 // validateCELSelector: an expression longer than CELSelectorExpressionMaxLength (10 Ki) is
 // refused before compiling ("Too long"); otherwise it is compiled with
 // dracel.GetCompiler(Features{EnableConsumableCapacity, EnableListTypeAttributes}) and
@@ -12,12 +12,12 @@ package main
 // cost result.MaxCost exceeds CELSelectorExpressionMaxCost (1,000,000; pkg/apis/resource
 // types.go, the same value as k8s.io/api resource/v1 types.go): "too complex, exceeds cost
 // limit". The compiler itself sets the same 1,000,000 as the program's run-time cost limit
-// (k8s.io/dynamic-resource-allocation cel/compile.go@v0.36.3 CompileCELExpression).
+// (k8s.io/dynamic-resource-allocation cel/compile.go@v0.37.2 CompileCELExpression).
 //
 // Evaluation follows the scheduler: its DynamicResources plugin compiles through
 // cel.NewCache(10, Features{...}) (k8s.io/kubernetes pkg/scheduler/framework/plugins/
-// dynamicresources/dynamicresources.go@v1.36.3 New), whose GetOrCompile uses the stored
-// environment without cost estimation (cel/cache.go@v0.36.3), and calls DeviceMatches per
+// dynamicresources/dynamicresources.go@v1.37.2 New), whose GetOrCompile uses the stored
+// environment without cost estimation (cel/cache.go@v0.37.2), and calls DeviceMatches per
 // device.
 
 import (
@@ -32,8 +32,8 @@ import (
 	dracel "k8s.io/dynamic-resource-allocation/cel"
 )
 
-// celFeatures are the gates the selector compiler reads. Absent fields take the 1.36
-// defaults (k8s.io/kubernetes pkg/features/kube_features.go@v1.36.3: DRAConsumableCapacity
+// celFeatures are the gates the selector compiler reads. Absent fields take the 1.37
+// defaults (k8s.io/kubernetes pkg/features/kube_features.go@v1.37.2: DRAConsumableCapacity
 // beta, on; DRAListTypeAttributes alpha, off).
 type celFeatures struct {
 	ConsumableCapacity *bool `json:"consumableCapacity,omitempty"`
@@ -112,7 +112,7 @@ func handleCEL(line []byte) (any, error) {
 	result := dracel.GetCompiler(features).CompileCELExpression(q.Expression, dracel.Options{EnvType: &envType})
 	if result.Error != nil {
 		out.Error = &celError{Type: string(result.Error.Type), Detail: result.Error.Detail}
-		// convertCELErrorToValidationError (validation.go@v1.36.3).
+		// convertCELErrorToValidationError (validation.go@v1.37.2).
 		switch result.Error.Type {
 		case apiservercel.ErrorTypeRequired:
 			out.Validation = field.Required(selectorPath, result.Error.Detail).Error()

@@ -1,5 +1,5 @@
 // Command oracle answers questions about DRA selectors, DRA allocation and Pod Security with
-// the upstream Kubernetes code itself, built from the published staging modules at v0.36.3:
+// the upstream Kubernetes code itself, built from the published staging modules at v0.37.2:
 //
 //   - k8s.io/dynamic-resource-allocation cel: the compiler the API server validates
 //     DeviceClass and ResourceClaim selectors with, and the scheduler evaluates them with;
@@ -14,8 +14,8 @@
 // keeps serving. The process ends at end of input.
 //
 // Flags: -emulate 1.MINOR sets the emulated Kubernetes version of the CEL environment (the
-// API server's --emulated-version: 1.33 to 1.36 at this binary version); the default is the
-// binary version 1.36 (k8s.io/component-base version/base.go DefaultKubeBinaryVersion, used
+// API server's --emulated-version: 1.34 to 1.37 at this binary version); the default is the
+// binary version 1.37 (k8s.io/component-base version/base.go DefaultKubeBinaryVersion, used
 // when the build carries no git version, see k8s.io/apiserver pkg/util/compatibility
 // version.go DefaultBuildEffectiveVersion).
 package main

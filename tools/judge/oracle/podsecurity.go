@@ -3,14 +3,14 @@ package main
 // The "podsecurity" query: Pod Security admission's checks on the pods a workload creates.
 //
 // The evaluator is k8s.io/pod-security-admission policy.NewEvaluator(policy.DefaultChecks(),
-// nil) (as cmd/webhook/server/server.go@v0.36.3 builds it) and EvaluatePod(level@version,
+// nil) (as cmd/webhook/server/server.go@v0.37.2 builds it) and EvaluatePod(level@version,
 // metadata, spec): one CheckResult per check that applies at that level and version, in the
 // registry's order. To name the check behind each result, every check's CheckPod is wrapped
 // to record its ID before it returns; the registry's own logic (versions, restricted
 // overriding baseline checks) decides which run.
 //
 // The pod template is taken from the object as PodSecurity admission takes it
-// (admission/admission.go@v0.36.3 DefaultPodSpecExtractor): Pod, PodTemplate,
+// (admission/admission.go@v0.37.2 DefaultPodSpecExtractor): Pod, PodTemplate,
 // ReplicationController, ReplicaSet, Deployment, DaemonSet, StatefulSet, Job, CronJob.
 // A LeaderWorkerSet (leaderworkerset.x-k8s.io) is no resource admission extracts; its
 // controller creates pods from spec.leaderWorkerTemplate.leaderTemplate (when set) and
@@ -245,7 +245,7 @@ func podTemplates(raw json.RawMessage) ([]namedTemplate, error) {
 
 // overrides maps each baseline check to the restricted check that replaces it at version v:
 // the OverrideCheckIDs of the newest versioned entry of each restricted check whose
-// MinimumVersion is not after v (the registry's inflateVersions, registry.go@v0.36.3).
+// MinimumVersion is not after v (the registry's inflateVersions, registry.go@v0.37.2).
 func overrides(v api.Version) map[string]string {
 	out := map[string]string{}
 	for _, check := range policy.DefaultChecks() {
