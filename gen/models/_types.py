@@ -91,17 +91,14 @@ LabelValue = Annotated[
     str, StringConstraints(max_length=63, pattern=_LABEL_VALUE)
 ]
 
-_PINNED = re.compile(
-    r"^[a-z0-9.\-/:_]+(:[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127})?(@sha256:[a-f0-9]{64})?$"
-)
-
-
 def _check_image(value: str) -> str:
-    if not _PINNED.fullmatch(value):
-        raise ValueError(f"{value!r} is not a container image reference")
-    name_part = value.split("@", 1)[0]
-    tag = name_part.rsplit(":", 1)[1] if ":" in name_part.rsplit("/", 1)[-1] else ""
-    if "@sha256:" not in value and (not tag or tag == "latest"):
+    from gen.k8s.image import ImageReferenceError, parse_image_reference
+
+    try:
+        reference = parse_image_reference(value)
+    except ImageReferenceError as err:
+        raise ValueError(f"not a container image reference: {err}") from None
+    if not reference.digest and reference.tag in ("", "latest"):
         raise ValueError(f"image {value!r} is not pinned: give a version tag or a digest")
     return value
 
