@@ -31,7 +31,13 @@ from gen.emit.cache import (
     new_record,
     record_path,
 )
-from gen.emit.output import Changes, compute_changes, unified_diff, write_tree
+from gen.emit.output import (
+    Changes,
+    check_out_dir,
+    compute_changes,
+    unified_diff,
+    write_tree,
+)
 from gen.errors import (
     Finding,
     LintError,
@@ -810,6 +816,7 @@ def render(
     """
 
     out_label = _label(out_dir, base)
+    check_out_dir(out_dir, out_label, profiles_dir)
     # A --cluster render neither takes nor writes the fleet record; it keeps the one out/
     # has, which stays valid exactly while out/ still holds every file it lists.
     digest = None if (check and no_cache) or clusters else _input_digest(
