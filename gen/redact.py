@@ -32,14 +32,16 @@ __all__ = ["SECRET_SHAPES", "literal_secrets", "redact"]
 SECRET_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("a Hugging Face token", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b")),
     ("an OpenAI-style API key", re.compile(r"\bsk-[A-Za-z0-9_\-]{20,}\b")),
-    ("a GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})\b")),
+    ("a GitHub token",
+     re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})\b")),
     ("a GitLab token", re.compile(r"\bglpat-[A-Za-z0-9_\-]{20,}\b")),
     ("an AWS access key", re.compile(r"\bAKIA[0-9A-Z]{16}\b")),
     ("a private key", re.compile(
         r"-----BEGIN [A-Z ]*PRIVATE KEY-----(?:.*?-----END [A-Z ]*PRIVATE KEY-----|.*)",
         re.DOTALL)),
     ("a password in a URL", re.compile(r"(?<=://)[^/\s@:'\"]+:[^/\s@'\"]+(?=@)")),
-    ("a token in a URL", re.compile(r"(?<=https://)[^/\s@:'\"]+(?=@)|(?<=http://)[^/\s@:'\"]+(?=@)")),
+    ("a token in a URL",
+     re.compile(r"(?<=https://)[^/\s@:'\"]+(?=@)|(?<=http://)[^/\s@:'\"]+(?=@)")),
 )
 """(what it looks like, pattern) of every credential shape gen recognises."""
 

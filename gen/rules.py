@@ -430,6 +430,11 @@ _ALL = (
         "not among those `storage.classes` declares for its StorageClass: it stays Pending",
     ),
     Rule(
+        "GEN703", "clusters of one Argo CD root disagree on fleet_mode", _GITOPS,
+        "Argo CD clusters with the same controller namespace, repository, revision and "
+        "path prefix (one root Application) set different `gitops.fleet_mode`s",
+    ),
+    Rule(
         "GEN704", "ReadWriteMany model cache on a StorageClass gen cannot see", _GITOPS,
         "a model-cache PVC that needs ReadWriteMany (more than one replica) with no "
         "StorageClass named (`storage.storage_class`, the cluster's `model_cache_class`) and "
@@ -442,11 +447,6 @@ _ALL = (
         "a service's `storage.storage_class` or a cluster's `model_cache_class` that is not "
         "among the cluster's declared `storage.classes` (a typo, or a class of another "
         "cluster): no provisioner answers, and the PVC never binds",
-    ),
-    Rule(
-        "GEN703", "clusters of one Argo CD root disagree on fleet_mode", _GITOPS,
-        "Argo CD clusters with the same controller namespace, repository, revision and "
-        "path prefix (one root Application) set different `gitops.fleet_mode`s",
     ),
     Rule(
         "GEN800", "gen verify cannot ask the cluster", _CLUSTER,

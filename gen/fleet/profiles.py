@@ -112,8 +112,9 @@ def secret_findings(doc: Document) -> list[Finding]:
             f"this value looks like {what}; profiles are committed to Git and must not hold "
             "secrets",
             doc.locate(path)[0], format_key_path(path),
-            hint="revoke it, store it in a Secret and reference it by name (auth.hf_token / "
-            "auth.api_key: {name, key})",
+            hint="revoke it, and keep it in a Secret: a service references its own by name "
+            "(auth.hf_token / auth.api_key: {name, key}); a Git repository's credentials go "
+            "in the GitOps engine's repository Secret",
         )
         for path, what in literal_secrets(doc.data)
     ]

@@ -53,16 +53,17 @@ def _cache_mode(svc: ServicePlan, cluster: ClusterPlan) -> tuple[str, str | None
     return mode, klass, replicas
 
 
-def _mode_location(svc: ServicePlan) -> tuple[SourceLocation, str]:
-    """Where the user changes a model cache's access mode: the mode itself, the class, the
-    storage settings, else what made it ReadWriteMany (the replicas)."""
+def _mode_location(svc: ServicePlan, *, at_storage: bool) -> tuple[SourceLocation, str]:
+    """Where the user changes a model cache's access mode: the mode itself, the class (or,
+    ``at_storage``, the storage settings where a class is to be named), else what made it
+    ReadWriteMany (the replicas, or the autoscaling maximum)."""
     storage = svc.service.storage
     data = svc.located.document.data
     if storage.access_mode is not None:
         return svc.located.at("storage", "access_mode"), "storage.access_mode"
     if storage.storage_class is not None:
         return svc.located.at("storage", "storage_class"), "storage.storage_class"
-    if isinstance(data, dict) and "storage" in data:
+    if at_storage and isinstance(data, dict) and "storage" in data:
         return svc.located.at("storage"), "storage"
     if svc.service.autoscaling is not None:
         return svc.located.at("autoscaling", "max_replicas"), "autoscaling.max_replicas"
@@ -78,10 +79,10 @@ def _storage(cluster: ClusterPlan, svc: ServicePlan) -> Finding | None:
     declared = {c.name: c for c in classes}
     default = next((c.name for c in classes if c.default), None)
     why = "" if service.storage.access_mode else f" (the default for {replicas} replica(s))"
-    where, key = _mode_location(svc)
     if klass is None and default is None:
         if mode not in ("ReadWriteMany", "ReadOnlyMany"):
             return None
+        where, key = _mode_location(svc, at_storage=True)
         return Finding(
             "GEN704",
             f"the model cache of service {service.name!r} needs {mode}{why} and names no "
@@ -99,6 +100,7 @@ def _storage(cluster: ClusterPlan, svc: ServicePlan) -> Finding | None:
     klass = klass or default
     if klass is None or klass not in declared or mode in declared[klass].access_modes:
         return None
+    where, key = _mode_location(svc, at_storage=False)
     return Finding(
         "GEN702",
         f"the model cache of service {service.name!r} needs {mode}{why}, which StorageClass "
@@ -133,13 +135,13 @@ def _undeclared_classes(cluster: ClusterPlan) -> list[Finding]:
             cluster=cluster.name,
         ))
     for svc in cluster.services:
-        name = svc.service.storage.storage_class
-        if name is None or name in declared or svc.service.mac_hosts:
+        named = svc.service.storage.storage_class
+        if named is None or named in declared or svc.service.mac_hosts:
             continue
         findings.append(Finding(
             "GEN705",
-            f"StorageClass {name!r} of service {svc.service.name!r} is not one cluster "
-            f"{cluster.name!r} declares{did_you_mean(name, declared)}: its model-cache PVC "
+            f"StorageClass {named!r} of service {svc.service.name!r} is not one cluster "
+            f"{cluster.name!r} declares{did_you_mean(named, declared)}: its model-cache PVC "
             "never binds",
             svc.located.at("storage", "storage_class"), "storage.storage_class",
             hint=f"declared classes: {listed}; add the class to the cluster's storage.classes "

@@ -275,10 +275,7 @@ class InferenceService(ProfileKind):
         # Apple VM pool the reason is that vLLM cannot run there at all (GEN601).
         if self.gguf_file is not None and self.engine != "llama-server":
             raise ValueError("'gguf_file' is for engine llama-server (GGUF models)")
-        if self.gguf_file is not None and self.gguf_file.startswith(self.model + "/"):
-            raise ValueError(
-                f"gguf_file is relative to the repository {self.model!r}: write "
-                f"{self.gguf_file.removeprefix(self.model + '/')!r} (without the repo id)")
+
         return self
 
     @property
