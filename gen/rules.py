@@ -353,8 +353,9 @@ _ALL = (
     ),
     Rule(
         "GEN501", "literal secret in a profile", _SECURITY,
-        "a value that looks like a credential (Hugging Face, OpenAI-style or GitHub token, AWS "
-        "key, private key) in a profile",
+        "a value that looks like a credential (Hugging Face, OpenAI-style, GitHub or GitLab "
+        "token, AWS key, private key) in a profile, also where a Secret's name belongs (it "
+        "is reported instead of the name's syntax error); gen never prints the value",
     ),
     Rule(
         "GEN502", "workload opts out of Pod Security 'restricted'", _SECURITY,
