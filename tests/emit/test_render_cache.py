@@ -297,7 +297,8 @@ def test_cluster_selection_keeps_the_other_records(rendered: Path, tmp_path: Pat
     assert result.skipped == ()
     records = sorted(p.name for p in (root / "out" / CACHE_DIR).iterdir()
                      if p.name != "_stat.json")  # machine-local
-    assert records == [".gitignore", "_fleet.json", *(f"{c}.json" for c in CLUSTERS)]
+    assert records == [".gitignore", "_fleet.json", "_trust.json",
+                       *(f"{c}.json" for c in CLUSTERS)]
     assert _render(root).skipped == CLUSTERS
 
 
