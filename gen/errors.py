@@ -31,15 +31,18 @@ The tree (every :class:`GenError` subclass gen has is defined here)::
 Every rule id in parentheses, and GEN000, is in :mod:`gen.rules`.
 
 A :class:`Finding` is one located message with a rule id, used both for lint results and
-for every error that points into a file.
+for every error that points into a file. Findings and error messages are redacted when they
+are built (:func:`gen.redact.redact`): no credential reaches any output.
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, ClassVar
+
+from gen.redact import redact
 
 if TYPE_CHECKING:
     import subprocess
@@ -87,6 +90,18 @@ class Finding:
     """The service the finding is about, when it is about one (not shown, not in JSON)."""
     cluster: str = ""
     """The cluster the finding is about, when it is about one (not shown, not in JSON)."""
+
+    def __post_init__(self) -> None:
+        # Credentials never reach a finding's text (so neither its JSON nor SARIF form):
+        # a value echoed into a message is redacted here, once (gen.redact).
+        for name in ("message", "key_path", "hint"):
+            text = getattr(self, name)
+            clean = redact(text)
+            if clean != text:
+                object.__setattr__(self, name, clean)
+        if any(r.note and redact(r.note) != r.note for r in self.related):
+            object.__setattr__(self, "related", tuple(
+                replace(r, note=redact(r.note)) for r in self.related))
 
     def sort_key(self) -> tuple[str, int, int, str, str]:
         """Stable order: file, line, column, rule, message."""
@@ -154,6 +169,7 @@ class GenError(Exception):
     default_rule: ClassVar[str] = "GEN000"
 
     def __init__(self, message: str = "", *, findings: Sequence[Finding] = ()) -> None:
+        message = redact(message)
         self.message = message
         self.findings: tuple[Finding, ...] = tuple(sort_findings(findings))
         super().__init__(message or (self.findings[0].message if self.findings else ""))

@@ -19,6 +19,7 @@ finding. :func:`lint` and :func:`load_plan` build the whole fleet here, serially
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -28,10 +29,21 @@ from gen.emit.cache import (
     CACHE_GITIGNORE,
     CACHE_GITIGNORE_BYTES,
     FLEET_RECORD,
+    TRUST_FILE,
+    env_key,
     new_record,
+    read_trusted,
     record_path,
+    stale_records,
+    trust_bytes,
 )
-from gen.emit.output import Changes, compute_changes, unified_diff, write_tree
+from gen.emit.output import (
+    Changes,
+    check_out_dir,
+    compute_changes,
+    unified_diff,
+    write_tree,
+)
 from gen.errors import (
     Finding,
     LintError,
@@ -501,7 +513,8 @@ class _ClusterTask:
     def __init__(self, plan: Plan, root: Path, out_dir: Path, templates_dir: Path | None,
                  out_label: str, validate: bool, crds: CRDSet | None,
                  selected: frozenset[str], records: bool, reuse: bool,
-                 prebuild_extra: Mapping[str, Any] | None) -> None:
+                 prebuild_extra: Mapping[str, Any] | None,
+                 vouched: frozenset[str] = frozenset()) -> None:
         self.plan = plan
         self.root = root
         self.out_dir = out_dir
@@ -513,6 +526,8 @@ class _ClusterTask:
         self.records = records
         self.reuse = reuse
         self.prebuild_extra = prebuild_extra
+        self.vouched = vouched
+        """The records this checkout's trust list vouches for (gen.emit.cache.read_trusted)."""
         self._render: _RenderCluster | None = None
         self._fingerprinter: Any = None
 
@@ -569,13 +584,23 @@ class _ClusterTask:
         return prebuild_key(cluster, extra, self.root)
 
     def __call__(self, index: int) -> _TaskOutput:
-        from gen.emit.cache import lint_record_bytes, read_lint_record, verified_files
+        from gen.emit.cache import (
+            lint_record_bytes,
+            read_lint_record,
+            same_but_env,
+            trusted,
+            verified_files,
+        )
 
         resolved = self.plan.clusters[index]
         name = resolved.name
         selected = name in self.selected
         keyed = self._key(resolved) if self.records else None
         found = read_lint_record(self.out_dir, name) if self.reuse else None
+        # out/'s record, kept byte for byte if the new one differs only in its env.
+        previous = found.data if found is not None else None
+        if found is not None and not trusted(found.record, found.data, self.vouched):
+            found = None  # written by another gen or other libraries: checked by rendering
         validated_ok = found is not None and (found.record.validated or not self.validate)
         if found is not None and keyed is not None and found.prebuild == keyed[0]:
             hit = _TaskOutput(list(found.findings), {k: list(v) for k, v in found.once.items()},
@@ -605,8 +630,9 @@ class _ClusterTask:
         def record(objects: int, files: Mapping[PurePosixPath, bytes]) -> bytes | None:
             if fingerprint is None:
                 return None
-            return lint_record_bytes(new_record(name, fingerprint, self.validate, objects,
+            made = lint_record_bytes(new_record(name, fingerprint, self.validate, objects,
                                                 files), prebuild, lint, once)
+            return previous if previous is not None and same_but_env(previous, made) else made
 
         if (found is not None and fingerprint is not None and validated_ok
                 and found.record.fingerprint == fingerprint):
@@ -810,6 +836,7 @@ def render(
     """
 
     out_label = _label(out_dir, base)
+    check_out_dir(out_dir, out_label, profiles_dir)
     # A --cluster render neither takes nor writes the fleet record; it keeps the one out/
     # has, which stays valid exactly while out/ still holds every file it lists.
     digest = None if (check and no_cache) or clusters else _input_digest(
@@ -828,10 +855,12 @@ def render(
         selected = frozenset()  # plan.select raises, once the lint has had its say
     validate = validator != "none"
     make_records = not (check and no_cache)
+    vouched = read_trusted(out_dir) if not no_cache else frozenset()
     task = _ClusterTask(
         whole, root, out_dir, templates_dir, out_label, validate, crds, selected,
         records=make_records, reuse=not no_cache,
         prebuild_extra=_prebuild_extra(templates_dir, crds) if make_records else None,
+        vouched=vouched,
     )
     done, fleet = _run_cluster_tasks(task, jobs, progress)
     lint_findings = _lint_findings(whole, done, fleet, crd_findings)
@@ -849,6 +878,7 @@ def render(
             f"{len(bad)} schema error(s) in rendered manifests; nothing was written",
             findings=bad,
         )
+    checked = set(records.values())  # rendered or verified here, under this env
     if clusters:
         outputs = _merge_unselected(outputs, out_dir, clusters)
         records = {**_other_records(out_dir, clusters), **records}
@@ -864,8 +894,20 @@ def render(
                 f"changed, {len(changes.removed)} removed; run 'gen render'\n"
                 + _annotated_summary(changes) + ("\n" + text if text else ""),
             )
+        if make_records:
+            stale = stale_records(out_dir, records)
+            if stale:
+                raise StaleOutputError(
+                    f"{out_label}/ is stale: its manifests are current, but "
+                    f"{len(stale)} render-cache record(s) are not; run 'gen render' and "
+                    "commit them\n" + "\n".join(f"  {out_label}/{r}" for r in stale))
         return RenderResult(outputs, changes, warnings, count, text, skipped)
     records[CACHE_GITIGNORE] = CACHE_GITIGNORE_BYTES
+    # Trusted from now on: the records checked here, and those of the clusters this
+    # render left alone that the trust list already vouched for.
+    records[TRUST_FILE] = trust_bytes(
+        data for data in records.values()
+        if data in checked or hashlib.sha256(data).hexdigest() in vouched)
     if digest is not None:
         records[FLEET_RECORD] = _fleet_record(digest, plan, count, warnings, outputs, records)
     changes = write_tree(outputs, out_dir, cache=dict(sorted(records.items())))
@@ -1057,19 +1099,23 @@ def cluster_fingerprints(
     crds_dir: Path | None = None,
 ) -> list[dict[str, Any]]:
     """Every cluster of the fleet, in name order: its name, the render cache's fingerprint
-    of its inputs (None when they cannot be fingerprinted), its GitOps engine and wave.
+    of its inputs (None when they cannot be fingerprinted), the env of this gen (its
+    version, code and libraries: a record is reused only with both), its GitOps engine
+    and wave.
     ``templates_dir`` and ``crds_dir`` as for :func:`render`: both count in a fingerprint."""
     from gen.emit.crd_schemas import load_crd_dir
 
     plan = load_plan(profiles_dir, base=base)
     crds, _ = load_crd_dir(crds_dir, base)
     fingerprints = _fingerprints(plan, templates_dir, crds)
+    env = env_key()
     rows = []
     for cluster in sorted(plan.clusters, key=lambda c: c.name):
         gitops = cluster.cluster.gitops
         rows.append({
             "name": cluster.name,
             "fingerprint": fingerprints[cluster.name],
+            "env": env,
             "engine": gitops.engine if gitops is not None else None,
             "wave": gitops.wave if gitops is not None else None,
         })

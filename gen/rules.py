@@ -173,6 +173,12 @@ _ALL = (
         "a MIG layout on a GPU without MIG",
     ),
     Rule(
+        "GEN105", "per-GPU MIG layout leaves GPUs of the node as they were", _MIG,
+        "a `per_gpu` layout whose entries name only some GPU indices of a pool's nodes: "
+        "mig-parted configures the listed GPUs and leaves the others in whatever MIG mode "
+        "and instances they had. Reported at the layout's `per_gpu`, naming the GPUs left out",
+    ),
+    Rule(
         "GEN110", "dynamic MIG pool on a cluster without DRA", _MIG,
         "a `mig: dynamic` pool on a device-plugin cluster: dynamic MIG is a DRA driver feature",
     ),
@@ -273,9 +279,9 @@ _ALL = (
     ),
     Rule(
         "GEN217", "setting a device-plugin cluster cannot honour", _DRA,
-        "a request selector, `same`, `allocation_mode: All` or a class's DRA sharing on a "
-        "device-plugin cluster: gen cannot render it there and says so instead of dropping "
-        "it silently",
+        "a request selector, `same`, `allocation_mode: All`, a class's `cel:` selectors or "
+        "its DRA sharing on a device-plugin cluster: gen cannot render it there and says so "
+        "instead of dropping it silently",
         _WARNING,
     ),
     Rule(
@@ -377,8 +383,9 @@ _ALL = (
     ),
     Rule(
         "GEN501", "literal secret in a profile", _SECURITY,
-        "a value that looks like a credential (Hugging Face, OpenAI-style or GitHub token, AWS "
-        "key, private key) in a profile",
+        "a value that looks like a credential (Hugging Face, OpenAI-style, GitHub or GitLab "
+        "token, AWS key, private key) in a profile, also where a Secret's name belongs (it "
+        "is reported instead of the name's syntax error); gen never prints the value",
     ),
     Rule(
         "GEN502", "workload opts out of Pod Security 'restricted'", _SECURITY,
@@ -457,6 +464,20 @@ _ALL = (
         "GEN703", "clusters of one Argo CD root disagree on fleet_mode", _GITOPS,
         "Argo CD clusters with the same controller namespace, repository, revision and "
         "path prefix (one root Application) set different `gitops.fleet_mode`s",
+    ),
+    Rule(
+        "GEN704", "ReadWriteMany model cache on a StorageClass gen cannot see", _GITOPS,
+        "a model-cache PVC that needs ReadWriteMany (more than one replica) with no "
+        "StorageClass named (`storage.storage_class`, the cluster's `model_cache_class`) and "
+        "no declared default class (`default: true` in `storage.classes`): most default "
+        "classes are block storage, on which the PVC and the pods stay Pending",
+        _WARNING,
+    ),
+    Rule(
+        "GEN705", "StorageClass the cluster does not declare", _GITOPS,
+        "a service's `storage.storage_class` or a cluster's `model_cache_class` that is not "
+        "among the cluster's declared `storage.classes` (a typo, or a class of another "
+        "cluster): no provisioner answers, and the PVC never binds",
     ),
     Rule(
         "GEN800", "gen verify cannot ask the cluster", _CLUSTER,

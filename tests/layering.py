@@ -6,7 +6,8 @@ everything under it, any other pattern one module; the longest matching pattern 
 ===============  =====  ==========================================================
 layer            rank   modules
 ===============  =====  ==========================================================
-kernel           0      gen._version, gen.caches, gen.errors, gen.rules, gen.pins, gen.k8s.*
+kernel           0      gen._version, gen.caches, gen.errors, gen.redact, gen.rules,
+                        gen.pins, gen.k8s.*
 models           1      gen.models.*
 facts            2      knowledge that lives in a capability package but that any
                         layer above may use: catalogs, physical rules, engine and
@@ -101,10 +102,10 @@ CAPABILITIES = (
 """The capability packages; a module of one imports no non-facts module of another."""
 
 LAYERS = (
-    Layer("kernel", 0, ("gen._version", "gen.caches", "gen.errors", "gen.rules", "gen.pins",
-                        "gen.k8s.*"),
-          "the version, the error tree, the rule registry, the upstream pins, Kubernetes "
-          "value types"),
+    Layer("kernel", 0, ("gen._version", "gen.caches", "gen.errors", "gen.redact", "gen.rules",
+                        "gen.pins", "gen.k8s.*"),
+          "the version, the error tree, redaction, the rule registry, the upstream pins, "
+          "Kubernetes value types"),
     Layer("models", 1, ("gen.models.*",), "the profile kinds (pydantic)"),
     Layer("facts", 2, FACTS, "catalogs and physical rules, free for every layer above"),
     Layer("fleet", 3, ("gen.fleet.*",),

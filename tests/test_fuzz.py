@@ -557,6 +557,7 @@ def test_a_model_profile_gen_cannot_size_is_a_profile_error(
 @pytest.mark.parametrize(("field", "value", "message"), [
     ("gitops.path_prefix", "../../etc", "leaves the repository"),
     ("gitops.path_prefix", "a/../../b", "leaves the repository"),
+    ("gitops.path_prefix", "/out/", "is absolute"),
     ("extended_resource_name", "Bad Name!", "is not an extended resource name"),
     ("extended_resource_name", "kubernetes.io/gpu", "is not an extended resource name"),
     ("extended_resource_name", "gpu", "is not an extended resource name"),
@@ -587,7 +588,7 @@ def test_valid_extended_resource_names_and_path_prefixes_stay_valid() -> None:
 
     for name in ("example.com/gpu", "gpu.example.com/h100_80GB", "a/b"):
         assert GPUClass(kind="GPUClass", name="x", extended_resource_name=name)
-    for prefix in ("out", "deploy/out", "./out", "/out/", "a..b/out"):
+    for prefix in ("out", "deploy/out", "./out", "out/", "a..b/out"):
         assert GitOps(engine="flux", repo_url="https://git.example.com/f.git", path_prefix=prefix)
 
 

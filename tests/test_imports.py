@@ -95,7 +95,11 @@ def test_public_api_lints_and_checks_the_example_fleet(tmp_path: Path) -> None:
 
     root = copy_fleet(tmp_path)
     shutil.copytree(REPO / "out", root / "out")
+    # out/ is rendered with templates/ beside profiles/ (as 'gen render' finds it there):
+    # the render-cache records hash that override folder too.
+    shutil.copytree(REPO / "templates", root / "templates")
     findings = gen.lint(root / "profiles", base=root)
     assert not [f for f in findings if f.severity is gen.Severity.ERROR]
-    result = gen.render(root / "profiles", root / "out", check=True, base=root)
+    result = gen.render(root / "profiles", root / "out", check=True, base=root,
+                        templates_dir=root / "templates")
     assert result.changes.empty and result.objects > 0

@@ -93,6 +93,7 @@ def test_default_severities() -> None:
         "GEN604": Severity.WARNING,
         "GEN609": Severity.WARNING,
         "GEN610": Severity.WARNING,
+        "GEN704": Severity.WARNING,
         "GEN803": Severity.INFO,
         "GEN804": Severity.WARNING,
         "GEN818": Severity.WARNING,

@@ -29,7 +29,8 @@ def clusters_command(profiles_dir: Path, templates_dir: Path | None, crds_dir: P
     """List the clusters with the fingerprint of each one's inputs.
 
     The fingerprint is the render cache's (out/.gen-cache/<cluster>.json): it changes
-    exactly when a render of that cluster could write other bytes.
+    exactly when the inputs of that cluster do; with the env (this gen's version, code and
+    libraries) it says when a render of that cluster could write other bytes.
     """
     from gen.pipeline import cluster_fingerprints
 

@@ -12,7 +12,7 @@ from gen.cli._options import crds_for, crds_option, profiles_option, templates_f
 
 @click.command("render")
 @profiles_option
-@click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False),
+@click.option("--out", "out_dir", type=click.Path(path_type=Path),
               default=Path("out"), show_default=True, help="Output folder.")
 @click.option("--templates", "templates_dir", type=click.Path(path_type=Path, file_okay=False),
               default=None, help="Template overrides (default: templates/ beside --profiles).")

@@ -489,6 +489,21 @@ def _device_plugin_drops(cluster: ClusterPlan) -> list[Finding]:
                 hint="remove it, or run the service on a DRA cluster",
             ))
         gpu_class = svc.gpu_class
+        if gpu_class is not None and gpu_class.cel:
+            located = cluster.gpu_classes[gpu_class.name]
+            findings.append(Finding(
+                "GEN217",
+                f"the CEL selectors of class {gpu_class.name!r} (cel) are not rendered: "
+                f"service {svc.service.name!r} gets any device of its node pools, also those "
+                f"the expressions exclude; {why}",
+                located.at("cel"), "cel", severity=Severity.WARNING,
+                related=(replace(svc.located.at("gpu", "gpu_class"),
+                                 note=f"used by service {svc.service.name!r}"),),
+                service=svc.service.name, cluster=cluster.name,
+                hint="express the choice with the class's match (product, memory, MIG "
+                "profile: these pick the node pools) or the service's node_pool, or run the "
+                "service on a DRA cluster",
+            ))
         if gpu_class is not None and gpu_class.sharing is not None:
             located = cluster.gpu_classes[gpu_class.name]
             findings.append(Finding(

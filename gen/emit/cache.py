@@ -13,10 +13,14 @@ are the bytes a full render writes: the cache can make a render faster, never di
 
 The fingerprint is a SHA-256 over a canonical JSON text (sorted keys, no whitespace) of:
 
-- ``gen``: gen's version and a digest of its code (:func:`code_digest`), and the
-  versions of the libraries whose behaviour shapes the bytes or the verdict (Jinja2
-  renders the templates, PyYAML parses their output, jsonschema-rs and
-  kubernetes-validate's bundled schemas validate it);
+- ``gen``: the record format only. What changes without the inputs changing (gen's
+  version, a digest of its code (:func:`code_digest`), and the versions of the libraries
+  whose behaviour shapes the bytes or the verdict: Jinja2 renders the templates, PyYAML
+  parses their output, jsonschema-rs and kubernetes-validate's bundled schemas validate
+  it) is the record's ``env`` (:func:`env_key`), beside the fingerprint: a record is used
+  only under its own env or once this checkout has checked it (the trust list), and a
+  render that finds a record equal but for its env keeps out/'s bytes, so that a fresh
+  clone rendered under another gen stays clean;
 - ``cluster``: the name (it is in every path), the Kubernetes minor and the schema minor it
   validates against, and the DRA API version;
 - ``manifests``: every ManifestSpec the builders made (template name, context, note,
@@ -63,8 +67,8 @@ no digest, and the normal path. Both conditions on out/ are proved by one walk o
 held, with each file's size, mtime, ctime, inode and device, just after the render that
 wrote this very fleet record. A file whose stat is not the recorded one is read and hashed.
 
-The fleet record and the stat table are machine-local and git-ignored: JSON only, never
-anything that runs code when loaded, and a damaged one is a miss.
+The fleet record, the stat table and the trust list are machine-local and git-ignored: JSON
+only, never anything that runs code when loaded, and a damaged one is a miss.
 """
 
 from __future__ import annotations
@@ -98,6 +102,7 @@ __all__ = [
     "FORMAT",
     "OWN_FILES",
     "STAT_TABLE",
+    "TRUST_FILE",
     "CacheRecord",
     "Fingerprinter",
     "FleetRecord",
@@ -105,6 +110,7 @@ __all__ = [
     "VerifiedFiles",
     "canonical_json",
     "code_digest",
+    "env_key",
     "file_text",
     "fleet_record_bytes",
     "input_digest",
@@ -112,11 +118,16 @@ __all__ = [
     "read_fleet_record",
     "read_record",
     "read_stat_table",
+    "read_trusted",
     "record_bytes",
     "record_path",
+    "same_but_env",
     "shown_path",
     "split_listing",
+    "stale_records",
     "stat_of",
+    "trust_bytes",
+    "trusted",
     "verified_files",
     "verified_hashes",
     "write_stat_table",
@@ -128,8 +139,9 @@ synced folder (a cluster name cannot start with '.'), never listed in a kustomiz
 ``out/.gen-files``, never reported by ``render --check``, and replaced as a whole by each
 render (a file put there by hand is removed)."""
 
-FORMAT = 1
-"""The record layout's version; a record of another format is a miss."""
+FORMAT = 2
+"""The record layout's version; a record of another format is a miss (2: the ``env`` apart
+from the fingerprint)."""
 
 _LIBRARIES = ("jinja2", "PyYAML", "jsonschema-rs", "kubernetes-validate")
 
@@ -325,8 +337,7 @@ class Fingerprinter:
         self._crds = crds
         self._closure: dict[str, tuple[str, ...]] = {}
         self._source: dict[str, str] = {}
-        self._gen = {"version": __version__, "code": code_digest(), "format": FORMAT,
-                     **_library_versions()}
+        self._gen = {"format": FORMAT}
 
     def _template_source(self, name: str) -> str:
         import jinja2
@@ -430,6 +441,8 @@ class CacheRecord:
 
     cluster: str
     fingerprint: str
+    env: str
+    """:func:`env_key` of the gen that wrote the record (its version, code and libraries)."""
     validated: bool
     """Whether the files passed the embedded schema validation."""
     objects: int
@@ -442,6 +455,7 @@ def _record_data(record: CacheRecord) -> dict[str, Any]:
     return {
         "cluster": record.cluster,
         "files": dict(sorted(record.files.items())),
+        "env": record.env,
         "fingerprint": record.fingerprint,
         "format": FORMAT,
         "objects": record.objects,
@@ -457,8 +471,8 @@ def record_bytes(record: CacheRecord) -> bytes:
 
 def new_record(cluster: str, fingerprint: str, validated: bool, objects: int,
                files: Mapping[PurePosixPath, bytes]) -> CacheRecord:
-    """The record of a cluster just rendered."""
-    return CacheRecord(cluster, fingerprint, validated, objects, {
+    """The record of a cluster just rendered, by this gen (:func:`env_key`)."""
+    return CacheRecord(cluster, fingerprint, env_key(), validated, objects, {
         str(path): hashlib.sha256(data).hexdigest() for path, data in files.items()
     })
 
@@ -473,13 +487,13 @@ def parse_record(data: bytes) -> CacheRecord | None:
         return None
     cluster, fingerprint = raw.get("cluster"), raw.get("fingerprint")
     validated, files = raw.get("validated"), raw.get("files")
-    objects = raw.get("objects")
-    if not (isinstance(cluster, str) and isinstance(fingerprint, str)
+    objects, env = raw.get("objects"), raw.get("env")
+    if not (isinstance(cluster, str) and isinstance(fingerprint, str) and isinstance(env, str)
             and isinstance(validated, bool) and isinstance(files, dict)
             and type(objects) is int and objects >= 0
             and all(isinstance(k, str) and isinstance(v, str) for k, v in files.items())):
         return None
-    return CacheRecord(cluster, fingerprint, validated, objects, files)
+    return CacheRecord(cluster, fingerprint, env, validated, objects, files)
 
 
 def read_record(out_dir: Path, cluster: str) -> tuple[CacheRecord, bytes] | None:
@@ -545,9 +559,94 @@ def clusters_of(paths: Iterable[str]) -> set[str]:
     """The cluster names of record paths (``.gen-cache/<cluster>.json``; not the fleet
     record)."""
     prefix = CACHE_DIR + "/"
+    # A cluster name is a DNS label: '_fleet', '_stat' and '_trust' are gen's own files.
     return {p[len(prefix):-len(".json")] for p in paths
             if p.startswith(prefix) and p.endswith(".json") and "/" not in p[len(prefix):]
-            and p != FLEET_RECORD}
+            and not p[len(prefix):].startswith("_")}
+
+
+# --------------------------------------------------------------------------- env and trust
+#
+# A record's fingerprint and pre-build key hash the inputs only; what changes without the
+# inputs changing (gen's version and code, the libraries installed) is the record's ``env``.
+# A record is used only under the env that wrote it, or under one that has checked it (the
+# trust list); a render whose record differs from the one out/ holds only in ``env`` keeps
+# out/'s bytes. So a fresh clone's render, under another gen or other libraries, renders
+# what it cannot trust, finds the same records and rewrites none of them.
+
+TRUST_FILE = f"{CACHE_DIR}/_trust.json"
+"""The records this checkout's gen has checked (their SHA-256) under its env: records
+written elsewhere, by another env, that a render here found equal but for ``env``.
+Machine-local and git-ignored, like the fleet record."""
+
+TRUST_FORMAT = 1
+
+
+def env_key() -> str:
+    """A digest of what shapes a render's bytes and verdicts besides its inputs: gen's
+    version, its code digest, the record format and the libraries' versions."""
+    return _sha256(canonical_json(_gen_versions()))
+
+
+def trust_bytes(record_files: Iterable[bytes]) -> bytes:
+    """The trust list vouching, under this env, for the records whose bytes are given."""
+    digests = sorted({hashlib.sha256(data).hexdigest() for data in record_files})
+    data = {"env": env_key(), "format": TRUST_FORMAT, "records": digests}
+    return (json.dumps(data, sort_keys=True, indent=1, ensure_ascii=True) + "\n").encode()
+
+
+def read_trusted(out_dir: Path) -> frozenset[str]:
+    """The SHA-256 of the records the trust list vouches for under this env (none when it
+    is missing, damaged, or was written by another env)."""
+    try:
+        raw = json.loads((out_dir / TRUST_FILE).read_bytes())
+    except (OSError, ValueError):
+        return frozenset()
+    if (not isinstance(raw, dict) or raw.get("format") != TRUST_FORMAT
+            or raw.get("env") != env_key() or not isinstance(raw.get("records"), list)):
+        return frozenset()
+    return frozenset(d for d in raw["records"] if isinstance(d, str))
+
+
+def trusted(record: CacheRecord, data: bytes, vouched: frozenset[str]) -> bool:
+    """Whether a render here may use ``record`` (read as ``data``): it was written under
+    this env, or the trust list vouches for its bytes."""
+    return record.env == env_key() or hashlib.sha256(data).hexdigest() in vouched
+
+
+def same_but_env(old: bytes, new: bytes) -> bool:
+    """Whether two record files say the same, ``env`` apart."""
+    try:
+        before, after = json.loads(old), json.loads(new)
+    except ValueError:
+        return False
+    if not (isinstance(before, dict) and isinstance(after, dict)):
+        return False
+    before.pop("env", None)
+    after.pop("env", None)
+    return bool(before == after)
+
+
+def stale_records(out_dir: Path, records: Mapping[str, bytes]) -> list[str]:
+    """The cluster records (paths relative to out/) a render would write, change or remove:
+    ``records`` against the files of out/'s cache folder. ``render --check`` fails on any,
+    as ``render`` would rewrite them."""
+    wanted = {rel: data for rel, data in records.items()
+              if clusters_of([rel]) and is_cache_path(rel)}
+    try:
+        names = [e.name for e in (out_dir / CACHE_DIR).iterdir() if e.is_file()]
+    except OSError:
+        names = []
+    present = {record_path(c) for c in clusters_of(f"{CACHE_DIR}/{n}" for n in names)}
+    stale = []
+    for rel in sorted(present | set(wanted)):
+        try:
+            now: bytes | None = (out_dir / rel).read_bytes()
+        except OSError:
+            now = None
+        if now != wanted.get(rel):
+            stale.append(rel)
+    return stale
 
 
 # --------------------------------------------------------------------------- the fleet record
@@ -565,10 +664,11 @@ input, so committing it would make every two concurrent pull requests conflict. 
 the checkout's own: the fast path for the repeated local ``render``/``--check``."""
 
 CACHE_GITIGNORE_BYTES = (
-    b"# Written by gen: the fleet record is this checkout's own; the cluster records are\n"
-    b"# meant to be committed with out/.\n"
+    b"# Written by gen: the fleet record, the stat table and the trust list are this\n"
+    b"# checkout's own; the cluster records are meant to be committed with out/.\n"
     b"/_fleet.json\n"
     b"/_stat.json\n"
+    b"/_trust.json\n"
 )
 
 FLEET_FORMAT = 2
@@ -1100,7 +1200,7 @@ def prebuild_key(cluster: ClusterPlan, extra: Mapping[str, Any],
             return None
     parts = {
         "format": PREBUILD_FORMAT,
-        "gen": _gen_versions(),
+        "gen": {"format": FORMAT},
         "builtin": builtin,
         "plan": _sha256(text),
         "files": files,

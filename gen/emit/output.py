@@ -52,7 +52,8 @@ from gen.errors import OutputError
 from gen.fleet.generated import MARKERS
 
 __all__ = [
-    "INDEX_NAME", "Changes", "compute_changes", "fast_outputs", "gen_files", "holds_only",
+    "INDEX_NAME", "Changes", "check_out_dir", "compute_changes", "fast_outputs", "gen_files",
+    "holds_only",
     "index_bytes",
     "read_index",
     "unified_diff", "write_tree",
@@ -496,15 +497,47 @@ def _exclusive(folder: Path) -> Iterator[None]:
 
 def _check_target(out_dir: Path, label: str) -> None:
     """out/ must be a folder or absent, and the first ancestor that exists a folder."""
+    problem = _target_problem(out_dir)
+    if problem is not None:
+        raise OutputError(f"cannot write {label}/: {problem}")
+
+
+def _target_problem(out_dir: Path) -> str | None:
     if out_dir.exists() and not out_dir.is_dir():
-        raise OutputError(f"cannot write {label}/: {label} is not a directory")
+        return f"{os.fspath(out_dir)} is a file, not a folder"
     for ancestor in out_dir.parents:
         if ancestor.exists() or ancestor.is_symlink():
             if not ancestor.is_dir():
-                raise OutputError(
-                    f"cannot write {label}/: {os.fspath(ancestor)} is not a directory"
-                )
-            return
+                return f"{os.fspath(ancestor)} is not a directory"
+            return None
+    return None
+
+
+def check_out_dir(out_dir: Path, label: str, profiles_dir: Path) -> None:
+    """Refuse an ``--out`` gen cannot use, before anything is loaded: a file (or a path under
+    one), the profiles folder or a folder inside it (the rendered manifests would be read
+    back as profiles on the next run), or a folder that holds the profiles.
+
+    Raises:
+        OutputError: with one finding located at the ``--out`` path, rule GEN000.
+    """
+    from gen.errors import Finding, SourceLocation
+
+    problem = _target_problem(out_dir)
+    if problem is None:
+        out, profiles = out_dir.resolve(), profiles_dir.resolve()
+        if out.is_relative_to(profiles):
+            where = "is" if out == profiles else "lies inside"
+            problem = (f"it {where} the profiles folder {os.fspath(profiles_dir)!r}, whose "
+                       "files are read as profiles")
+        elif profiles.is_relative_to(out):
+            problem = (f"it holds the profiles folder {os.fspath(profiles_dir)!r}: out/ is "
+                       "the tree Argo CD or Flux syncs, replaced as a whole on each render")
+    if problem is not None:
+        raise OutputError(findings=[Finding(
+            "GEN000", f"--out {label!r} cannot be used: {problem}", SourceLocation(label),
+            hint="give --out a folder of its own (default: out/ beside profiles/)",
+        )])
 
 
 def _where(err: OSError, out_dir: Path, label: str) -> str:

@@ -39,6 +39,7 @@ __all__ = [
     "did_you_mean",
     "load_profiles",
     "pydantic_findings",
+    "secret_findings",
     "validate_documents",
 ]
 
@@ -97,6 +98,26 @@ def pydantic_findings(err: ValidationError, doc: Document) -> list[Finding]:
             Finding("GEN002", message, where, format_key_path(shown), hint=hint)
         )
     return findings
+
+
+def secret_findings(doc: Document) -> list[Finding]:
+    """GEN501 for every value of ``doc`` that looks like a credential: profiles are
+    committed to Git. Run before a failing document's schema errors are worded, so that the
+    real reason comes first and no error echoes the token."""
+    from gen.redact import literal_secrets
+
+    return [
+        Finding(
+            "GEN501",
+            f"this value looks like {what}; profiles are committed to Git and must not hold "
+            "secrets",
+            doc.locate(path)[0], format_key_path(path),
+            hint="revoke it, and keep it in a Secret: a service references its own by name "
+            "(auth.hf_token / auth.api_key: {name, key}); a Git repository's credentials go "
+            "in the GitOps engine's repository Secret",
+        )
+        for path, what in literal_secrets(doc.data)
+    ]
 
 
 def did_you_mean(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str:
@@ -286,7 +307,13 @@ def validate_documents(documents: Iterable[Document]) -> ProfileSet:
         try:
             value = adapter.validate_python(doc.data)
         except ValidationError as err:
-            findings.extend(pydantic_findings(err, doc))
+            secrets = secret_findings(doc)
+            # A token where a name belongs fails the name's syntax too: the secret is the
+            # reason, and the schema error at the same place is not shown.
+            taken = {(f.location, f.key_path) for f in secrets}
+            findings.extend(secrets)
+            findings.extend(f for f in pydantic_findings(err, doc)
+                            if (f.location, f.key_path) not in taken)
             continue
         slot = slots[_SLOTS[value.kind]]
         if value.name in slot:

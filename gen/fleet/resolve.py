@@ -139,8 +139,30 @@ def _eligible_pools(
         return ()
     if svc.node_pool is not None:
         return tuple(p for p in pools if p.name == svc.node_pool)
+    if svc.engine == "vllm" and svc.gpu is None:
+        return tuple(pools)  # only Apple VM pools (else GEN002): GEN601 says why not there
     platform = "apple-vm" if svc.engine == "llama-server" else "nvidia"
     return tuple(p for p in pools if p.pool.platform == platform)
+
+
+def _gpu_missing(svc_located: Located[InferenceService], pools: Sequence[PoolPlan],
+                 cluster: str) -> Finding | None:
+    """GEN002 for a vllm service without a ``gpu`` request that could land on an NVIDIA
+    pool of ``cluster``; none where its pools are all Apple VM pools, on which vLLM cannot
+    run at all (GEN601 says so, the real reason)."""
+    svc = svc_located.value
+    if svc.engine != "vllm" or svc.gpu is not None or svc.mac_hosts:
+        return None
+    reachable = [p for p in pools if svc.node_pool in (None, p.name)]
+    nvidia = [p.name for p in reachable if p.pool.platform == "nvidia"]
+    if reachable and not nvidia:
+        return None
+    where = f" (pool {nvidia[0]!r} of cluster {cluster!r} is NVIDIA)" if nvidia else ""
+    return Finding(
+        "GEN002", f"'gpu' is required for engine vllm{where}", svc_located.at("gpu"), "gpu",
+        hint="add 'gpu: {gpu_class: <GPUClass>, count: 1}', or 'mac_hosts' for native "
+        "macOS serving (engines vllm-metal, vllm-mlx, llama-server)",
+    )
 
 
 def _resolve_service(
@@ -213,6 +235,10 @@ def build_plan(profiles: ProfileSet) -> Plan:
                     "node pool", svc.node_pool, (p.name for p in pools),
                     svc_located.at("node_pool"), "node_pool", f" in cluster {cluster_name!r}",
                 ))
+                continue
+            missing = _gpu_missing(svc_located, pools, cluster_name)
+            if missing is not None:
+                findings.append(missing)
                 continue
             services_by_cluster[cluster_name].append(ServicePlan(
                 located=svc_located, gpu_class=gpu_class, alternatives=tuple(alternatives),

@@ -43,6 +43,7 @@ from gen.errors import Finding, ProfileValidationError, Severity, SourceLocation
 from gen.fleet.loader import CONFIG_FILE, Document, fleet_config_repo, parse_text
 from gen.models._base import Spec
 from gen.models._types import DNSLabel, Reason, RuleId
+from gen.redact import redact
 
 if TYPE_CHECKING:
     from gen.fleet.profiles import ProfileSet
@@ -91,6 +92,11 @@ class Suppression:
     services: tuple[str, ...] = ()
     clusters: tuple[str, ...] = ()
     """fleet: what the findings must be about (each empty: anything)."""
+
+    def __post_init__(self) -> None:
+        # The reason is printed (--show-suppressed, JSON, SARIF's justification): no
+        # credential pasted into it reaches any of them.
+        object.__setattr__(self, "reason", redact(self.reason))
 
     def matches(self, finding: Finding, about: About = ("", frozenset())) -> bool:
         """Whether this suppression silences ``finding``; ``about``: the service and the

@@ -4,8 +4,9 @@ settings the clusters of one Argo CD root must agree on."""
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
-from gen.errors import Finding
+from gen.errors import Finding, Severity, SourceLocation
 from gen.fleet.manifests import has_addon, model_cache_storage
 from gen.fleet.plan import ClusterPlan, Plan, ServicePlan
 from gen.gitops.fleet import fleet_view
@@ -43,23 +44,63 @@ def _addons(cluster: ClusterPlan) -> list[Finding]:
     return findings
 
 
+def _cache_mode(svc: ServicePlan, cluster: ClusterPlan) -> tuple[str, str | None, int]:
+    """(access mode, StorageClass named or None, replicas it is sized for) of the service's
+    model-cache PVC."""
+    service = svc.service
+    replicas = service.max_replicas if service.engine == "vllm" else service.replicas
+    mode, klass = model_cache_storage(cluster, service, replicas)
+    return mode, klass, replicas
+
+
+def _mode_location(svc: ServicePlan, *, at_storage: bool) -> tuple[SourceLocation, str]:
+    """Where the user changes a model cache's access mode: the mode itself, the class (or,
+    ``at_storage``, the storage settings where a class is to be named), else what made it
+    ReadWriteMany (the replicas, or the autoscaling maximum)."""
+    storage = svc.service.storage
+    data = svc.located.document.data
+    if storage.access_mode is not None:
+        return svc.located.at("storage", "access_mode"), "storage.access_mode"
+    if storage.storage_class is not None:
+        return svc.located.at("storage", "storage_class"), "storage.storage_class"
+    if at_storage and isinstance(data, dict) and "storage" in data:
+        return svc.located.at("storage"), "storage"
+    if svc.service.autoscaling is not None:
+        return svc.located.at("autoscaling", "max_replicas"), "autoscaling.max_replicas"
+    return svc.located.at("replicas"), "replicas"
+
+
 def _storage(cluster: ClusterPlan, svc: ServicePlan) -> Finding | None:
     service = svc.service
     if service.mac_hosts:
         return None  # served outside the cluster: no model-cache PVC
-    replicas = service.max_replicas if service.engine == "vllm" else service.replicas
-    mode, klass = model_cache_storage(cluster, service, replicas)
-    declared = {c.name: c for c in cluster.cluster.storage.classes}
+    mode, klass, replicas = _cache_mode(svc, cluster)
+    classes = cluster.cluster.storage.classes
+    declared = {c.name: c for c in classes}
+    default = next((c.name for c in classes if c.default), None)
+    why = "" if service.storage.access_mode else f" (the default for {replicas} replica(s))"
+    if klass is None and default is None:
+        if mode not in ("ReadWriteMany", "ReadOnlyMany"):
+            return None
+        where, key = _mode_location(svc, at_storage=True)
+        return Finding(
+            "GEN704",
+            f"the model cache of service {service.name!r} needs {mode}{why} and names no "
+            f"StorageClass, and cluster {cluster.name!r} declares no default one: most "
+            "default classes are block storage, on which the PVC and the pods stay Pending",
+            where, key, severity=Severity.WARNING,
+            hint="name a class that offers it (storage.storage_class, or the cluster's "
+            "storage.model_cache_class), declare the default class with its access modes "
+            "(storage.classes: [{name, access_modes, default: true}]), or one replica with "
+            "ReadWriteOnce",
+            related=(replace(cluster.located.at("storage"),
+                             note=f"storage of cluster {cluster.name!r}"),),
+            service=service.name, cluster=cluster.name,
+        )
+    klass = klass or default
     if klass is None or klass not in declared or mode in declared[klass].access_modes:
         return None
-    storage = service.storage
-    if storage.access_mode is not None:
-        where, key = svc.located.at("storage", "access_mode"), "storage.access_mode"
-    elif storage.storage_class is not None:
-        where, key = svc.located.at("storage", "storage_class"), "storage.storage_class"
-    else:
-        where, key = svc.located.at("replicas"), "replicas"
-    why = "" if storage.access_mode else f" (the default for {replicas} replica(s))"
+    where, key = _mode_location(svc, at_storage=False)
     return Finding(
         "GEN702",
         f"the model cache of service {service.name!r} needs {mode}{why}, which StorageClass "
@@ -70,6 +111,44 @@ def _storage(cluster: ClusterPlan, svc: ServicePlan) -> Finding | None:
         "ReadWriteOnce", related=(cluster.located.at("storage"),),
         service=service.name, cluster=cluster.name,
     )
+
+
+def _undeclared_classes(cluster: ClusterPlan) -> list[Finding]:
+    """GEN705: class names the cluster's ``storage.classes`` do not declare (only where it
+    declares some: a cluster that lists none cannot be checked)."""
+    storage = cluster.cluster.storage
+    declared = [c.name for c in storage.classes]
+    if not declared:
+        return []
+    from gen.fleet.profiles import did_you_mean
+
+    listed = ", ".join(declared)
+    findings: list[Finding] = []
+    if storage.model_cache_class is not None and storage.model_cache_class not in declared:
+        name = storage.model_cache_class
+        findings.append(Finding(
+            "GEN705",
+            f"model_cache_class {name!r} is not a StorageClass cluster {cluster.name!r} "
+            f"declares{did_you_mean(name, declared)}: the model-cache PVCs never bind",
+            cluster.located.at("storage", "model_cache_class"), "storage.model_cache_class",
+            hint=f"declared classes: {listed}; add the class to storage.classes if it exists",
+            cluster=cluster.name,
+        ))
+    for svc in cluster.services:
+        named = svc.service.storage.storage_class
+        if named is None or named in declared or svc.service.mac_hosts:
+            continue
+        findings.append(Finding(
+            "GEN705",
+            f"StorageClass {named!r} of service {svc.service.name!r} is not one cluster "
+            f"{cluster.name!r} declares{did_you_mean(named, declared)}: its model-cache PVC "
+            "never binds",
+            svc.located.at("storage", "storage_class"), "storage.storage_class",
+            hint=f"declared classes: {listed}; add the class to the cluster's storage.classes "
+            "if it exists there", related=(cluster.located.at("storage", "classes"),),
+            service=svc.service.name, cluster=cluster.name,
+        ))
+    return findings
 
 
 def fleet_modes(plan: Plan) -> list[Finding]:
@@ -128,6 +207,7 @@ def check_clusters(plan: Plan) -> list[Finding]:
     findings: list[Finding] = []
     for cluster in plan.clusters:
         findings.extend(_addons(cluster))
+        findings.extend(_undeclared_classes(cluster))
         for svc in cluster.services:
             finding = _storage(cluster, svc)
             if finding is not None:

@@ -91,17 +91,14 @@ LabelValue = Annotated[
     str, StringConstraints(max_length=63, pattern=_LABEL_VALUE)
 ]
 
-_PINNED = re.compile(
-    r"^[a-z0-9.\-/:_]+(:[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127})?(@sha256:[a-f0-9]{64})?$"
-)
-
-
 def _check_image(value: str) -> str:
-    if not _PINNED.fullmatch(value):
-        raise ValueError(f"{value!r} is not a container image reference")
-    name_part = value.split("@", 1)[0]
-    tag = name_part.rsplit(":", 1)[1] if ":" in name_part.rsplit("/", 1)[-1] else ""
-    if "@sha256:" not in value and (not tag or tag == "latest"):
+    from gen.k8s.image import ImageReferenceError, parse_image_reference
+
+    try:
+        reference = parse_image_reference(value)
+    except ImageReferenceError as err:
+        raise ValueError(f"not a container image reference: {err}") from None
+    if not reference.digest and reference.tag in ("", "latest"):
         raise ValueError(f"image {value!r} is not pinned: give a version tag or a digest")
     return value
 
@@ -111,6 +108,54 @@ ImageRef = Annotated[
     AfterValidator(_check_image),
     Field(description="A pinned container image: 'repo/name:tag' (not 'latest') or '@sha256:…'."),
 ]
+
+
+_API_GROUP_VERSION = re.compile(
+    r"(?:[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"v[1-9][0-9]*(?:(?:alpha|beta)[1-9][0-9]*)?"
+)
+
+
+def _check_api_group_version(value: str) -> str:
+    # An API group is a DNS-1123 subdomain and a version 'v1', 'v1beta2', 'v1alpha3'
+    # (kubernetes/apimachinery pkg/version/helpers.go, kubeVersionRegex, @ v0.34.0); the
+    # core group is the bare version ('v1'). --runtime-config also takes 'api/all' and
+    # '=false'; gen decides from this list which versions the API server serves, so it
+    # holds the enabled group/versions themselves.
+    shown = repr(value[:80])
+    if any(c.isspace() for c in value):
+        raise ValueError(f"{shown} holds a space or a line break: give one API group/version "
+                         "per entry, e.g. 'resource.k8s.io/v1beta2'")
+    name, equals, state = value.partition("=")
+    if equals and _API_GROUP_VERSION.fullmatch(name):
+        raise ValueError(f"{shown}: list the enabled group/version alone, without "
+                         f"'={state[:10]}' (an entry is on), e.g. {name!r}")
+    if name.startswith("api/"):
+        raise ValueError(f"{shown} enables a set of versions: list each group/version the "
+                         "cluster serves, e.g. 'resource.k8s.io/v1beta2'")
+    if not _API_GROUP_VERSION.fullmatch(value):
+        raise ValueError(f"{shown} is not an API group/version such as "
+                         "'resource.k8s.io/v1beta2'")
+    return value
+
+
+APIGroupVersion = Annotated[
+    str,
+    AfterValidator(_check_api_group_version),
+    Field(description="An API group/version, e.g. 'resource.k8s.io/v1beta2'."),
+]
+
+
+def check_url_credentials(value: str, instead: str) -> str:
+    """Refuse a URL that carries user information with a password, or any in http(s): a
+    credential in a profile is committed to Git (and rendered into out/)."""
+    scheme, sep, rest = value.partition("://")
+    authority = rest.split("/", 1)[0] if sep else ""
+    user, at, _ = authority.rpartition("@")
+    if at and (":" in user or scheme.lower() in ("http", "https")):
+        raise ValueError(f"the URL carries credentials ('<redacted>@' in {scheme}://…): "
+                         f"remove them; {instead}")
+    return value
 
 
 PATTERN_WORDS: dict[str, str] = {

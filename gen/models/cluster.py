@@ -8,6 +8,7 @@ from pydantic import Field, field_validator, model_validator
 
 from gen.models._base import ProfileKind, Spec
 from gen.models._types import (
+    APIGroupVersion,
     DNSLabel,
     DNSSubdomain,
     DriverVersion,
@@ -15,8 +16,15 @@ from gen.models._types import (
     KubernetesVersion,
     LabelKey,
     LabelValue,
+    check_url_credentials,
 )
 from gen.pins import pin
+
+_ENGINE_SECRET = (
+    "give the engine the repository credentials as a Secret instead (Argo CD: a Secret "
+    "labelled argocd.argoproj.io/secret-type: repository; Flux: the GitRepository's "
+    "spec.secretRef)"
+)
 
 
 class Taint(Spec):
@@ -147,11 +155,27 @@ class GitOps(Spec):
     @field_validator("path_prefix")
     @classmethod
     def _inside_repository(cls, value: str) -> str:
+        if value.startswith("/"):
+            raise ValueError(
+                f"{value!r} is absolute: path_prefix is a folder relative to the repository's "
+                f"root, e.g. {value.strip('/') or 'out'!r}"
+            )
         if ".." in value.split("/"):
             raise ValueError(
                 f"{value!r} leaves the repository: '..' is not allowed in path_prefix"
             )
         return value
+
+    @field_validator("repo_url")
+    @classmethod
+    def _repo_without_credentials(cls, value: str) -> str:
+        return check_url_credentials(value, _ENGINE_SECRET)
+
+    @field_validator("destination_server")
+    @classmethod
+    def _server_without_credentials(cls, value: str) -> str:
+        return check_url_credentials(
+            value, "Argo CD reads a destination's credentials from its cluster Secret")
 
 
 class GPUOperator(Spec):
@@ -203,6 +227,12 @@ class Monitoring(Spec):
         "monitoring", description="Namespace Prometheus scrapes from (allowed by NetworkPolicy)."
     )
 
+    @field_validator("prometheus_url")
+    @classmethod
+    def _prometheus_without_credentials(cls, value: str) -> str:
+        return check_url_credentials(
+            value, "KEDA reads Prometheus credentials from a TriggerAuthentication's Secret")
+
 
 AccessMode = Literal["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"]
 """A PersistentVolumeClaim access mode."""
@@ -221,6 +251,11 @@ class StorageClassInfo(Spec):
         description="Access modes its volumes support, e.g. [ReadWriteOnce] for a block "
         "disk class, [ReadWriteOnce, ReadWriteMany] for NFS or CephFS.",
     )
+    default: bool = Field(
+        False,
+        description="The cluster's default StorageClass (annotated "
+        "storageclass.kubernetes.io/is-default-class): PVCs that name no class get it.",
+    )
 
 
 class ClusterStorage(Spec):
@@ -234,6 +269,19 @@ class ClusterStorage(Spec):
     classes: tuple[StorageClassInfo, ...] = Field(
         (), description="StorageClasses and their access modes (checked by gen lint)."
     )
+
+    @field_validator("classes")
+    @classmethod
+    def _one_default(cls, value: tuple[StorageClassInfo, ...]) -> tuple[StorageClassInfo, ...]:
+        defaults = [c.name for c in value if c.default]
+        if len(defaults) > 1:
+            raise ValueError(f"more than one default StorageClass ({', '.join(defaults)}): "
+                             "mark one 'default: true'")
+        names = [c.name for c in value]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"StorageClass {twice[0]!r} is declared more than once")
+        return value
 
 
 class Cluster(ProfileKind):
@@ -249,7 +297,7 @@ class Cluster(ProfileKind):
         default_factory=dict,
         description="Kubernetes feature gates the admins set (e.g. DRAPrioritizedList: true).",
     )
-    runtime_config: tuple[str, ...] = Field(
+    runtime_config: tuple[APIGroupVersion, ...] = Field(
         (),
         description="API versions enabled with --runtime-config, e.g. 'resource.k8s.io/v1beta1'.",
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -12,6 +13,9 @@ from gen.models._types import DNSLabel, DNSSubdomain, ImageRef, LabelKey, Quanti
 
 Engine = Literal["vllm", "llama-server", "vllm-metal", "vllm-mlx"]
 MAC_ENGINES = ("vllm-metal", "vllm-mlx", "llama-server")
+_GGUF_SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+"""One folder or file name of a GGUF path in a Hugging Face repository (the Hub's own names:
+'Meta-Llama-3.1-8B-Instruct-Q8_0.gguf', 'UD-Q4_K_XL/…-00001-of-00002.gguf')."""
 
 
 class SecretRef(Spec):
@@ -233,16 +237,20 @@ class InferenceService(ProfileKind):
     def _gguf_file(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        parts = value.split("/")
-        if (
-            not value.endswith(".gguf")
-            or value.startswith("/")
-            or any(p in ("", ".", "..") for p in parts)
-            or any(c in value for c in "\0\n\r\\")
-        ):
+        if "://" in value or value.startswith("hf:"):
+            raise ValueError("gguf_file is the file's path inside the model repository, not "
+                             "a URL: e.g. 'Llama-3.1-8B-Instruct-Q8_0.gguf'")
+        if not value.endswith(".gguf"):
+            raise ValueError("gguf_file must name a .gguf file, e.g. "
+                             "'Llama-3.1-8B-Instruct-Q8_0.gguf'")
+        bad = next((p for p in value.split("/") if not _GGUF_SEGMENT.fullmatch(p)), None)
+        if bad is not None:
+            shown = "an empty part ('//' or a leading '/')" if not bad else repr(bad[:60])
             raise ValueError(
-                "gguf_file must be a relative path to a .gguf file inside the model volume "
-                "(no leading '/', no '..'), e.g. 'Llama-3.1-8B-Instruct-Q8_0.gguf'"
+                f"gguf_file must be a plain path inside the model repository: {shown} is not "
+                "a file or folder name of letters, digits, '_', '.', '+' and '-' (starting "
+                "with a letter, digit or '_'; no '..', '~', '$', spaces or '\\'), e.g. "
+                "'Q4_K_M/model-00001-of-00002.gguf'"
             )
         return value
 
@@ -276,11 +284,11 @@ class InferenceService(ProfileKind):
                 raise ValueError("mac_hosts names must be unique")
         elif self.engine in ("vllm-metal", "vllm-mlx"):
             raise ValueError(f"engine {self.engine!r} runs only on mac_hosts")
-        elif self.gpu is None and self.engine != "llama-server":
-            raise ValueError("'gpu' is required (or 'mac_hosts' for native macOS serving; "
-                             "llama-server on an Apple VM pool needs none)")
+        # A vllm service without 'gpu' is refused once its pools are known (resolve): on an
+        # Apple VM pool the reason is that vLLM cannot run there at all (GEN601).
         if self.gguf_file is not None and self.engine != "llama-server":
             raise ValueError("'gguf_file' is for engine llama-server (GGUF models)")
+
         return self
 
     @property

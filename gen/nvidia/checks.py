@@ -93,6 +93,9 @@ def check_clusters(plan: Plan) -> list[Finding]:
                             severity=Severity.WARNING)
                     for w in result.warnings
                 )
+            uncovered = _uncovered_gpus(layout, pool)
+            if uncovered:
+                findings.append(_uncovered_finding(plan, cluster, i, uncovered))
             if pool.previous_mig_layout and pool.previous_mig_layout != layout.name:
                 findings.append(Finding(
                     "GEN103",
@@ -104,6 +107,38 @@ def check_clusters(plan: Plan) -> list[Finding]:
                     "previous_mig_layout",
                 ))
     return findings
+
+
+def _uncovered_gpus(layout: MIGLayout, pool: NodePool) -> list[int]:
+    """The GPU indices of the pool's nodes that no ``per_gpu`` entry names: mig-parted
+    applies an entry to the devices it names and leaves every other GPU as it was
+    (``MigConfigSpec.MatchesDevices``, NVIDIA/mig-parted api/spec/v1 @ v0.15.0)."""
+    if layout.per_gpu is None:
+        return []
+    named = {g for entry in layout.per_gpu for g in entry.gpus}
+    return [g for g in range(pool.gpus_per_node) if g not in named]
+
+
+def _uncovered_finding(plan: Plan, cluster: ClusterPlan, index: int,
+                       uncovered: list[int]) -> Finding:
+    pool = cluster.cluster.node_pools[index]
+    assert pool.mig_layout is not None
+    located = plan.profiles.mig_layouts[pool.mig_layout]
+    gpus = ", ".join(str(g) for g in uncovered)
+    named = pool.gpus_per_node - len(uncovered)
+    return Finding(
+        "GEN105",
+        f"layout {pool.mig_layout!r} configures {named} of the {pool.gpus_per_node} GPUs of "
+        f"each node of pool {pool.name!r}: mig-parted leaves GPU"
+        f"{'s' if len(uncovered) > 1 else ''} {gpus} in whatever MIG mode and instances "
+        "they had, which no profile says",
+        located.at("per_gpu"), "per_gpu",
+        hint=f"add an entry for GPU{'s' if len(uncovered) > 1 else ''} [{gpus}]: "
+        "'profiles: {}' keeps them whole GPUs (MIG off), or give their MIG profiles",
+        related=(replace(cluster.located.at("node_pools", index, "mig_layout"),
+                         note=f"used by pool {pool.name!r} of cluster {cluster.name!r}"),),
+        cluster=cluster.name,
+    )
 
 
 def unused_layouts(plan: Plan) -> list[Finding]:

@@ -37,6 +37,7 @@ def test_names_and_the_render_caches_fingerprints(tmp_path: Path) -> None:
     for name, row in rows.items():
         record = json.loads((root / "out/.gen-cache" / f"{name}.json").read_text("utf-8"))
         assert row["fingerprint"] == record["fingerprint"], name
+        assert row["env"] == record["env"], name
     assert rows["prod-us-east"]["engine"] == "argocd"
     assert rows["prod-us-east"]["wave"] == 1
 

@@ -87,7 +87,7 @@ CASES = list(_cases())
 def example_fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One pristine copy of the example fleet (profiles/, out/) to copy per case."""
     root = tmp_path_factory.mktemp("corpus-base")
-    for folder in ("profiles", "out"):
+    for folder in ("profiles", "out", "templates"):
         shutil.copytree(REPO / folder, root / folder, symlinks=True)
     return root
 
@@ -151,8 +151,10 @@ def test_case(case: Case, example_fleet: Path, tmp_path: Path) -> None:
     """A firing case is reported with its rule at its file and line; a near miss lints (or
     renders) with no finding at all."""
     root = tmp_path / "fleet"
-    # out/ only where the case compares with it (render --check); lint never reads it.
-    folders = ("profiles", "out") if case.mode == "check" else ("profiles",)
+    # out/ only where the case compares with it (render --check); lint never reads it. There
+    # the templates/ folder too: the committed out/ (its render-cache records) was rendered
+    # with it, as 'gen render' in the repository root finds it beside profiles/.
+    folders = ("profiles", "out", "templates") if case.mode == "check" else ("profiles",)
     for folder in folders:
         shutil.copytree(example_fleet / folder, root / folder, symlinks=True)
     for edit in (*case.setup, *case.edits):

@@ -50,6 +50,8 @@ ONE_GPU = """\
         driver_version: "580.95.05"
         mig: dynamic
         labels: {nvidia.com/gpu.deploy.mig-manager: "false"}
+    storage:
+      classes: [{name: nfs, access_modes: [ReadWriteOnce, ReadWriteMany], default: true}]
     """
 
 

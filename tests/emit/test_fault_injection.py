@@ -501,13 +501,15 @@ def test_fallback_rename_failure_puts_old_tree_back(
 # -- out/ that is not a folder, or cannot be one ----------------------------------------------
 
 
-def test_out_is_a_file_is_a_usage_error(fleet: Path) -> None:
-    """``--out`` naming a file is refused before anything runs (click: exit 2), file kept."""
+def test_out_is_a_file_is_a_located_input_error(fleet: Path) -> None:
+    """``--out`` naming a file is refused before anything runs, as the other input errors
+    are (exit 1, located at the path, rule GEN000), and the file is kept."""
     target = fleet / "out.txt"
     target.write_text("mine\n")
     result = _render(fleet, target)
-    assert result.exit_code == 2
-    assert "is a file" in result.stderr and "Traceback" not in result.output
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"{target}: error GEN000: --out ")
+    assert "is a file, not a folder" in result.stderr and "Traceback" not in result.output
     assert target.read_text() == "mine\n"
     assert _leftovers(fleet) == []
 
@@ -516,7 +518,7 @@ def test_write_tree_refuses_a_file_in_place_of_out(tmp_path: Path) -> None:
     """The library refuses to replace a file where out/ should be, and leaves no leftovers."""
     target = tmp_path / "out"
     target.write_text("mine\n")
-    with pytest.raises(OutputError, match=r"out/: .*out is not a directory"):
+    with pytest.raises(OutputError, match=r"out/: .*out is a file, not a folder"):
         write_tree({PurePosixPath("a.yaml"): b"a: 1\n"}, target)
     assert target.read_text() == "mine\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
@@ -527,8 +529,9 @@ def test_parent_of_out_is_a_file(fleet: Path, scenario: Scenario) -> None:
     (fleet / "notes.txt").write_text("mine\n")
     result = _render(fleet, fleet / "notes.txt" / "out")
     assert result.exit_code == 1
-    assert result.stderr.strip() == (
-        f"cannot write {fleet}/notes.txt/out/: {fleet}/notes.txt is not a directory"
+    assert result.stderr.splitlines()[0] == (
+        f"{fleet}/notes.txt/out: error GEN000: --out '{fleet}/notes.txt/out' cannot be used: "
+        f"{fleet}/notes.txt is not a directory"
     )
     assert (fleet / "notes.txt").read_text() == "mine\n"
     assert snapshot_tree(fleet / "out") == scenario.old

@@ -9,6 +9,7 @@ invalidate.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -296,7 +297,8 @@ def test_cluster_selection_keeps_the_other_records(rendered: Path, tmp_path: Pat
     assert result.skipped == ()
     records = sorted(p.name for p in (root / "out" / CACHE_DIR).iterdir()
                      if p.name != "_stat.json")  # machine-local
-    assert records == [".gitignore", "_fleet.json", *(f"{c}.json" for c in CLUSTERS)]
+    assert records == [".gitignore", "_fleet.json", "_trust.json",
+                       *(f"{c}.json" for c in CLUSTERS)]
     assert _render(root).skipped == CLUSTERS
 
 
@@ -312,19 +314,53 @@ def test_records_are_deterministic(rendered: Path, tmp_path: Path) -> None:
     assert snapshot_tree(root / "out") == snapshot_tree(rendered / "out")
     record = json.loads((root / "out" / record_path("prod-us-east")).read_bytes())
     assert str(tmp_path) not in json.dumps(record)
-    assert set(record) == {"cluster", "files", "fingerprint", "format", "objects", "validated",
-                           "prebuild", "lint", "lint_once"}
+    assert set(record) == {"cluster", "env", "files", "fingerprint", "format", "objects",
+                           "validated", "prebuild", "lint", "lint_once"}
 
 
-def test_check_does_not_report_the_cache(rendered: Path, tmp_path: Path) -> None:
-    """Stale or missing records cost a render, never a failed --check."""
+def test_check_fails_on_stale_records(rendered: Path, tmp_path: Path) -> None:
+    """A damaged or missing record, which a render would rewrite, fails --check (by name),
+    though every manifest is current; a render repairs them and --check passes again."""
     root = _copy(rendered, tmp_path / "fleet")
     (root / "out" / record_path("edge-l4")).write_text("{not json", encoding="utf-8")
     (root / "out" / record_path("mac-lab")).unlink()
-    result = _render(root, check=True)
-    assert result.skipped == ("prod-us-east", "research-eu")
+    with pytest.raises(StaleOutputError) as info:
+        _render(root, check=True)
+    message = info.value.format_message()
+    assert "manifests are current" in message
+    assert record_path("edge-l4") in message and record_path("mac-lab") in message
+    assert record_path("prod-us-east") not in message
     _render(root)  # repairs the records
     assert snapshot_tree(root / "out") == snapshot_tree(rendered / "out")
+    assert _render(root, check=True).changes.empty
+
+
+def _fresh_clone(src: Path, dst: Path) -> Path:
+    """A copy of a rendered fleet as Git would check it out: without the checkout's own
+    cache files (fleet record, stat table, trust list), which are git-ignored."""
+    root = _copy(src, dst)
+    for own in ("_fleet.json", "_stat.json", "_trust.json"):
+        (root / "out" / CACHE_DIR / own).unlink(missing_ok=True)
+    return root
+
+
+def test_a_fresh_clone_under_another_gen_stays_clean(
+    rendered: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh clone rendered by a gen whose code differs (same output) rewrites no record:
+    the records hold no code digest; it renders what it cannot trust, finds the same
+    records, and trusts them from then on (its own, git-ignored trust list)."""
+    from gen.emit import cache
+
+    root = _fresh_clone(rendered, tmp_path / "fleet")
+    records = {c: (root / "out" / record_path(c)).read_bytes() for c in CLUSTERS}
+    monkeypatch.setattr(cache, "code_digest", lambda: "0" * 64)
+    assert _render(root, check=True).skipped == ()  # --check passes: nothing is stale
+    result = _render(root)
+    assert result.skipped == () and result.changes.empty
+    assert {c: (root / "out" / record_path(c)).read_bytes() for c in CLUSTERS} == records
+    (root / "out" / FLEET_RECORD).unlink()  # past the fast path: the records themselves
+    assert _render(root).skipped == CLUSTERS
 
 
 def test_a_new_gen_version_invalidates(rendered: Path, tmp_path: Path,
@@ -355,16 +391,21 @@ def test_a_template_override_invalidates_the_clusters_that_render_it(
 def test_a_change_in_gen_s_code_invalidates_every_record(
     rendered: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """gen's code, not only its version, is in every fingerprint and in the fleet's input
-    digest: an emitter changed without a version bump must not trust older records."""
+    """gen's code, not only its version, is in every record's env and in the fleet's input
+    digest: an emitter changed without a version bump must not trust older records. The
+    fingerprint is the inputs' alone (it does not change with the code)."""
     from gen.emit import cache
 
     plan = load_plan(rendered / "profiles", base=rendered)
     cluster = plan.clusters[0]
     before = Fingerprinter(make_environment(None)).fingerprint(cluster)
     digest = cache.input_digest(rendered / "profiles", None, rendered, {})
+    found = cache.read_record(rendered / "out", cluster.name)
+    assert found is not None and cache.trusted(*found, frozenset())
     monkeypatch.setattr(cache, "code_digest", lambda: "0" * 64)
-    assert Fingerprinter(make_environment(None)).fingerprint(cluster) != before
+    assert not cache.trusted(*found, frozenset())
+    assert cache.trusted(*found, frozenset({hashlib.sha256(found[1]).hexdigest()}))
+    assert Fingerprinter(make_environment(None)).fingerprint(cluster) == before
     assert cache.input_digest(rendered / "profiles", None, rendered, {}) != digest
 
 
@@ -376,7 +417,7 @@ def test_the_fleet_record_is_kept_out_of_git(rendered: Path, tmp_path: Path) -> 
 
     ignore = (rendered / "out" / CACHE_DIR / ".gitignore").read_text(encoding="utf-8")
     assert [line for line in ignore.splitlines() if not line.startswith("#")] == [
-        "/_fleet.json", "/_stat.json"]
+        "/_fleet.json", "/_stat.json", "/_trust.json"]
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     root = _copy(rendered, tmp_path / "fleet")
@@ -385,4 +426,5 @@ def test_the_fleet_record_is_kept_out_of_git(rendered: Path, tmp_path: Path) -> 
     listed = sp.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=all",
                      "out/.gen-cache"], check=True, capture_output=True, text=True).stdout
     assert "_fleet.json" not in listed and "_stat.json" not in listed
+    assert "_trust.json" not in listed
     assert "prod-us-east.json" in listed

@@ -48,8 +48,9 @@ def test_stable_across_renders_and_changed_by_any_byte(tmp_path: Path) -> None:
     render(root / "profiles", root / "out", validator="embedded", base=root)
     after = snapshot_tree(root / "out")
     changed = {p for p in after if after[p] != first.get(p)}
-    # (and the fleet record, which hashes every input byte)
+    # (and the fleet record, which hashes every input byte, and the trust list, which
+    # vouches for the new record)
     assert changed == {"_meta/research-eu/provenance.json", ".gen-cache/research-eu.json",
-                       ".gen-cache/_fleet.json"}
+                       ".gen-cache/_fleet.json", ".gen-cache/_trust.json"}
     render(root / "profiles", root / "out", validator="embedded", base=root, check=True,
            no_cache=True)  # what the cache kept is what a full render writes

@@ -30,8 +30,20 @@ def test_literal_token_in_a_mapping_key(tmp_path: Path) -> None:
     findings = [f for f in lint_fleet(tmp_path, **{"cluster.yaml": cluster})
                 if f.rule == "GEN501"]
     (finding,) = findings
-    assert finding.key_path.endswith("labels.hf_abcdefghijklmnopqrstuvwxyz0123456789")
+    assert finding.key_path.endswith("labels.<redacted>")  # the key path never echoes it
     assert finding.location is not None and finding.location.line == 10
+
+
+def test_token_where_a_secret_name_belongs(tmp_path: Path) -> None:
+    """A token pasted as a Secret's name fails the name's syntax too: GEN501 is the one
+    error there, and no error of the run echoes the token."""
+    token = "hf_abcdefghijklmnopqrstuvwxyz0123456789"
+    service = LINT_BASE["service.yaml"] + f"auth: {{hf_token: {{name: {token}, key: t}}}}\n"
+    with pytest.raises(ProfileValidationError) as info:
+        lint_fleet(tmp_path, **{"service.yaml": service})
+    (finding,) = info.value.findings
+    assert (finding.rule, finding.key_path) == ("GEN501", "auth.hf_token.name")
+    assert token not in info.value.format_message()
 
 
 def test_plain_label_key_is_not_a_secret(tmp_path: Path) -> None:

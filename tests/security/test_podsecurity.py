@@ -218,7 +218,7 @@ def _literal_secret_settings(obj: Any) -> Iterator[str]:
 
 def test_no_literal_secret_in_any_file(files: Files) -> None:
     """No file holds a credential: token formats, high-entropy strings, literal env values."""
-    from gen.security.checks import literal_secrets
+    from gen.redact import literal_secrets
 
     for path, data in files.items():
         text = data.decode("utf-8")

@@ -149,7 +149,7 @@ def test_service_pdb_autoscaling_monitoring(objects: dict[str, dict[str, Any]]) 
 
 def test_no_literal_secret_in_output(objects: dict[str, dict[str, Any]]) -> None:
     """A scan of every rendered object finds nothing that looks like a credential."""
-    from gen.security.checks import literal_secrets
+    from gen.redact import literal_secrets
 
     for path, obj in objects.items():
         assert list(literal_secrets(obj)) == [], path
