@@ -85,6 +85,8 @@ FACTS = (
     "gen.serving.memory_profiles",  # vLLM's memory accounting by release range, with sources
     "gen.serving.fit",  # the memory budget of a model on a device (pure arithmetic)
     "gen.serving.engines",  # engine images and their CUDA driver minimums
+    "gen.serving.vllm_releases",  # vLLM's facts by release: options, choices, defaults, tiers
+    "gen.serving.image",  # the image a service runs and the release it reads from it
     "gen.apple.chips",  # the Apple chip catalog and llama.cpp / krunkit facts
     "gen.security.podsecurity",  # the Pod Security Standards as rules over a pod spec
 )

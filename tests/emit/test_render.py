@@ -64,13 +64,14 @@ def test_manifest_path_layout() -> None:
 
 
 def test_hostile_profile_values_end_to_end(tmp_path: Path) -> None:
-    """served_model_name, extra_args and raw CEL with YAML/Jinja syntax land verbatim in out/."""
+    """served_model_name, an extra_args value and raw CEL with YAML/Jinja syntax land verbatim
+    in out/."""
     root = copy_fleet(tmp_path)
     svc = root / "profiles/services/qwen-7b-edge.yaml"
     svc.write_text(svc.read_text().replace("  max_num_seqs: 32\n", (
         "  max_num_seqs: 32\n"
         "  served_model_name: \"q\\n---\\nkind: Secret\\n{{ x }}: '\\\" # y\"\n"
-        "  extra_args: [\"--x=a: b # c\\n---\\n- {{ y }} \\\"\"]\n"
+        "  extra_args: [\"--chat-template=a: b # c\\n---\\n- {{ y }} \\\"\"]\n"
     )))
     cls = root / "profiles/gpu-classes/h200.yaml"
     cls.write_text(cls.read_text() + (
@@ -85,7 +86,7 @@ def test_hostile_profile_values_end_to_end(tmp_path: Path) -> None:
     args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
     name = args[args.index("--served-model-name") + 1]
     assert name == "q\n---\nkind: Secret\n{{ x }}: '\" # y"
-    assert args[-1] == "--x=a: b # c\n---\n- {{ y }} \""
+    assert args[-1] == "--chat-template=a: b # c\n---\n- {{ y }} \""
     assert deployment["kind"] == "Deployment"
     device_class = yaml.safe_load(
         (root / "out/research-eu/gpu/_cluster/deviceclass-h200.yaml").read_text()
