@@ -418,7 +418,7 @@ def demands_of(analyzed: Analyzed, models: Mapping[str, PoolModel],
     for svc, analyses in analyzed:
         gpu = svc.service.gpu
         assert gpu is not None
-        replicas = svc.service.max_replicas if at_max else _min_replicas(svc)
+        replicas = svc.service.max_replicas if at_max else svc.service.min_replicas
         claims = []
         size = 0
         for pool in svc.pools:
@@ -451,10 +451,6 @@ def _slices_of(model: PoolModel, slot: int) -> int:
     return sum(a for c, a in model.counters.consumes[slot]
                if "/memory-slice-" in names[c]) or 1
 
-
-def _min_replicas(svc: ServicePlan) -> int:
-    service = svc.service
-    return service.autoscaling.min_replicas if service.autoscaling else service.replicas
 
 
 def _short(packing: Packing) -> dict[str, int]:

@@ -382,8 +382,7 @@ def _quota_shortfalls(cluster: ClusterPlan) -> list[Finding]:
             if gpu is None or gpu.alternatives or service.namespace != quota.namespace \
                     or svc.gpu_class is None or svc.gpu_class.name != quota.gpu_class:
                 continue
-            replicas = service.autoscaling.min_replicas if service.autoscaling \
-                else service.replicas
+            replicas = service.min_replicas
             if replicas * gpu.count:
                 users.append((svc, replicas, gpu.count))
         demand = sum(replicas * count for _, replicas, count in users)

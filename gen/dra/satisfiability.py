@@ -493,10 +493,6 @@ def _beyond_budget(analyses: Sequence[ChoiceAnalysis]) -> bool:
     )
 
 
-def _min_replicas(svc: ServicePlan) -> int:
-    service = svc.service
-    return service.autoscaling.min_replicas if service.autoscaling else service.replicas
-
 
 def _place(
     analyses: Sequence[ChoiceAnalysis], replicas: int, same: Sequence[str],
@@ -550,7 +546,7 @@ def _capacity(cluster: ClusterPlan, analyzed: list[tuple[ServicePlan, list[Choic
         for svc, analyses in analyzed:
             gpu = svc.service.gpu
             assert gpu is not None
-            wanted = svc.service.max_replicas if at_max else _min_replicas(svc)
+            wanted = svc.service.max_replicas if at_max else svc.service.min_replicas
             taken: Counter[str] = Counter()
             placed = _place(analyses, wanted, gpu.same, states, taken)
             if placed < wanted:

@@ -292,6 +292,11 @@ class InferenceService(ProfileKind):
         return self
 
     @property
+    def min_replicas(self) -> int:
+        """Replicas at the autoscaling minimum (the replicas that must all run at once)."""
+        return self.autoscaling.min_replicas if self.autoscaling else self.replicas
+
+    @property
     def max_replicas(self) -> int:
         """Replicas at the autoscaling maximum."""
         return self.autoscaling.max_replicas if self.autoscaling else self.replicas

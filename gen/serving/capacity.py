@@ -17,7 +17,7 @@ from typing import Literal
 
 from gen.errors import Finding
 from gen.fleet.manifests import extended_resource_name
-from gen.fleet.plan import ClusterPlan, Plan, PoolPlan, ServicePlan
+from gen.fleet.plan import ClusterPlan, Plan, PoolPlan
 
 __all__ = ["check", "units_per_node"]
 
@@ -48,9 +48,6 @@ def units_per_node(pool: PoolPlan, strategy: str) -> Counter[str]:
     return units
 
 
-def _replicas(svc: ServicePlan) -> int:
-    service = svc.service
-    return service.autoscaling.min_replicas if service.autoscaling is not None else service.replicas
 
 
 def _take(free: Counter[int], count: int) -> bool:
@@ -75,7 +72,7 @@ def _cluster_findings(cluster: ClusterPlan) -> list[Finding]:
         if gpu is None or not pools:
             continue
         resource = extended_resource(cluster, svc)
-        replicas = _replicas(svc)
+        replicas = svc.service.min_replicas
         supply = {p.pool.name: units_per_node(p, cluster.mig_strategy)[resource] for p in pools}
         placed = 0
         for _ in range(replicas):
