@@ -221,10 +221,12 @@ def image_info(image: str) -> EngineImage | None:
     found = _vllm_tag(image)
     if found is None:
         return None
+    from gen.serving.vllm_releases import VllmVersion
+
     repository, tag, match = found
     cuda = _cuda_from_suffixes(match.group("suffixes"))
-    version = (int(match.group("major")), int(match.group("minor")), int(match.group("patch")))
-    if cuda is None and version >= _VLLM_CUDA13_DEFAULT_FROM:
+    version = VllmVersion.parse(tag)
+    if cuda is None and version.release >= _VLLM_CUDA13_DEFAULT_FROM:
         cuda = "13.0"
     if cuda is None or cuda not in CUDA_DRIVER_MINIMUMS:
         return None
@@ -234,7 +236,7 @@ def image_info(image: str) -> EngineImage | None:
         tag=tag,
         cuda_version=cuda,
         min_driver=CUDA_DRIVER_MINIMUMS[cuda],
-        version=".".join(str(part) for part in version),
+        version=str(version),
         note="CUDA read from vLLM's tag convention, not a pinned fact",
     )
 

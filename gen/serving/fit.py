@@ -59,7 +59,7 @@ from gen.serving.memory import (
 from gen.serving.memory_profiles import (
     PINNED_VLLM_VERSION,
     MemoryProfile,
-    VllmVersion,
+    ReleaseNumbers,
     format_version,
     memory_profile_for,
     model_runner_for,
@@ -134,7 +134,7 @@ class ServingConfig:
     enforce_eager: bool
     tensor_parallel: int
     pipeline_parallel: int
-    vllm_version: VllmVersion = PINNED_VLLM_VERSION
+    vllm_version: ReleaseNumbers = PINNED_VLLM_VERSION
 
     @classmethod
     def of(cls, service: InferenceService, devices: Sequence[FitDevice] = ()) -> ServingConfig:
@@ -168,7 +168,7 @@ class ServingConfig:
         )
 
 
-def _image_version(service: InferenceService) -> VllmVersion:
+def _image_version(service: InferenceService) -> ReleaseNumbers:
     """The vLLM release of the service's image; gen's pin for another engine or an image
     whose tag does not say."""
     if service.engine != "vllm":
@@ -179,11 +179,11 @@ def _image_version(service: InferenceService) -> VllmVersion:
     return PINNED_VLLM_VERSION if version is None else parse_vllm_version(version)
 
 
-def _release(version: VllmVersion) -> VllmRelease:
+def _release(version: ReleaseNumbers) -> VllmRelease:
     """The release whose facts apply; a release older than gen's facts gets the oldest."""
-    from gen.serving.vllm_releases import known_releases, release_for
+    from gen.serving.vllm_releases import VllmVersion, known_releases, release_for
 
-    return release_for(format_version(version)) or known_releases()[0]
+    return release_for(VllmVersion(version)) or known_releases()[0]
 
 
 @dataclass(frozen=True)
@@ -214,7 +214,7 @@ class FitRequest:
     estimate_cudagraphs: bool | None = None
     flashinfer_sampler: bool | None = None
     mxfp4_kernel: str | None = None
-    vllm_version: VllmVersion = PINNED_VLLM_VERSION
+    vllm_version: ReleaseNumbers = PINNED_VLLM_VERSION
 
     @classmethod
     def from_config(
@@ -410,7 +410,7 @@ class FitReport:
 
 
 def batch_defaults(device: FitDevice,
-                   vllm_version: VllmVersion = PINNED_VLLM_VERSION) -> tuple[int, int]:
+                   vllm_version: ReleaseNumbers = PINNED_VLLM_VERSION) -> tuple[int, int]:
     """vLLM's ``(max_num_seqs, max_num_batched_tokens)`` for ``vllm serve`` on ``device`` in
     release ``vllm_version``: the tiers of its ``get_batch_defaults``
     (:meth:`gen.serving.vllm_releases.VllmRelease.batch_defaults`), which test the total CUDA

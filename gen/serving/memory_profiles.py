@@ -37,14 +37,15 @@ __all__ = [
     "PINNED_VLLM_VERSION",
     "MemoryProfile",
     "ModelRunner",
-    "VllmVersion",
+    "ReleaseNumbers",
     "format_version",
     "memory_profile_for",
     "model_runner_for",
     "parse_vllm_version",
 ]
 
-VllmVersion = tuple[int, int, int]
+ReleaseNumbers = tuple[int, int, int]
+"""A vLLM release as (major, minor, patch): gen.serving.vllm_releases.VllmVersion.release."""
 ModelRunner = Literal["v1", "v2"]
 # Which models Model Runner V2 runs by default in a range: none; an architecture allowlist for
 # unquantized dense models; the allowlist whatever the model; the allowlist or any dense model;
@@ -53,7 +54,7 @@ V2Rule = Literal["never", "allowlist-dense", "allowlist", "allowlist-or-dense", 
 
 # The release of the vLLM image gen pins (gen/data/pins.yaml): what a request budgets with
 # unless it names another release (a service: its image's, gen.serving.image).
-PINNED_VLLM_VERSION: VllmVersion = (0, 33, 0)
+PINNED_VLLM_VERSION: ReleaseNumbers = (0, 33, 0)
 
 _GIB = 1 << 30
 
@@ -80,7 +81,7 @@ class MemoryProfile:
     runs its fp32 warm-up pass too (then the V1 figures of the sampler in use apply).
     """
 
-    since: VllmVersion
+    since: ReleaseNumbers
     label: str
     v2_rule: V2Rule
     v2_architectures: frozenset[str]
@@ -190,18 +191,18 @@ MEMORY_PROFILES: tuple[MemoryProfile, ...] = (
 
 
 
-def format_version(version: VllmVersion) -> str:
+def format_version(version: ReleaseNumbers) -> str:
     """``(0, 33, 0)`` → ``"0.33.0"``."""
     return ".".join(str(part) for part in version)
 
 
-def memory_profile_for(version: VllmVersion) -> MemoryProfile:
+def memory_profile_for(version: ReleaseNumbers) -> MemoryProfile:
     """The row of :data:`MEMORY_PROFILES` that holds for ``version``."""
     rows = [row for row in MEMORY_PROFILES if row.since <= version]
     return rows[-1]
 
 
-def model_runner_for(model: LLMSpec, version: VllmVersion) -> ModelRunner:
+def model_runner_for(model: LLMSpec, version: ReleaseNumbers) -> ModelRunner:
     """The model runner vLLM ``version`` picks by default for ``model``."""
     profile = memory_profile_for(version)
     listed = (model.architecture or "") in profile.v2_architectures
@@ -215,7 +216,7 @@ def model_runner_for(model: LLMSpec, version: VllmVersion) -> ModelRunner:
     return "v2" if v2 else "v1"
 
 
-def parse_vllm_version(text: str) -> VllmVersion:
+def parse_vllm_version(text: str) -> ReleaseNumbers:
     """``"0.27.1"``, ``"0.10.1.1"``, ``"v0.28.0-cu129"`` → ``(0, 27, 1)``, ``(0, 10, 1)``,
     ``(0, 28, 0)``: the release numbers of :meth:`gen.serving.vllm_releases.VllmVersion.parse`.
 
