@@ -41,10 +41,8 @@ def _request(svc: ServicePlan, config: ServingConfig, cand: Candidate,
     from gen.serving.fit import FitRequest
 
     assert svc.model is not None
-    gpu = svc.service.gpu
-    return FitRequest.from_config(config, svc.model, _device(cand),
-                                  gpus=gpu.count if gpu is not None else 1,
-                                  max_model_len=max_model_len)
+    return FitRequest.for_service(svc.service, svc.model, _device(cand),
+                                  max_model_len=max_model_len, config=config)
 
 
 def fit_reports(

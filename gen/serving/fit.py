@@ -249,16 +249,20 @@ class FitRequest:
         device: FitDevice,
         *,
         max_model_len: int | None,
+        config: ServingConfig | None = None,
         gpus: int | None = None,
         kv_cache_dtype: str | None = None,
     ) -> FitRequest:
         """The question a service asks of one device: its :class:`ServingConfig`.
 
+        ``config`` is the service's, resolved for every device it can get
+        (:func:`gen.fleet.sizing.serving_config`); without it, resolved for this device alone.
         ``gpus`` defaults to the service's GPU request (``gpu.count``, else 1) and
         ``kv_cache_dtype`` to the service's; an engine that runs one worker per device or
         no fp8 KV cache (llama.cpp on Apple GPUs) passes its own.
         """
-        config = ServingConfig.of(service, (device,))
+        if config is None:
+            config = ServingConfig.of(service, (device,))
         if kv_cache_dtype is not None:
             config = replace(config, kv_cache_dtype=kv_cache_dtype)
         if gpus is None:
