@@ -8,18 +8,11 @@ from pathlib import Path
 import pytest
 
 from gen.errors import Finding, Severity
-from tests.helpers import lint_fleet
+from tests.helpers import LINT_BASE, lint_fleet
 
-SERVICE = """\
-kind: InferenceService
-name: llama-70b
-model: meta-llama/Llama-3.1-70B-Instruct
-clusters: [prod]
-gpu: {gpu_class: h100, count: 4}
-parallelism: {tensor: 4}
-serving:
-  max_model_len: 32768
-"""
+# The lint base's service, its serving block in block style so that keys can be added.
+SERVICE = LINT_BASE["service.yaml"].replace("serving: {max_model_len: 32768}\n",
+                                            "serving:\n  max_model_len: 32768\n")
 
 
 def _release_findings(tmp_path: Path, serving: str) -> list[Finding]:
