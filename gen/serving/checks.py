@@ -68,7 +68,7 @@ def _fit(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
             continue
         errors = "; ".join(report.errors)
         best = report.max_model_len_fit
-        if best == 0 and report.kv_cache_available < report.kv_bytes_per_token * 16:
+        if best == 0:  # not even one block of KV fits: no max_model_len fixes it
             findings.append(_too_big(cluster, svc, cand, report))
             continue
         if length is None:
