@@ -150,12 +150,11 @@ def _cuda(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
 
     image = service_image(svc.service)
     info = image.info
-    where = (svc.located.at(*image.field.split(".")) if image.field
-             else svc.located.at("engine"))
+    where = svc.located.at(*image.key)
     if info is None:
         return [Finding(
             "GEN303", f"cannot tell which CUDA runtime {image.reference} ships; driver "
-            "compatibility is unchecked", where, image.field or "serving.image",
+            "compatibility is unchecked", where, image.field,
             severity=Severity.WARNING,
             hint="use a vllm/vllm-openai release tag gen knows, or name the upstream tag a "
             "mirrored image copies in serving.image_of",

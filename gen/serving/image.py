@@ -26,8 +26,8 @@ class ServiceImage:
         pulled: the reference the pods pull.
         reference: the reference gen reads facts from (``image_of`` or ``pulled``).
         explicit: the profile sets ``serving.image`` (else gen's pin runs).
-        field: the profile field a finding about the image points at (``serving.image_of``,
-            ``serving.image``), or "" for gen's pin.
+        key: the profile key a finding about the image points at: ``serving.image_of``,
+            ``serving.image``, or ``engine`` for gen's pin.
         info: the CUDA runtime and driver floor, None when gen cannot tell.
         version: the vLLM release (``0.33.0``), None when the tag does not say.
     """
@@ -35,9 +35,14 @@ class ServiceImage:
     pulled: str
     reference: str
     explicit: bool
-    field: str
+    key: tuple[str, ...]
     info: EngineImage | None
     version: str | None
+
+    @property
+    def field(self) -> str:
+        """:attr:`key` as a key path (``serving.image``)."""
+        return ".".join(self.key)
 
 
 def service_image(service: InferenceService) -> ServiceImage:
@@ -45,9 +50,9 @@ def service_image(service: InferenceService) -> ServiceImage:
     serving = service.serving
     pulled = serving.image or default_image("vllm").image
     reference = serving.image_of or pulled
-    field = ("serving.image_of" if serving.image_of else
-             "serving.image" if serving.image else "")
+    key = (("serving", "image_of") if serving.image_of else
+           ("serving", "image") if serving.image else ("engine",))
     return ServiceImage(
-        pulled=pulled, reference=reference, explicit=serving.image is not None, field=field,
+        pulled=pulled, reference=reference, explicit=serving.image is not None, key=key,
         info=image_info(reference), version=vllm_version_of(reference),
     )

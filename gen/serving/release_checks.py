@@ -143,9 +143,7 @@ def check_service(svc: ServicePlan) -> list[Finding]:
     if image.version is None:
         return []  # GEN303 says gen cannot tell what the image is
     version = VllmVersion.parse(image.version)
-    where = (svc.located.at(*image.field.split(".")) if image.field
-             else svc.located.at("engine"))
-    key = image.field or "engine"
+    where, key = svc.located.at(*image.key), image.field
     known = known_releases()
     release = release_for(version)
     if release is None:
