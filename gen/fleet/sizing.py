@@ -28,12 +28,14 @@ def _device(cand: Candidate) -> FitDevice:
                      cand.cuda_total_mib, cand.compute_capability, cand.cuda_total_logged)
 
 
-def serving_config(svc: ServicePlan) -> ServingConfig:
+def serving_config(svc: ServicePlan, cands: list[Candidate] | None = None) -> ServingConfig:
     """The service's one :class:`gen.serving.fit.ServingConfig`: its settings, vLLM's
-    defaults of its image's release resolved for every device it can get."""
+    defaults of its image's release resolved for every device it can get (``cands``, when
+    the caller has them already)."""
     from gen.serving.fit import ServingConfig
 
-    return ServingConfig.of(svc.service, [_device(c) for c in candidates(svc)])
+    devices = candidates(svc) if cands is None else cands
+    return ServingConfig.of(svc.service, [_device(c) for c in devices])
 
 
 def _request(svc: ServicePlan, config: ServingConfig, cand: Candidate,
@@ -53,8 +55,9 @@ def fit_reports(
         return []
     seen: dict[tuple[str, int, bool], FitReport] = {}
     out = []
-    config = serving_config(svc)
-    for cand in candidates(svc):
+    cands = candidates(svc)
+    config = serving_config(svc, cands)
+    for cand in cands:
         key = (cand.name, cand.memory_mib, cand.is_mig)
         if key not in seen:
             seen[key] = _check_fit(_request(svc, config, cand, max_model_len))
