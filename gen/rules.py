@@ -23,9 +23,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from gen.errors import Severity
+from gen.errors import Finding, Severity, SourceLocation
 
-__all__ = ["RULES", "Rule", "Section", "rule", "rules_markdown"]
+__all__ = ["RULES", "Rule", "Section", "finding", "rule", "rules_markdown"]
 
 
 class Section(enum.Enum):
@@ -576,6 +576,27 @@ def rule(rule_id: str) -> Rule:
         return RULES[rule_id]
     except KeyError:
         raise KeyError(f"unknown rule id {rule_id!r}") from None
+
+
+def finding(
+    rule_id: str,
+    message: str,
+    location: SourceLocation | None = None,
+    *,
+    key_path: str = "",
+    severity: Severity | None = None,
+    hint: str = "",
+    related: tuple[SourceLocation, ...] = (),
+    service: str = "",
+    cluster: str = "",
+) -> Finding:
+    """A finding of rule ``rule_id`` with the registry's default severity
+    (:attr:`Rule.severity`), unless the check passes ``severity`` because this finding is
+    worse or milder than the rule's default (a test refuses a ``severity`` equal to it).
+    ``KeyError`` for a rule id the registry does not have."""
+    return Finding(rule_id, message, location, key_path=key_path,
+                   severity=rule(rule_id).severity if severity is None else severity,
+                   hint=hint, related=related, service=service, cluster=cluster)
 
 
 _INTRO = """\

@@ -58,6 +58,7 @@ __all__ = [
     "Violation",
     "check_tree",
     "classify",
+    "import_cycles",
     "import_graph",
     "violations",
 ]
@@ -257,3 +258,44 @@ def check_tree(root: Path, layers: Iterable[Layer] = LAYERS) -> list[str]:
 def layer_table(layers: Iterable[Layer] = LAYERS) -> Mapping[str, tuple[str, ...]]:
     """Layer name → its module patterns, lowest layer first (for docs)."""
     return {layer.name: layer.patterns for layer in layers}
+
+
+def import_cycles(edges: Iterable[Edge]) -> list[tuple[str, ...]]:
+    """The import circles among ``edges``: each strongly connected set of two or more
+    modules (every import counts, ``TYPE_CHECKING`` and function-level ones too), sorted,
+    in name order. Empty when the graph has no cycle."""
+    graph: dict[str, set[str]] = {}
+    for edge in edges:
+        graph.setdefault(edge.importer, set()).add(edge.target)
+        graph.setdefault(edge.target, set())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[tuple[str, ...]] = []
+
+    def visit(node: str) -> None:  # Tarjan's algorithm; the graph is a few hundred nodes
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(tuple(sorted(component)))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)

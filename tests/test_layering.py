@@ -21,7 +21,15 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import REPO, write_tree
-from tests.layering import CAPABILITIES, FACTS, LAYERS, check_tree, classify, import_graph
+from tests.layering import (
+    CAPABILITIES,
+    FACTS,
+    LAYERS,
+    check_tree,
+    classify,
+    import_cycles,
+    import_graph,
+)
 
 GEN = REPO / "gen"
 
@@ -126,3 +134,20 @@ def test_allowed_imports_pass(tmp_path: Path, module: str, source: str) -> None:
     if "gen.pipeline" in source:
         files["gen/pipeline.py"] = ""
     assert check_tree(_tree(tmp_path, files)) == []
+
+
+def test_import_cycles_finds_every_circle_and_only_circles(tmp_path: Path) -> None:
+    """A two-module circle, a three-module one (one edge under TYPE_CHECKING, one inside a
+    function), and a chain that is no circle."""
+    write_tree(tmp_path, {
+        "gen/__init__.py": "",
+        "gen/a.py": "from gen import b\n",
+        "gen/b.py": "def f() -> None:\n    import gen.a\n",
+        "gen/c.py": ("from typing import TYPE_CHECKING\n"
+                     "if TYPE_CHECKING:\n    from gen.d import x\n"),
+        "gen/d.py": "from gen.e import y\nx = 1\n",
+        "gen/e.py": "from gen import c\ny = 2\n",
+        "gen/f.py": "from gen import a\n",
+    })
+    assert import_cycles(import_graph(tmp_path / "gen")) == [
+        ("gen.a", "gen.b"), ("gen.c", "gen.d", "gen.e")]

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from gen.errors import Severity
-from gen.rules import RULES, Rule, Section, rule, rules_markdown
+from gen.errors import Severity, SourceLocation
+from gen.rules import RULES, Rule, Section, finding, rule, rules_markdown
 from tests.helpers import REPO
 
 _ID = re.compile(r"GEN\d{3}")
@@ -139,3 +139,15 @@ def test_module_prints_the_page() -> None:
         check=True, timeout=60,
     )
     assert proc.stdout == rules_markdown()
+
+
+def test_finding_takes_the_registry_default_unless_told() -> None:
+    warning_rule = next(r for r in RULES.values() if r.severity is Severity.WARNING)
+    where = SourceLocation("profiles/x.yaml", 3, 5)
+    made = finding(warning_rule.id, "msg", where, key_path="a.b", hint="h", service="s")
+    assert (made.rule, made.severity, made.location, made.key_path, made.hint, made.service) \
+        == (warning_rule.id, Severity.WARNING, where, "a.b", "h", "s")
+    assert finding(warning_rule.id, "msg", severity=Severity.ERROR).severity is Severity.ERROR
+    assert finding("GEN000", "msg").severity is Severity.ERROR
+    with pytest.raises(KeyError, match="GEN999"):
+        finding("GEN999", "msg")
