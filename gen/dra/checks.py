@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from gen.errors import CELCompileError, Finding, Severity
 from gen.fleet.plan import ClusterPlan, Plan
+from gen.k8s.versions import runtime_config_needed
 
 MAX_SELECTORS = 32
 """Most selectors a DeviceClass or a device request may have: ``DeviceSelectorsMaxSize``
@@ -17,9 +18,6 @@ DRA_CHART_KUBE_FLOOR = 32
 deployments/helm/nvidia-dra-driver-gpu/Chart.yaml, every tag from v25.3.1 to v25.12.0, and
 deployments/helm/dra-driver-nvidia-gpu/Chart.yaml at v0.4.0): Helm refuses to install it on
 an older cluster. v25.3.0 and older set no floor."""
-
-_RUNTIME_CONFIG = {31: "resource.k8s.io/v1alpha3", 32: "resource.k8s.io/v1beta1",
-                   33: "resource.k8s.io/v1beta2"}
 
 
 def _version_findings(cluster: ClusterPlan) -> list[Finding]:
@@ -36,8 +34,8 @@ def _version_findings(cluster: ClusterPlan) -> list[Finding]:
         )]
     findings = []
     data = cluster.located.document.data
-    if cluster.minor in _RUNTIME_CONFIG:
-        needed = _RUNTIME_CONFIG[cluster.minor]
+    needed = runtime_config_needed(cluster.minor)
+    if needed is not None:
         if needed not in spec.runtime_config:
             findings.append(Finding(
                 "GEN201",

@@ -67,6 +67,7 @@ from gen.caches import memoize
 from gen.dra.devices import AttrValue, Device
 from gen.fleet.plan import PoolPlan
 from gen.k8s.semver import Version, parse_version
+from gen.k8s.versions import slice_api_version
 from gen.nvidia.gpus import GPU, MIGProfile
 from gen.nvidia.mig import LayoutCheck, MIGDevice, mig_devices
 
@@ -523,8 +524,7 @@ def resource_slices(
     node = node_name(pool, node_index)
     bodies = _slice_bodies(pool, f"{pool.name}/{node_index}", kubernetes_minor)
     slices = []
-    # 1.33 serves ResourceSlices as v1beta2, whose devices have v1's shape; v1 from 1.34.
-    api = "resource.k8s.io/v1beta2" if kubernetes_minor == 33 else "resource.k8s.io/v1"
+    api = slice_api_version(kubernetes_minor)
     for i, body in enumerate(bodies):
         slices.append({
             "apiVersion": api,

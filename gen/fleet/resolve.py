@@ -15,30 +15,13 @@ from typing import TYPE_CHECKING
 from gen.errors import Finding, SourceLocation, UnresolvedReferenceError
 from gen.fleet.plan import ClusterPlan, Plan, PoolPlan, ServicePlan
 from gen.fleet.profiles import Located, ProfileSet
+from gen.k8s.versions import dra_api_version, kubernetes_minor
 
 if TYPE_CHECKING:
     from gen.models import Cluster, GPUClass, InferenceService
     from gen.serving.model_catalog import LLMSpec, ModelCatalog
 
-__all__ = ["build_plan", "dra_api_version", "kubernetes_minor"]
-
-
-def kubernetes_minor(version: str) -> int:
-    """``'1.34.2'`` → 34."""
-    return int(version.lstrip("v").split(".")[1])
-
-
-def dra_api_version(minor: int) -> str | None:
-    """The resource.k8s.io version gen renders for a Kubernetes minor (None before 1.31)."""
-    if minor >= 34:
-        return "resource.k8s.io/v1"
-    if minor == 33:
-        return "resource.k8s.io/v1beta2"
-    if minor == 32:
-        return "resource.k8s.io/v1beta1"
-    if minor == 31:
-        return "resource.k8s.io/v1alpha3"
-    return None
+__all__ = ["build_plan"]
 
 
 def _known(names: Iterable[str], wanted: str) -> str:

@@ -31,22 +31,22 @@ gen does not have or one that cannot be suppressed, is an error (``GEN005``).
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from pydantic import Field, ValidationError
 
 from gen.errors import Finding, ProfileValidationError, Severity, SourceLocation
 from gen.fleet.loader import CONFIG_FILE, Document, fleet_config_repo, parse_text
+from gen.fleet.schema_findings import did_you_mean, pydantic_findings
+from gen.fleet.suppression import About, Suppression
 from gen.models._base import Spec
 from gen.models._types import DNSLabel, Reason, RuleId
-from gen.redact import redact
 
 if TYPE_CHECKING:
-    from gen.fleet.profiles import ProfileSet
+    from gen.fleet.profile_set import ProfileSet
 
 __all__ = [
     "CONFIG_FILE",
@@ -66,66 +66,6 @@ UNSUPPRESSIBLE = frozenset({
 """Rules that cannot be silenced: input that cannot be read stops lint before any rule
 runs, render and validation errors are not lint findings, and the suppression rules
 themselves would hide their own mistakes."""
-
-Scope = Literal["inline", "profile", "fleet"]
-About = tuple[str, frozenset[str]]
-"""The service and the clusters a finding is about."""
-
-
-@dataclass(frozen=True)
-class Suppression:
-    """One rule silenced somewhere, and why."""
-
-    rule: str
-    reason: str
-    location: SourceLocation
-    """Where the suppression is written."""
-    scope: Scope
-    path: str = ""
-    """inline and profile: the file the findings must be located in."""
-    first_line: int = 0
-    last_line: int = 0
-    """inline and profile: the lines the findings must be located on."""
-    service: str = ""
-    """profile of an InferenceService: findings about it match wherever they are."""
-    paths: tuple[str, ...] = ()
-    services: tuple[str, ...] = ()
-    clusters: tuple[str, ...] = ()
-    """fleet: what the findings must be about (each empty: anything)."""
-
-    def __post_init__(self) -> None:
-        # The reason is printed (--show-suppressed, JSON, SARIF's justification): no
-        # credential pasted into it reaches any of them.
-        object.__setattr__(self, "reason", redact(self.reason))
-
-    def matches(self, finding: Finding, about: About = ("", frozenset())) -> bool:
-        """Whether this suppression silences ``finding``; ``about``: the service and the
-        clusters the finding is about where its rule did not say (from the profile it is
-        located in: a service runs in its clusters)."""
-        if finding.rule != self.rule:
-            return False
-        loc = finding.location
-        in_lines = (
-            loc is not None and loc.path == self.path
-            and self.first_line <= loc.line <= self.last_line
-        )
-        if self.scope == "inline":
-            return in_lines
-        if self.scope == "profile":
-            service = finding.service or about[0]
-            return in_lines or bool(self.service and service == self.service)
-        if self.paths and not (
-            loc is not None and any(fnmatch.fnmatchcase(loc.path, p) for p in self.paths)
-        ):
-            return False
-        if self.services and (finding.service or about[0]) not in self.services:
-            return False
-        if not self.clusters:
-            return True
-        if finding.cluster:
-            return finding.cluster in self.clusters
-        return bool(about[1]) and about[1] <= set(self.clusters)
-
 
 @dataclass(frozen=True)
 class SuppressionReport:
@@ -182,8 +122,6 @@ def load_fleet_config(repo: Path, shown: str = CONFIG_FILE) -> list[Suppression]
     Raises :class:`ProfileValidationError` (located) when the file cannot be read or does
     not match its schema.
     """
-    from gen.fleet.profiles import pydantic_findings
-
     file = repo / CONFIG_FILE
     if not file.is_file():
         return []
@@ -217,8 +155,6 @@ def load_fleet_config(repo: Path, shown: str = CONFIG_FILE) -> list[Suppression]
 
 def _rule_guess(rule: str, rules: set[str]) -> str:
     """``; did you mean 'GEN204'?`` for an id one character off a known one (O for 0)."""
-    from gen.fleet.profiles import did_you_mean
-
     fixed = rule.upper().replace("O", "0").replace("I", "1").replace("L", "1")
     fixed = "GEN" + fixed[3:] if fixed.startswith("GEN") else fixed
     if fixed in rules:

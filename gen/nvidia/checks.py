@@ -255,7 +255,7 @@ def _version_findings(cluster: ClusterPlan, first: int) -> list[Finding]:
     findings = []
     problem = dm.partitionable_devices_problem(spec)
     if problem is not None:
-        minor = dm.kubernetes_minor(spec)
+        minor = cluster.minor
         if dm.K8S_GATE in spec.feature_gates:
             where, key = at("feature_gates", dm.K8S_GATE), f"feature_gates.{dm.K8S_GATE}"
         elif minor >= dm.k8s_gate_since() and spec.feature_gates:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import re
 
+from gen.k8s.versions import kubernetes_minor
 from gen.models.cluster import Cluster, NodePool
 
 __all__ = [
@@ -86,11 +87,6 @@ def dynamic_pools(cluster: Cluster) -> list[tuple[int, NodePool]]:
     return [(i, p) for i, p in enumerate(cluster.node_pools) if p.mig == "dynamic"]
 
 
-def kubernetes_minor(cluster: Cluster) -> int:
-    """The minor of the cluster's Kubernetes version."""
-    return int(cluster.kubernetes_version.split(".")[1])
-
-
 def k8s_gate_since() -> int:
     """The minor that added ``DRAPartitionableDevices`` (alpha)."""
     from gen.k8s.gates import gate_table
@@ -113,7 +109,7 @@ def partitionable_devices_problem(cluster: Cluster) -> str | None:
     """Why the cluster's Kubernetes lacks partitionable devices, or None when it has them."""
     from gen.k8s.gates import gate_table
 
-    minor = kubernetes_minor(cluster)
+    minor = kubernetes_minor(cluster.kubernetes_version)
     state = gate_table().state(K8S_GATE, minor)
     declared = cluster.feature_gates.get(K8S_GATE)
     if state.exists is False:

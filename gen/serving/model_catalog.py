@@ -307,14 +307,6 @@ class LLMSpec:
             return None
         return self.moe_intermediate_size or self.intermediate_size
 
-    def counted_parameters(self) -> int | None:
-        """The exact parameter count the architecture numbers give, or None when the
-        architecture's layout is not one gen knows
-        (:func:`gen.serving.param_count.count_parameters`)."""
-        from gen.serving.param_count import count_parameters
-
-        return count_parameters(self)
-
     @property
     def full_attention_layers(self) -> int:
         """Layers whose KV cache grows with the whole sequence."""

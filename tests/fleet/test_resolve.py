@@ -8,7 +8,7 @@ import pytest
 
 from gen.errors import Finding, UnresolvedReferenceError
 from gen.fleet.profiles import load_profiles
-from gen.fleet.resolve import build_plan, dra_api_version, kubernetes_minor
+from gen.fleet.resolve import build_plan
 from tests.helpers import copy_fleet
 
 
@@ -120,15 +120,6 @@ def test_all_reference_errors_reported_together(tmp_path: Path) -> None:
     findings = _ref_errors(root)
     assert [f.key_path for f in findings] == ["quotas[0].gpu_class", "gpu.gpu_class"]
     assert "known: none" not in findings[0].message
-
-
-def test_version_helpers() -> None:
-    """Kubernetes minors map to the resource.k8s.io version gen renders."""
-    assert kubernetes_minor("v1.34.2") == 34
-    assert [dra_api_version(m) for m in (30, 31, 32, 33, 34, 36)] == [
-        None, "resource.k8s.io/v1alpha3", "resource.k8s.io/v1beta1",
-        "resource.k8s.io/v1beta2", "resource.k8s.io/v1", "resource.k8s.io/v1",
-    ]
 
 
 def test_unknown_node_pool_names_the_cluster(tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gen.fleet.resolve import dra_api_version
 from gen.k8s.gates import GateTable, gate_table, gates_markdown
+from gen.k8s.versions import dra_api_version
 from tests.helpers import REPO
 from tools.k8s_gates import ExtractError, parse_gate_table, parse_lifecycle, parse_spec
 

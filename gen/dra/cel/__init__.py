@@ -9,8 +9,8 @@ Public API (stable; other capabilities call it):
   the newest environment gen knows.
 * :func:`evaluate` ``(expression, device, kubernetes_version=None)`` → :class:`SelectorResult`
   (``matched``, ``error``): run-time errors are data, never exceptions.
-* :func:`kubernetes_minor` parses a version; :func:`explain_miss` / :func:`diagnose_miss` say
-  why a device is not selected.
+* :func:`kubernetes_minor` parses a version (:mod:`gen.k8s.versions`);
+  :func:`explain_miss` / :func:`diagnose_miss` say why a device is not selected.
 
 The environment is Kubernetes' DRA selector environment (kubernetes/dynamic-resource-allocation
 ``cel/compile.go``@v0.36.0) on top of the versioned base environment (:mod:`._versions`):
@@ -52,9 +52,9 @@ from gen.dra.cel._engine import (
     SelectorResult,
     compile_selector,
     evaluate,
-    kubernetes_minor,
 )
 from gen.dra.cel._explain import Miss, diagnose_miss, explain_miss
+from gen.k8s.versions import kubernetes_minor
 
 __all__ = [
     "BUDGET_MESSAGE",

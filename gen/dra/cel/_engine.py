@@ -41,6 +41,7 @@ from gen.dra.cel._validate import (
 from gen.dra.cel._versions import first_new_object_minor, unavailable
 from gen.dra.devices import Device
 from gen.errors import CELCompileError, CELRuntimeError
+from gen.k8s.versions import kubernetes_minor
 
 __all__ = [
     "BUDGET_MESSAGE",
@@ -52,7 +53,6 @@ __all__ = [
     "compile_ignoring_cost",
     "compile_selector",
     "evaluate",
-    "kubernetes_minor",
 ]
 
 MAX_EXPRESSION_LENGTH = 10 * 1024
@@ -336,19 +336,6 @@ def _activation(device: Device) -> Any:
 @memoize(maxsize=4096)
 def _main_thread_activation(device: Device) -> Any:
     return _envs()[1].Activation({"device": device_data(device)})
-
-
-def kubernetes_minor(version: str | int | None) -> int | None:
-    """``'1.34'``, ``'v1.34.2'`` or ``34`` → 34; None stays None (the newest environment).
-
-    Raises :class:`ValueError` for anything else.
-    """
-    if version is None or isinstance(version, int):
-        return version
-    match = re.fullmatch(r"v?1\.(\d{1,3})(?:\.\d{1,4})?", version)
-    if match is None:
-        raise ValueError(f"not a Kubernetes version (want 1.MINOR or 1.MINOR.PATCH): {version!r}")
-    return int(match[1])
 
 
 def _at(expression: str, ast: ParsedAST, node: Node) -> str:
