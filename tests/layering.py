@@ -1,27 +1,11 @@
 """The layering rule of ``gen/``, as data, and a checker of the import graph against it.
 
-Layers, lowest first (``LAYERS``; a pattern ending in ``.*`` names a package and
-everything under it, any other pattern one module; the longest matching pattern wins):
+Layers, lowest first: ``LAYERS`` (a pattern ending in ``.*`` names a package and everything
+under it, any other pattern one module; the longest matching pattern wins). The layer table of
+``docs/architecture.md`` is generated from it (:func:`layer_table`)::
 
-===============  =====  ==========================================================
-layer            rank   modules
-===============  =====  ==========================================================
-kernel           0      gen._version, gen.caches, gen.errors, gen.redact, gen.rules,
-                        gen.pins, gen.k8s.*
-models           1      gen.models.*
-facts            2      knowledge that lives in a capability package but that any
-                        layer above may use: catalogs, physical rules, engine and
-                        pod-security facts (``FACTS``)
-fleet            3      gen.fleet.*: loader, profiles, resolve, the Plan, and the
-                        names, placement and manifest helpers capabilities share
-capabilities     4      every other module of gen.nvidia, gen.dra, gen.serving,
-                        gen.apple, gen.gitops, gen.security (``CAPABILITIES``)
-emit             4      gen.emit.*: render, YAML, validate, write, parallel
-pipeline         5      gen.pipeline: the façade and the capability registry
-verify           5      gen.verify.*: out/ and the profiles against a live cluster
-api              6      gen (the package root: the public library API)
-cli              7      gen.cli.*, gen._entry, gen._noop, gen.__main__
-===============  =====  ==========================================================
+    python -m tests.layering --table    # rewrite the table in docs/architecture.md
+    python -m tests.layering --check    # exit 1 when the committed table differs
 
 The rule:
 
@@ -44,15 +28,21 @@ uses one, and the CLI may import anything).
 
 from __future__ import annotations
 
+import argparse
 import ast
-from collections.abc import Iterable, Mapping
+import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "BEGIN",
     "CAPABILITIES",
+    "END",
     "FACTS",
     "LAYERS",
+    "OWN_PACKAGE_ONLY",
+    "PAGE",
     "Edge",
     "Layer",
     "Violation",
@@ -60,6 +50,8 @@ __all__ = [
     "classify",
     "import_cycles",
     "import_graph",
+    "layer_table",
+    "unclassified",
     "violations",
 ]
 
@@ -107,24 +99,32 @@ CAPABILITIES = (
 LAYERS = (
     Layer("kernel", 0, ("gen._version", "gen.caches", "gen.errors", "gen.redact", "gen.rules",
                         "gen.pins", "gen.k8s.*"),
-          "the version, the error tree, redaction, the rule registry, the upstream pins, "
-          "Kubernetes value types"),
+          "the version, the cache registry, the error tree, redaction, the rule registry, the "
+          "upstream pins, Kubernetes value types and version facts"),
     Layer("models", 1, ("gen.models.*",), "the profile kinds (pydantic)"),
-    Layer("facts", 2, FACTS, "catalogs and physical rules, free for every layer above"),
+    Layer("facts", 2, FACTS,
+          "the knowledge modules of the capabilities (catalogs and physical rules), free for "
+          "every layer above"),
     Layer("fleet", 3, ("gen.fleet.*",),
-          "load, resolve, the Plan; names, placement and manifest helpers shared by "
-          "capabilities"),
+          "load, resolve, the Plan, and what capabilities share: names (`manifests`), "
+          "placement and sizing (which devices a service can land on, and whether its model "
+          "fits there), the generated-file header (`generated`)"),
     Layer("capabilities", 4, CAPABILITIES,
-          "builders and checks, one package per capability; no capability imports another"),
+          "every other module of these packages (builders and checks), one package per "
+          "capability"),
     Layer("emit", 4, ("gen.emit.*",), "render, YAML, validate, write, parallel"),
     Layer("pipeline", 5, ("gen.pipeline",), "the façade and the capability registry"),
     Layer("verify", 5, ("gen.verify.*",),
-          "gen verify: out/ and the built Plan against a live cluster (read-only)"),
-    Layer("api", 6, ("gen",), "the package root: the public library API"),
+          "`gen verify`, out/ and the built Plan against a live cluster (read-only; the only "
+          "code that talks to a cluster, through the `kubernetes` client imported lazily)"),
+    Layer("api", 6, ("gen",), "the package root, the public library API"),
     Layer("cli", 7, ("gen.cli.*", "gen._entry", "gen._noop", "gen.__main__"),
           "the command line: parse options, call the library, format, exit"),
 )
 """The layers of gen/, lowest first."""
+
+OWN_PACKAGE_ONLY = "capabilities"
+"""The layer whose modules import, of their own layer, only their own package (rule 3)."""
 
 
 @dataclass(frozen=True)
@@ -233,7 +233,7 @@ def violations(edges: Iterable[Edge], layers: Iterable[Layer] = LAYERS) -> list[
             found.append(Violation(
                 edge, f"{src_layer.name} and {dst_layer.name} are sibling layers: "
                 "neither imports the other"))
-        elif src_layer.name == "capabilities" and dst_layer.name == "capabilities" \
+        elif src_layer.name == dst_layer.name == OWN_PACKAGE_ONLY \
                 and src_pattern != dst_pattern:
             found.append(Violation(
                 edge, f"capability {_capability(src_pattern)} must not import capability "
@@ -255,9 +255,57 @@ def check_tree(root: Path, layers: Iterable[Layer] = LAYERS) -> list[str]:
     return lines
 
 
-def layer_table(layers: Iterable[Layer] = LAYERS) -> Mapping[str, tuple[str, ...]]:
-    """Layer name → its module patterns, lowest layer first (for docs)."""
-    return {layer.name: layer.patterns for layer in layers}
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
+BEGIN = "<!-- generated by python -m tests.layering --table from tests/layering.py: do not edit -->"
+END = "<!-- end of the generated layer table -->"
+
+
+def _may_import(layer: Layer, layers: tuple[Layer, ...]) -> str:
+    lower = [other.name for other in layers if other.rank < layer.rank]
+    siblings = [other.name for other in layers
+                if other.rank == layer.rank and other.name != layer.name]
+    text = ", ".join(lower) or "—"
+    if siblings:
+        text += "; not " + ", ".join(siblings)
+    if layer.name == OWN_PACKAGE_ONLY:
+        text += "; of its own layer only its own package's modules"
+    return text
+
+
+def layer_table(layers: Iterable[Layer] = LAYERS) -> str:
+    """The Markdown table of the layers, lowest first, as docs/architecture.md shows it."""
+    layers = tuple(layers)
+    lines = ["| rank | layer | modules | may also import |", "| ---: | --- | --- | --- |"]
+    for layer in layers:
+        modules = ", ".join(f"`{p.removesuffix('.*')}`" for p in layer.patterns)
+        lines.append(f"| {layer.rank} | {layer.name} | {modules} — {layer.doc} | "
+                     f"{_may_import(layer, layers)} |")
+    return "\n".join(lines) + "\n"
+
+
+def _with_table(page: str, table: str) -> str:
+    start, end = page.find(BEGIN), page.find(END)
+    if start < 0 or end < start:
+        raise ValueError(f"{PAGE.name} lacks the markers {BEGIN!r} ... {END!r}")
+    return page[:start + len(BEGIN)] + "\n\n" + table + "\n" + page[end:]
+
+
+def _main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.layering",
+                                     description="the layer table of docs/architecture.md")
+    action = parser.add_mutually_exclusive_group(required=True)
+    action.add_argument("--table", action="store_true", help="rewrite the table in the page")
+    action.add_argument("--check", action="store_true", help="exit 1 when the page differs")
+    args = parser.parse_args(argv)
+    page = PAGE.read_text(encoding="utf-8")
+    wanted = _with_table(page, layer_table())
+    if args.check:
+        if wanted != page:
+            print(f"{PAGE} is stale: run python -m tests.layering --table", file=sys.stderr)
+            return 1
+        return 0
+    PAGE.write_text(wanted, encoding="utf-8")
+    return 0
 
 
 def import_cycles(edges: Iterable[Edge]) -> list[tuple[str, ...]]:
@@ -299,3 +347,7 @@ def import_cycles(edges: Iterable[Edge]) -> list[tuple[str, ...]]:
         if node not in index:
             visit(node)
     return sorted(found)
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))
