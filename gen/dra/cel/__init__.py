@@ -36,7 +36,8 @@ Kubernetes semantics kept:
   or :class:`CELRuntimeError`.
 
 How the pieces fit: :mod:`gen.dra.cel._library` holds a typed checker environment and an untyped
-runtime environment (cel-expr-python cannot pass Python objects through CEL values);
+runtime environment (cel-expr-python cannot pass Python objects through CEL values), built
+from the libraries of :mod:`gen.dra.cel._libraries` (one module per Kubernetes library);
 :mod:`gen.dra.cel._ast` reads the parsed AST; the source is rewritten so that
 ``device.attributes[D]`` runs as ``device.attributes[?D].orValue({})`` (the empty-map default).
 """

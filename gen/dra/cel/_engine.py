@@ -19,18 +19,11 @@ from gen.dra.cel._ast import (
     type_name,
 )
 from gen.dra.cel._cost import estimate_cost
-from gen.dra.cel._library import (
-    KUBERNETES_EQUALS,
-    KUBERNETES_IN,
-    KUBERNETES_NOT_EQUALS,
-    OPTIONAL_RESULTS,
-    QUANTITY_KEY,
-    SEMVER_KEY,
-    TIME_LIST_FUNCTIONS,
-    checker_env,
-    device_data,
-    runtime_env,
-)
+from gen.dra.cel._libraries._carriers import QUANTITY_KEY, SEMVER_KEY
+from gen.dra.cel._libraries.equality import KUBERNETES_EQUALS, KUBERNETES_IN, KUBERNETES_NOT_EQUALS
+from gen.dra.cel._libraries.format import OPTIONAL_RESULTS
+from gen.dra.cel._libraries.lists import TIME_LIST_FUNCTIONS
+from gen.dra.cel._library import checker_env, device_data, runtime_env
 from gen.dra.cel._source import matching_bracket
 from gen.dra.cel._validate import (
     aggregate_errors,
