@@ -12,6 +12,7 @@ from typing import Any
 from gen.dra.selectors import class_cel
 from gen.fleet.manifests import claim_template_name, extended_resource_name, labels, manifest
 from gen.fleet.plan import ClusterPlan, ManifestSpec, ServicePlan
+from gen.k8s.versions import flat_requests
 from gen.models import GPUClass
 
 # DeviceClasses the NVIDIA DRA driver chart installs itself; gen never emits these.
@@ -69,7 +70,7 @@ def claim_requests(plan: ClusterPlan, svc: ServicePlan) -> list[dict[str, Any]]:
     """The device requests of a service's claim, in the cluster's API shape."""
     gpu = svc.service.gpu
     assert gpu is not None and svc.gpu_class is not None
-    flat = plan.dra_api_version in ("resource.k8s.io/v1alpha3", "resource.k8s.io/v1beta1")
+    flat = flat_requests(plan.dra_api_version)
     first = _request("gpu", svc.gpu_class.name, gpu.count, gpu.allocation_mode, gpu.selectors)
     if svc.alternatives:
         subs = [{**first, "name": "first"}] + [

@@ -23,6 +23,7 @@ __all__ = [
     "DRAVersion",
     "dra_api_version",
     "dra_version",
+    "flat_requests",
     "kubernetes_minor",
     "runtime_config_needed",
     "slice_api_version",
@@ -108,3 +109,10 @@ def slice_api_version(minor: int | None) -> str:
     renders there when that has v1's shape (v1beta2 on 1.33), else v1 (also for None)."""
     version = None if minor is None else dra_version(minor)
     return _V1.group_version if version is None or version.flat else version.group_version
+
+
+def flat_requests(group_version: str | None) -> bool:
+    """Whether a claim's device requests are flat (``deviceClassName`` on the request) in
+    ``group_version`` (``resource.k8s.io/v1beta1``); False for v1's shape and for a version
+    gen does not render."""
+    return any(v.flat for v in DRA_API_VERSIONS if v.group_version == group_version)

@@ -9,6 +9,7 @@ from gen.k8s.gates import gate_table
 from gen.k8s.versions import (
     DRA_API_VERSIONS,
     dra_api_version,
+    flat_requests,
     kubernetes_minor,
     runtime_config_needed,
     slice_api_version,
@@ -54,3 +55,10 @@ def test_the_table_agrees_with_the_gate_data() -> None:
     assert seen == set(rows) - {V1A3}  # v1alpha3 was gone before the oldest minor read
     assert [v.introduced for v in DRA_API_VERSIONS] == sorted(
         v.introduced for v in DRA_API_VERSIONS)
+
+
+def test_flat_requests_follow_the_table() -> None:
+    assert [v.group_version for v in DRA_API_VERSIONS if flat_requests(v.group_version)] == [
+        "resource.k8s.io/v1alpha3", "resource.k8s.io/v1beta1"]
+    assert not flat_requests(None)
+    assert not flat_requests("resource.k8s.io/v2")
