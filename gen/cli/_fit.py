@@ -13,7 +13,7 @@ from gen.cli._options import profiles_option
 from gen.errors import VersionError
 from gen.serving.fit import FitReport, FitRequest, check_fit, resolve_device
 from gen.serving.memory import GIB, KV_CACHE_DTYPES, QUANTIZATIONS
-from gen.serving.memory_profiles import PINNED_VLLM_VERSION, parse_vllm_version
+from gen.serving.memory_profiles import PINNED_VLLM_VERSION, format_version, parse_vllm_version
 from gen.serving.model_catalog import model_catalog
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ def _gib(value: int) -> str:
 def format_report(report: FitReport) -> str:
     """The human-readable budget table of ``gen fit``, one line per term with its source."""
     verdict = "fits" if report.fits else "does NOT fit"
-    settings = (f"  vLLM {report.vllm_version}  TP={report.tensor_parallel} "
+    settings = (f"  vLLM {format_version(report.vllm_version)}  TP={report.tensor_parallel} "
                 f"PP={report.pipeline_parallel}  "
                 f"max_model_len={report.max_model_len}  kv_cache_dtype={report.kv_cache_dtype}  "
                 f"max_num_seqs={report.max_num_seqs}  max_num_batched_tokens="

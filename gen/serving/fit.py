@@ -30,13 +30,15 @@ term by term (:meth:`FitReport.terms`), so it can be compared line by line with 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, fields, replace
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from gen.errors import CatalogLookupError
 from gen.nvidia.gpus import gpu_catalog
 from gen.serving.memory import (
     ACTIVATION_LOGIT_BYTES,
+    ASSUMED_COMPUTE_CAPABILITY,
     CUDA_GRAPH_BYTES,
     GIB,
     KV_BLOCK_TOKENS,
@@ -71,10 +73,10 @@ if TYPE_CHECKING:
     from gen.models import InferenceService
     from gen.serving.vllm_releases import VllmRelease
 
-__all__ = [  # the constants as before; vLLM's other terms are in gen.serving.memory
+__all__ = [  # with the constants of gen.serving.memory that callers of the fit read
     "ACTIVATION_LOGIT_BYTES", "CUDA_GRAPH_BYTES", "GIB", "KV_BLOCK_TOKENS", "NCCL_BYTES",
     "NON_TORCH_BYTES", "BudgetTerm", "FitDevice", "FitReport", "FitRequest", "ServingConfig",
-    "batch_defaults", "check_fit", "kv_cache_bytes", "resolve_device",
+    "Settings", "batch_defaults", "check_fit", "kv_cache_bytes", "resolve_device",
 ]
 
 
@@ -114,27 +116,82 @@ class FitDevice:
         """The total vLLM budgets from, in bytes."""
         return (self.cuda_total_mib if self.cuda_total_mib is not None else self.memory_mib) * MIB
 
+    @property
+    def capability(self) -> tuple[int, int] | None:
+        """``compute_capability`` as ``(major, minor)``; None when unknown."""
+        major, _, minor = self.compute_capability.partition(".")
+        return (int(major), int(minor)) if major.isdigit() and minor.isdigit() else None
 
-@dataclass(frozen=True)
-class ServingConfig:
-    """The vLLM settings of one service, resolved once: lint, the rendered args and
-    ``gen fit --service`` all read this, so they cannot disagree.
 
-    ``max_model_len`` None means "the largest that fits every device the service can get"
-    (:func:`gen.fleet.sizing.resolved_max_model_len`). ``vllm_version`` is the release of the
-    service's image (:mod:`gen.serving.image`; gen's pin when the image does not say).
+_PARALLELISM = MappingProxyType({"json": "parallelism"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    """The settings vLLM serves with, as one record: a service's (:class:`ServingConfig`), a
+    question's (:class:`FitRequest`) and an answer's (:class:`FitReport`).
+
+    None means "vLLM's default for the device and release" (a :class:`FitReport` holds them
+    resolved).
+
+    Attributes:
+        max_model_len: context length; None: the model's ``max_context`` (a service: the
+            largest that fits, :func:`gen.fleet.sizing.resolved_max_model_len`).
+        gpu_memory_utilization: vLLM's share of the CUDA-visible total.
+        kv_cache_dtype: KV cache element type (:data:`gen.serving.memory.KV_CACHE_DTYPES`).
+        max_num_seqs: concurrent sequences; None: vLLM's (:func:`batch_defaults`).
+        max_num_batched_tokens: tokens per scheduler step; None: vLLM's.
+        quantization: ``--quantization``; None: the checkpoint's own.
+        enforce_eager: no CUDA graphs.
+        vllm_version: the release whose defaults and memory accounting apply
+            (:mod:`gen.serving.memory_profiles`).
+        tensor_parallel: the tensor-parallel size; None: GPUs ÷ ``pipeline_parallel``.
+        pipeline_parallel: the pipeline-parallel size.
     """
 
-    max_model_len: int | None
-    max_num_seqs: int
-    max_num_batched_tokens: int
-    gpu_memory_utilization: float
-    kv_cache_dtype: str
-    quantization: str | None
-    enforce_eager: bool
-    tensor_parallel: int
-    pipeline_parallel: int
+    max_model_len: int | None = None
+    gpu_memory_utilization: float = 0.90
+    kv_cache_dtype: str = "auto"
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    quantization: str | None = None
+    enforce_eager: bool = False
     vllm_version: ReleaseNumbers = PINNED_VLLM_VERSION
+    tensor_parallel: int | None = field(default=None, metadata=_PARALLELISM)
+    pipeline_parallel: int = field(default=1, metadata=_PARALLELISM)
+
+    def settings(self) -> Settings:
+        """This record's :class:`Settings` alone (without what a subclass adds)."""
+        return Settings(**_settings_of(self))
+
+    def settings_json(self) -> dict[str, dict[str, Any]]:
+        """``gen fit --json``'s ``settings`` and ``parallelism`` blocks: every field in
+        declaration order, under the block its ``json`` metadata names (``settings`` when
+        none); ``vllm_version`` as ``major.minor.patch``."""
+        blocks: dict[str, dict[str, Any]] = {"settings": {}, "parallelism": {}}
+        for f in fields(Settings):
+            value = getattr(self, f.name)
+            if f.name == "vllm_version":
+                value = format_version(value)
+            blocks[f.metadata.get("json", "settings")][f.name] = value
+        return blocks
+
+
+def _settings_of(record: Settings) -> dict[str, Any]:
+    """``record``'s :class:`Settings` fields by name: the keywords that rebuild them."""
+    return {f.name: getattr(record, f.name) for f in fields(Settings)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServingConfig(Settings):
+    """The :class:`Settings` of one service, resolved once: lint, the rendered args and
+    ``gen fit --service`` all read this, so they cannot disagree.
+
+    Everything but ``max_model_len`` is resolved: None there means "the largest that fits
+    every device the service can get" (:func:`gen.fleet.sizing.resolved_max_model_len`).
+    ``vllm_version`` is the release of the service's image (:mod:`gen.serving.image`; gen's
+    pin when the image does not say).
+    """
 
     @classmethod
     def of(cls, service: InferenceService, devices: Sequence[FitDevice] = ()) -> ServingConfig:
@@ -186,40 +243,32 @@ def _release(version: ReleaseNumbers) -> VllmRelease:
     return release_for(VllmVersion(version)) or known_releases()[0]
 
 
-@dataclass(frozen=True)
-class FitRequest:
-    """One question: does ``model`` fit on ``gpus`` × ``device`` with these settings?
+@dataclass(frozen=True, kw_only=True)
+class FitRequest(Settings):
+    """One question: does ``model`` fit on ``gpus`` × ``device`` with these :class:`Settings`?
 
-    ``tensor_parallel`` defaults to ``gpus ÷ pipeline_parallel``; ``max_model_len`` to the
-    model's ``max_context``; ``max_num_seqs`` and ``max_num_batched_tokens`` to vLLM's
-    effective defaults for the device (:func:`batch_defaults`). ``vllm_version`` is the
-    release whose memory accounting applies (:mod:`gen.serving.memory_profiles`): which model
-    runner, whether its CUDA-graph estimate is subtracted (``estimate_cudagraphs`` None: that
-    release's default), which sampler (``flashinfer_sampler`` None: vLLM's default for the GPU)
-    and mxfp4 kernel (marlin, triton, flashinfer; None: vLLM's choice for the GPU).
+    ``max_num_seqs`` and ``max_num_batched_tokens`` left None are vLLM's effective defaults
+    for the device (:func:`batch_defaults`). What only a question sets, for comparing with a
+    vLLM log:
+
+    - ``estimate_cudagraphs``: whether the CUDA-graph estimate is subtracted; None: the
+      release's default.
+    - ``flashinfer_sampler``: FlashInfer's top-k/top-p sampler; None: vLLM's default for
+      the GPU.
+    - ``mxfp4_kernel``: marlin, triton or flashinfer; None: vLLM's choice for the GPU.
     """
 
     model: LLMSpec
     device: FitDevice
     gpus: int = 1
-    tensor_parallel: int | None = None
-    pipeline_parallel: int = 1
-    max_model_len: int | None = None
-    gpu_memory_utilization: float = 0.90
-    kv_cache_dtype: str = "auto"
-    max_num_seqs: int | None = None
-    max_num_batched_tokens: int | None = None
-    quantization: str | None = None
-    enforce_eager: bool = False
     estimate_cudagraphs: bool | None = None
     flashinfer_sampler: bool | None = None
     mxfp4_kernel: str | None = None
-    vllm_version: ReleaseNumbers = PINNED_VLLM_VERSION
 
     @classmethod
     def from_config(
         cls,
-        config: ServingConfig,
+        config: Settings,
         model: LLMSpec,
         device: FitDevice,
         *,
@@ -227,19 +276,8 @@ class FitRequest:
         max_model_len: int | None,
     ) -> FitRequest:
         """The question a resolved :class:`ServingConfig` asks of one device."""
-        return cls(
-            model=model, device=device, gpus=gpus,
-            tensor_parallel=config.tensor_parallel,
-            pipeline_parallel=config.pipeline_parallel,
-            max_model_len=max_model_len,
-            gpu_memory_utilization=config.gpu_memory_utilization,
-            kv_cache_dtype=config.kv_cache_dtype,
-            max_num_seqs=config.max_num_seqs,
-            max_num_batched_tokens=config.max_num_batched_tokens,
-            quantization=config.quantization,
-            enforce_eager=config.enforce_eager,
-            vllm_version=config.vllm_version,
-        )
+        return cls(model=model, device=device, gpus=gpus,
+                   **{**_settings_of(config), "max_model_len": max_model_len})
 
     @classmethod
     def for_service(
@@ -295,19 +333,25 @@ class BudgetTerm:
         return {"name": self.name, "bytes": self.bytes, "source": self.source}
 
 
-@dataclass(frozen=True)
-class FitReport:
-    """The answer of :func:`check_fit`. Byte figures are per GPU (per worker).
+@dataclass(frozen=True, kw_only=True)
+class FitReport(Settings):
+    """The answer of :func:`check_fit`: the :class:`Settings` it budgeted with, resolved
+    (``tensor_parallel``, ``max_model_len``, ``max_num_seqs``, ``max_num_batched_tokens``
+    never None), and the budget. Byte figures are per GPU (per worker).
 
     Attributes:
         fits: the model starts and serves one full ``max_model_len`` sequence.
         errors: why it does not (parallelism rules, memory), empty when it fits.
         warnings: doubts that do not change the answer.
+        model: the model's id.
+        device: the device's name (:attr:`FitDevice.name`).
+        device_memory: the device's memory as NVML reports it.
+        is_mig: the device is a MIG slice.
+        gpus: GPUs in the claim.
         budget: ``gpu_memory_utilization`` × the CUDA-visible total.
         weights: weight bytes on the GPU (kernel padding included).
         non_torch: memory outside PyTorch that grows during the profile run.
         activation: the profile run's torch peak.
-        cuda_graphs: the CUDA-graph estimate subtracted from the budget (0 when eager).
         overhead: non_torch + activation + cuda_graphs.
         kv_cache_min: KV bytes one full ``max_model_len`` sequence needs.
         kv_cache_available: budget − weights − overhead (negative: weights do not fit).
@@ -316,6 +360,8 @@ class FitReport:
         kv_cache_tokens: tokens the KV budget holds at that rate.
         max_model_len_fit: longest max_model_len whose sequence fits (capped at max_context).
         max_concurrent_sequences: full ``max_model_len`` sequences the KV budget holds at once.
+        cuda_total: the CUDA-visible total the budget is a share of.
+        cuda_graphs: the CUDA-graph estimate subtracted from the budget (0 when eager).
         terms: the budget line by line, each with its source.
     """
 
@@ -327,13 +373,6 @@ class FitReport:
     device_memory: int
     is_mig: bool
     gpus: int
-    tensor_parallel: int
-    pipeline_parallel: int
-    max_model_len: int
-    gpu_memory_utilization: float
-    kv_cache_dtype: str
-    max_num_seqs: int
-    max_num_batched_tokens: int
     budget: int
     weights: int
     non_torch: int
@@ -348,25 +387,20 @@ class FitReport:
     max_concurrent_sequences: int
     cuda_total: int = 0
     cuda_graphs: int = 0
-    quantization: str | None = None
-    enforce_eager: bool = False
     terms: tuple[BudgetTerm, ...] = ()
-    vllm_version: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """The documented JSON form (``gen fit --json``), schema version 1.
 
         Keys: ``schema_version``, ``fits``, ``errors``, ``warnings``, ``model``, ``device``
         (``name``, ``memory_bytes``, ``cuda_total_bytes``, ``is_mig``), ``parallelism``
-        (``gpus``, ``tensor_parallel``, ``pipeline_parallel``), ``settings``
-        (``max_model_len``, ``gpu_memory_utilization``, ``kv_cache_dtype``, ``max_num_seqs``,
-        ``max_num_batched_tokens``, ``quantization``, ``enforce_eager``, ``vllm_version``: the
-        release whose defaults and accounting apply), ``per_gpu_bytes``
-        (``budget``, ``weights``, ``non_torch``, ``activation``, ``cuda_graphs``, ``overhead``,
-        ``kv_cache_min``, ``kv_cache_available``, ``headroom``), ``terms`` (``name``,
-        ``bytes``, ``source``), ``kv_bytes_per_token``, ``kv_cache_tokens``,
+        (``gpus``, then the parallel sizes of :meth:`Settings.settings_json`), ``settings``
+        (the other fields of :class:`Settings`, ``vllm_version`` the release whose defaults
+        and accounting apply), ``per_gpu_bytes`` (:data:`_PER_GPU_BYTES`), ``terms``
+        (``name``, ``bytes``, ``source``), ``kv_bytes_per_token``, ``kv_cache_tokens``,
         ``max_model_len_fit``, ``max_concurrent_sequences``.
         """
+        blocks = self.settings_json()
         return {
             "schema_version": 1,
             "fits": self.fits,
@@ -379,38 +413,20 @@ class FitReport:
                 "cuda_total_bytes": self.cuda_total,
                 "is_mig": self.is_mig,
             },
-            "parallelism": {
-                "gpus": self.gpus,
-                "tensor_parallel": self.tensor_parallel,
-                "pipeline_parallel": self.pipeline_parallel,
-            },
-            "settings": {
-                "max_model_len": self.max_model_len,
-                "gpu_memory_utilization": self.gpu_memory_utilization,
-                "kv_cache_dtype": self.kv_cache_dtype,
-                "max_num_seqs": self.max_num_seqs,
-                "max_num_batched_tokens": self.max_num_batched_tokens,
-                "quantization": self.quantization,
-                "enforce_eager": self.enforce_eager,
-                "vllm_version": self.vllm_version,
-            },
-            "per_gpu_bytes": {
-                "budget": self.budget,
-                "weights": self.weights,
-                "non_torch": self.non_torch,
-                "activation": self.activation,
-                "cuda_graphs": self.cuda_graphs,
-                "overhead": self.overhead,
-                "kv_cache_min": self.kv_cache_min,
-                "kv_cache_available": self.kv_cache_available,
-                "headroom": self.headroom,
-            },
+            "parallelism": {"gpus": self.gpus, **blocks["parallelism"]},
+            "settings": blocks["settings"],
+            "per_gpu_bytes": {name: getattr(self, name) for name in _PER_GPU_BYTES},
             "terms": [t.to_json() for t in self.terms],
             "kv_bytes_per_token": self.kv_bytes_per_token,
             "kv_cache_tokens": self.kv_cache_tokens,
             "max_model_len_fit": self.max_model_len_fit,
             "max_concurrent_sequences": self.max_concurrent_sequences,
         }
+
+
+_PER_GPU_BYTES = ("budget", "weights", "non_torch", "activation", "cuda_graphs", "overhead",
+                  "kv_cache_min", "kv_cache_available", "headroom")
+"""The :class:`FitReport` fields of ``gen fit --json``'s ``per_gpu_bytes``, in its order."""
 
 
 def batch_defaults(device: FitDevice,
@@ -425,10 +441,8 @@ def batch_defaults(device: FitDevice,
     release = _release(vllm_version)
     if device.is_mig:
         return release.batch_tiers[-1].api_server
-    major, _, minor = device.compute_capability.partition(".")
-    capability = (int(major), int(minor)) if major.isdigit() and minor.isdigit() else None
     return release.batch_defaults(memory_bytes=device.cuda_total_bytes, name=device.name,
-                                  compute_capability=capability)
+                                  compute_capability=device.capability)
 
 
 def _parallelism_errors(request: FitRequest, tp: int, pp: int) -> list[str]:
@@ -491,17 +505,54 @@ def _setting_errors(request: FitRequest) -> list[str]:
     return errors
 
 
-def _largest_fitting_len(request: FitRequest, tp: int, pp: int, available: int, chunk: int) -> int:
-    def need(tokens: int) -> int:
-        return kv_cache_bytes(request.model, tokens, tensor_parallel=tp, pipeline_parallel=pp,
-                              kv_cache_dtype=request.kv_cache_dtype, prefill_chunk=chunk)
+@dataclass(frozen=True)
+class _Workers:
+    """The layout and batch the arithmetic runs with: sizes below 1 (reported as errors)
+    taken as 1, batch sizes resolved to vLLM's defaults."""
 
-    low, high = 0, request.model.max_context
-    if available < need(1):
+    tensor_parallel: int
+    pipeline_parallel: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+
+    @property
+    def multi_gpu(self) -> bool:
+        """More than one worker: NCCL is initialised."""
+        return self.tensor_parallel * self.pipeline_parallel > 1
+
+    @property
+    def requests(self) -> int:
+        """The profile run's dummy requests: ``min(max_num_seqs, max_num_batched_tokens)``."""
+        return min(self.max_num_seqs, self.max_num_batched_tokens)
+
+
+def _workers(request: FitRequest) -> _Workers:
+    seqs, tokens = batch_defaults(request.device, request.vllm_version)
+    return _Workers(
+        tensor_parallel=max(1, request.tp),
+        pipeline_parallel=max(1, request.pipeline_parallel),
+        max_num_seqs=max(1, request.max_num_seqs or seqs),
+        max_num_batched_tokens=max(1, request.max_num_batched_tokens or tokens),
+    )
+
+
+def _kv_need(model: LLMSpec, workers: _Workers, kv_cache_dtype: str, tokens: int) -> int:
+    """KV bytes per GPU of one ``tokens``-token sequence."""
+    return kv_cache_bytes(model, tokens, tensor_parallel=workers.tensor_parallel,
+                          pipeline_parallel=workers.pipeline_parallel,
+                          kv_cache_dtype=kv_cache_dtype,
+                          prefill_chunk=workers.max_num_batched_tokens)
+
+
+def _largest_fitting_len(model: LLMSpec, workers: _Workers, kv_cache_dtype: str,
+                         available: int) -> int:
+    """The largest n in [1, max_context] whose sequence fits ``available``; 0 if none."""
+    low, high = 0, model.max_context
+    if available < _kv_need(model, workers, kv_cache_dtype, 1):
         return 0
-    while low < high:  # largest n in [1, max_context] with need(n) ≤ available
+    while low < high:
         mid = (low + high + 1) // 2
-        if need(mid) <= available:
+        if _kv_need(model, workers, kv_cache_dtype, mid) <= available:
             low = mid
         else:
             high = mid - 1
@@ -510,24 +561,6 @@ def _largest_fitting_len(request: FitRequest, tp: int, pp: int, available: int, 
 
 def _gib(value: int) -> str:
     return f"{value / GIB:.2f} GiB"
-
-
-@dataclass(frozen=True)
-class _Budget:
-    budget: int
-    weights: int
-    non_torch: int
-    activation: int
-    cuda_graphs: int
-    terms: tuple[BudgetTerm, ...]
-
-    @property
-    def overhead(self) -> int:
-        return self.non_torch + self.activation + self.cuda_graphs
-
-    @property
-    def available(self) -> int:
-        return self.budget - self.weights - self.overhead
 
 
 @dataclass(frozen=True)
@@ -542,18 +575,11 @@ class _Engine:
     sampler_buffers: float
 
 
-def _compute_capability(device: FitDevice) -> tuple[int, int]:
-    major, _, minor = device.compute_capability.partition(".")
-    if not (major.isdigit() and minor.isdigit()):
-        return (9, 0)  # unknown: a current data-centre GPU
-    return (int(major), int(minor))
-
-
 def _engine(request: FitRequest, model: LLMSpec) -> _Engine:
     profile = memory_profile_for(request.vllm_version)
     runner = model_runner_for(model, request.vllm_version)
     device = request.device
-    capability = _compute_capability(device)
+    capability = device.capability or ASSUMED_COMPUTE_CAPABILITY
     # [vllm] VLLM_USE_FLASHINFER_SAMPLER defaults on (vllm/envs.py @ v0.21.0 … v0.33.0) and
     # FlashInfer takes compute capability 8.0 and up (FlashInferBackend.supports_compute_
     # capability, vllm/v1/attention/backends/flashinfer.py @ v0.33.0); 0.33 also wants > 16 SMs.
@@ -577,6 +603,66 @@ def _engine(request: FitRequest, model: LLMSpec) -> _Engine:
                    graph_bytes, buffers)
 
 
+@dataclass(frozen=True)
+class _Budget:
+    """The budget's numbers per GPU, before the KV cache (:func:`_budget`)."""
+
+    cuda_total: int
+    budget: int
+    mxfp4_kernel: str
+    moe_padding: int
+    weights: int
+    non_torch: int
+    forward: int
+    sampler: int
+    cuda_graphs: int
+
+    @property
+    def activation(self) -> int:
+        """The profile run's torch peak: the larger of the forward and the sampler pass."""
+        return max(self.forward, self.sampler)
+
+    @property
+    def overhead(self) -> int:
+        return self.non_torch + self.activation + self.cuda_graphs
+
+    @property
+    def available(self) -> int:
+        return self.budget - self.weights - self.overhead
+
+
+def _budget(request: FitRequest, model: LLMSpec, engine: _Engine, workers: _Workers) -> _Budget:
+    """The arithmetic of the budget (its prose: :func:`_budget_terms`)."""
+    device = request.device
+    tp, pp = workers.tensor_parallel, workers.pipeline_parallel
+    kernel = request.mxfp4_kernel or mxfp4_kernel_for(
+        device.capability or ASSUMED_COMPUTE_CAPABILITY)
+    padding = moe_padding_bytes(model, tensor_parallel=tp, kernel=kernel)
+    return _Budget(
+        cuda_total=device.cuda_total_bytes,
+        budget=int(device.cuda_total_bytes * request.gpu_memory_utilization),
+        mxfp4_kernel=kernel,
+        moe_padding=padding,
+        weights=weights_per_gpu(model, tensor_parallel=tp, pipeline_parallel=pp) + padding,
+        non_torch=(engine.profile.non_torch_bytes
+                   + (engine.profile.nccl_bytes if workers.multi_gpu else 0)),
+        forward=forward_bytes(model, tensor_parallel=tp,
+                              batched_tokens=workers.max_num_batched_tokens),
+        sampler=sampler_bytes(model, workers.requests, engine.sampler_buffers),
+        cuda_graphs=engine.graph_bytes if engine.estimates_graphs else 0,
+    )
+
+
+def _total_source(device: FitDevice) -> str:
+    if device.cuda_total_logged:
+        return ("the total CUDA reports, read from a vLLM log ('Free memory on device "
+                "(free/total GiB)'; cuda_total_mib in the GPU catalog)")
+    if device.cuda_total_mib is not None:
+        return ("NVML's total less 1 GiB: no vLLM log gives this GPU's CUDA total "
+                "(gen.nvidia.gpus.CUDA_RESERVE_MIB)")
+    return "the device memory as given (a MIG slice's, or the host's share)"
+
+
 def _graph_source(request: FitRequest, engine: _Engine) -> str:
     version = format_version(request.vllm_version)
     if request.enforce_eager:
@@ -593,148 +679,144 @@ def _graph_source(request: FitRequest, engine: _Engine) -> str:
                if engine.graph_bytes != CUDA_GRAPH_BYTES else ""))
 
 
-def _budget(request: FitRequest, model: LLMSpec, tp: int, pp: int, seqs: int,
-            batched: int) -> _Budget:
-    device = request.device
-    engine = _engine(request, model)
-    profile = engine.profile
-    total = device.cuda_total_bytes
-    budget = int(total * request.gpu_memory_utilization)
-    kernel = request.mxfp4_kernel or mxfp4_kernel_for(device.compute_capability)
-    padding = moe_padding_bytes(model, tp, kernel)
-    weights = weights_per_gpu(model, tp, pp) + padding
-    non_torch = profile.non_torch_bytes + (profile.nccl_bytes if tp * pp > 1 else 0)
-    requests = min(seqs, batched)
-    forward = forward_bytes(model, tp, batched)
-    sampler = sampler_bytes(model, requests, engine.sampler_buffers)
-    activation = max(forward, sampler)
-    graphs = engine.graph_bytes if engine.estimates_graphs else 0
-    if device.cuda_total_logged:
-        total_source = ("the total CUDA reports, read from a vLLM log ('Free memory on device "
-                        "(free/total GiB)'; cuda_total_mib in the GPU catalog)")
-    elif device.cuda_total_mib is not None:
-        total_source = ("NVML's total less 1 GiB: no vLLM log gives this GPU's CUDA total "
-                        "(gen.nvidia.gpus.CUDA_RESERVE_MIB)")
-    else:
-        total_source = "the device memory as given (a MIG slice's, or the host's share)"
-    pad_note = (f", of which {_gib(padding)} mxfp4 MoE padding for the {kernel} kernel "
-                f"({VLLM_SOURCE} vllm/model_executor/layers/quantization/mxfp4.py)"
-                if padding else "")
-    which = "sampler pass" if sampler >= forward else "forward pass"
+def _budget_terms(request: FitRequest, model: LLMSpec, engine: _Engine, workers: _Workers,
+                  b: _Budget) -> tuple[BudgetTerm, ...]:
+    """The budget's lines before the KV cache, each with the source of its figure."""
+    tp, pp = workers.tensor_parallel, workers.pipeline_parallel
+    pad_note = (f", of which {_gib(b.moe_padding)} mxfp4 MoE padding for the {b.mxfp4_kernel} "
+                f"kernel ({VLLM_SOURCE} vllm/model_executor/layers/quantization/mxfp4.py)"
+                if b.moe_padding else "")
+    which = "sampler pass" if b.sampler >= b.forward else "forward pass"
     sampler_kind = "FlashInfer" if engine.flashinfer else "PyTorch"
     version = format_version(request.vllm_version)
-    terms = (
-        BudgetTerm("cuda_total", total, total_source),
-        BudgetTerm("budget", budget, f"cuda_total × gpu_memory_utilization "
+    return (
+        BudgetTerm("cuda_total", b.cuda_total, _total_source(request.device)),
+        BudgetTerm("budget", b.budget, f"cuda_total × gpu_memory_utilization "
                    f"{request.gpu_memory_utilization:.2f} ({VLLM_SOURCE} gpu_worker.py "
                    "requested_memory)"),
-        BudgetTerm("weights", weights, f"the checkpoint's weights ÷ TP={tp} on the worst of "
+        BudgetTerm("weights", b.weights, f"the checkpoint's weights ÷ TP={tp} on the worst of "
                    f"PP={pp} stages{pad_note}; vLLM logs 'Model loading took X GiB'"),
-        BudgetTerm("activation", activation,
-                   f"profile-run torch peak, the {which}: forward {_gib(forward)} for "
-                   f"{batched} batched tokens, sampler {_gib(sampler)} = "
-                   f"{engine.sampler_buffers} × {requests} requests × {model.vocab_size or 0} "
-                   f"vocab × 4 B (vLLM {version}, {engine.runner} model runner, "
-                   f"{sampler_kind} top-k/top-p; profile_run, _dummy_sampler_run)"),
-        BudgetTerm("non_torch", non_torch, "what the profile leaves outside the weights "
-                   "(CUDA/cuBLAS workspaces" + (", NCCL" if tp * pp > 1 else "")
-                   + f"; vLLM {profile.label} counts non-KV memory as {profile.non_kv_rule})"),
-        BudgetTerm("cuda_graphs", graphs, _graph_source(request, engine)),
+        BudgetTerm("activation", b.activation,
+                   f"profile-run torch peak, the {which}: forward {_gib(b.forward)} for "
+                   f"{workers.max_num_batched_tokens} batched tokens, sampler "
+                   f"{_gib(b.sampler)} = {engine.sampler_buffers} × {workers.requests} requests "
+                   f"× {model.vocab_size or 0} vocab × {ACTIVATION_LOGIT_BYTES} B (vLLM "
+                   f"{version}, {engine.runner} model runner, {sampler_kind} top-k/top-p; "
+                   "profile_run, _dummy_sampler_run)"),
+        BudgetTerm("non_torch", b.non_torch, "what the profile leaves outside the weights "
+                   "(CUDA/cuBLAS workspaces" + (", NCCL" if workers.multi_gpu else "")
+                   + f"; vLLM {engine.profile.label} counts non-KV memory as "
+                   f"{engine.profile.non_kv_rule})"),
+        BudgetTerm("cuda_graphs", b.cuda_graphs, _graph_source(request, engine)),
     )
-    return _Budget(budget, weights, non_torch, activation, graphs, terms)
 
 
-def check_fit(request: FitRequest) -> FitReport:
-    """Budget ``request`` per GPU and decide whether vLLM can start and serve one sequence."""
-    device = request.device
-    tp, pp = request.tp, request.pipeline_parallel
-    errors = _parallelism_errors(request, tp, pp) + _setting_errors(request)
-    model = effective_model(request.model, request.quantization)
-    warnings: list[str] = []
-    tp_c, pp_c = max(1, tp), max(1, pp)
+@dataclass(frozen=True)
+class _KVFit:
+    """The KV cache against the pool left: one full sequence, the rate, the longest fit."""
 
-    seqs_default, tokens_default = batch_defaults(device, request.vllm_version)
-    max_num_seqs = max(1, request.max_num_seqs or seqs_default)
-    batched = max(1, request.max_num_batched_tokens or tokens_default)
-    errors += scheduler_errors(max_num_seqs, batched)
+    length: int
+    kv_min: int
+    per_token: int
+    length_fit: int
+
+
+def _kv_fit(request: FitRequest, model: LLMSpec, workers: _Workers, available: int) -> _KVFit:
     length = max(0, request.model_len)
-
-    b = _budget(request, model, tp_c, pp_c, max_num_seqs, batched)
-    available = b.available
-    kv_min = kv_cache_bytes(model, length, tensor_parallel=tp_c, pipeline_parallel=pp_c,
-                            kv_cache_dtype=request.kv_cache_dtype, prefill_chunk=batched)
-    per_token = kv_bytes_per_token(model, tensor_parallel=tp_c, pipeline_parallel=pp_c,
-                                   kv_cache_dtype=request.kv_cache_dtype)
-    length_fit = _largest_fitting_len(replace(request, model=model), tp_c, pp_c, available,
-                                      batched)
-    kv_terms = (
-        BudgetTerm("kv_cache_available", available, "budget − weights − activation − "
-                   "non_torch − cuda_graphs; vLLM logs 'Available KV cache memory: X GiB'"),
-        BudgetTerm("kv_cache_min", kv_min, f"one {length}-token sequence at {per_token:,} "
-                   f"B/token ({request.kv_cache_dtype} KV, {KV_BLOCK_TOKENS}-token blocks)"),
+    dtype = request.kv_cache_dtype
+    return _KVFit(
+        length=length,
+        kv_min=_kv_need(model, workers, dtype, length),
+        per_token=kv_bytes_per_token(model, tensor_parallel=workers.tensor_parallel,
+                                     pipeline_parallel=workers.pipeline_parallel,
+                                     kv_cache_dtype=dtype),
+        length_fit=_largest_fitting_len(model, workers, dtype, available),
     )
 
+
+def _kv_terms(request: FitRequest, b: _Budget, kv: _KVFit) -> tuple[BudgetTerm, ...]:
+    return (
+        BudgetTerm("kv_cache_available", b.available, "budget − weights − activation − "
+                   "non_torch − cuda_graphs; vLLM logs 'Available KV cache memory: X GiB'"),
+        BudgetTerm("kv_cache_min", kv.kv_min, f"one {kv.length}-token sequence at "
+                   f"{kv.per_token:,} B/token ({request.kv_cache_dtype} KV, {KV_BLOCK_TOKENS}-"
+                   "token blocks)"),
+    )
+
+
+def _memory_errors(request: FitRequest, b: _Budget, kv: _KVFit) -> list[str]:
+    """Why the memory does not suffice (in vLLM's words where it has them); empty if it does."""
+    device = request.device
     if b.weights + b.overhead > b.budget:
-        errors.append(
+        return [
             f"weights ({_gib(b.weights)}) and activations/runtime ({_gib(b.overhead)}: "
             f"activation {_gib(b.activation)}, non-torch {_gib(b.non_torch)}, CUDA graphs "
             f"{_gib(b.cuda_graphs)}) per GPU exceed the budget of {_gib(b.budget)} "
             f"({request.gpu_memory_utilization:.2f} × {_gib(device.cuda_total_bytes)}); "
             + ("use a larger MIG profile or a quantized checkpoint" if device.is_mig
                else "use more GPUs (TP), a quantized checkpoint or a larger device")
-        )
-    elif kv_min > available:
-        errors.append(
-            f"To serve at least one request with the model's max seq len ({length}), "
-            f"{_gib(kv_min)} KV cache is needed, which is larger than the available KV cache "
-            f"memory ({_gib(available)} = budget {_gib(b.budget)} − weights "
+        ]
+    if kv.kv_min > b.available:
+        return [
+            f"To serve at least one request with the model's max seq len ({kv.length}), "
+            f"{_gib(kv.kv_min)} KV cache is needed, which is larger than the available KV "
+            f"cache memory ({_gib(b.available)} = budget {_gib(b.budget)} − weights "
             f"{_gib(b.weights)} − activation {_gib(b.activation)} − non-torch "
             f"{_gib(b.non_torch)} − CUDA graphs {_gib(b.cuda_graphs)}); the estimated maximum "
-            f"model length is {length_fit}. Lower --max-model-len, use --kv-cache-dtype fp8, "
-            "lower --max-num-seqs, raise --gpu-memory-utilization or add GPUs"
-        )
-    warnings.extend(_warnings(request, tp_c, pp_c))
+            f"model length is {kv.length_fit}. Lower --max-model-len, use --kv-cache-dtype "
+            "fp8, lower --max-num-seqs, raise --gpu-memory-utilization or add GPUs"
+        ]
+    return []
 
+
+def check_fit(request: FitRequest) -> FitReport:
+    """Budget ``request`` per GPU and decide whether vLLM can start and serve one sequence."""
+    workers = _workers(request)
+    errors = (_parallelism_errors(request, request.tp, request.pipeline_parallel)
+              + _setting_errors(request)
+              + scheduler_errors(workers.max_num_seqs, workers.max_num_batched_tokens))
+    model = effective_model(request.model, request.quantization)
+    engine = _engine(request, model)
+    b = _budget(request, model, engine, workers)
+    available = b.available
+    kv = _kv_fit(request, model, workers, available)
+    errors += _memory_errors(request, b, kv)
+    device = request.device
     return FitReport(
+        **{**_settings_of(request), "tensor_parallel": request.tp,
+           "max_model_len": request.model_len, "max_num_seqs": workers.max_num_seqs,
+           "max_num_batched_tokens": workers.max_num_batched_tokens},
         fits=not errors,
-        vllm_version=format_version(request.vllm_version),
         errors=tuple(errors),
-        warnings=tuple(warnings),
+        warnings=tuple(_warnings(request, workers)),
         model=request.model.id,
         device=device.name,
         device_memory=device.memory_bytes,
         is_mig=device.is_mig,
         gpus=request.gpus,
-        tensor_parallel=tp,
-        pipeline_parallel=pp,
-        max_model_len=request.model_len,
-        gpu_memory_utilization=request.gpu_memory_utilization,
-        kv_cache_dtype=request.kv_cache_dtype,
-        max_num_seqs=max_num_seqs,
-        max_num_batched_tokens=batched,
         budget=b.budget,
         weights=b.weights,
         non_torch=b.non_torch,
         activation=b.activation,
         overhead=b.overhead,
-        kv_cache_min=kv_min,
+        kv_cache_min=kv.kv_min,
         kv_cache_available=available,
-        headroom=available - kv_min,
-        kv_bytes_per_token=per_token,
-        kv_cache_tokens=max(0, available) // per_token if per_token else 0,
-        max_model_len_fit=length_fit,
-        max_concurrent_sequences=max(0, available) // kv_min if kv_min > 0 else 0,
-        cuda_total=device.cuda_total_bytes,
+        headroom=available - kv.kv_min,
+        kv_bytes_per_token=kv.per_token,
+        kv_cache_tokens=max(0, available) // kv.per_token if kv.per_token else 0,
+        max_model_len_fit=kv.length_fit,
+        max_concurrent_sequences=max(0, available) // kv.kv_min if kv.kv_min > 0 else 0,
+        cuda_total=b.cuda_total,
         cuda_graphs=b.cuda_graphs,
-        quantization=request.quantization,
-        enforce_eager=request.enforce_eager,
-        terms=b.terms + kv_terms,
+        terms=_budget_terms(request, model, engine, workers, b) + _kv_terms(request, b, kv),
     )
 
 
-def _warnings(request: FitRequest, tp: int, pp: int) -> list[str]:
+def _warnings(request: FitRequest, workers: _Workers) -> list[str]:
     device, out = request.device, []
+    tp, pp = workers.tensor_parallel, workers.pipeline_parallel
     remainder = int(device.cuda_total_bytes * (1 - request.gpu_memory_utilization))
+    # The checkpoint's model runner (not the online-fp8 model's) decides this warning.
     engine = _engine(request, request.model)
     if (not engine.estimates_graphs and not request.enforce_eager
             and 0 <= remainder < CUDA_GRAPH_BYTES):
@@ -750,6 +832,10 @@ def _warnings(request: FitRequest, tp: int, pp: int) -> list[str]:
     if pp > 1:
         out.append("pipeline parallelism needs model support (SupportsPP) and, across nodes, "
                    "Ray or LWS")
+    if device.capability is None:
+        major, minor = ASSUMED_COMPUTE_CAPABILITY
+        out.append(f"{device.name}'s compute capability is unknown: the budget takes "
+                   f"{major}.{minor}'s kernels and CUDA-graph estimate")
     return out
 
 

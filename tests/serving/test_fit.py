@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, TypedDict, Unpack
 
 import pytest
@@ -32,6 +33,8 @@ MIG_1G_10GB = FitDevice(name="NVIDIA H100 80GB HBM3 MIG 1g.10gb", memory_mib=998
 MIG_3G_40GB = FitDevice(name="NVIDIA H100 80GB HBM3 MIG 3g.40gb", memory_mib=40320, is_mig=True)
 
 MODELS = model_catalog().all()
+_kv = partial(kv_cache_bytes, prefill_chunk=2048)
+"""One sequence's KV bytes with vLLM's smallest ``max_num_batched_tokens`` tier as the chunk."""
 
 
 def _model(name: str) -> LLMSpec:
@@ -160,16 +163,16 @@ def test_405b_fp8_fits_eight_h100() -> None:
 def test_kv_formula_per_token() -> None:
     """KV per token per GPU is 2 · layers/PP · kv_heads/TP · head_dim · bytes."""
     llama = _model("meta-llama/Llama-3.1-8B-Instruct")
-    assert kv_cache_bytes(llama, 16) == 16 * 2 * 32 * 8 * 128 * 2
-    assert kv_cache_bytes(llama, 16, tensor_parallel=2) == 16 * 2 * 32 * 4 * 128 * 2
-    assert kv_cache_bytes(llama, 16, pipeline_parallel=2) == 16 * 2 * 16 * 8 * 128 * 2
-    assert kv_cache_bytes(llama, 16, kv_cache_dtype="fp8") == 16 * 2 * 32 * 8 * 128
+    assert _kv(llama, 16) == 16 * 2 * 32 * 8 * 128 * 2
+    assert _kv(llama, 16, tensor_parallel=2) == 16 * 2 * 32 * 4 * 128 * 2
+    assert _kv(llama, 16, pipeline_parallel=2) == 16 * 2 * 16 * 8 * 128 * 2
+    assert _kv(llama, 16, kv_cache_dtype="fp8") == 16 * 2 * 32 * 8 * 128
 
 
 def test_kv_heads_are_replicated_beyond_tp() -> None:
     """With TP above the KV-head count each GPU still holds one KV head."""
     qwen = _model("Qwen/Qwen2.5-7B-Instruct")  # 4 KV heads
-    assert kv_cache_bytes(qwen, 16, tensor_parallel=4) == kv_cache_bytes(
+    assert _kv(qwen, 16, tensor_parallel=4) == _kv(
         qwen, 16, tensor_parallel=8
     )
 
@@ -177,16 +180,16 @@ def test_kv_heads_are_replicated_beyond_tp() -> None:
 def test_kv_is_allocated_in_blocks() -> None:
     """One token costs a whole 16-token block."""
     llama = _model("meta-llama/Llama-3.1-8B-Instruct")
-    assert kv_cache_bytes(llama, 1) == kv_cache_bytes(llama, KV_BLOCK_TOKENS)
-    assert kv_cache_bytes(llama, KV_BLOCK_TOKENS + 1) == kv_cache_bytes(llama, 2 * KV_BLOCK_TOKENS)
+    assert _kv(llama, 1) == _kv(llama, KV_BLOCK_TOKENS)
+    assert _kv(llama, KV_BLOCK_TOKENS + 1) == _kv(llama, 2 * KV_BLOCK_TOKENS)
 
 
 def test_sliding_window_layers_stop_growing() -> None:
     """gpt-oss's sliding layers keep only window + chunk tokens, so long contexts cost less."""
     oss = _model("openai/gpt-oss-20b")
     full_only = replace(oss, sliding_window=None, sliding_window_layers=0)
-    assert kv_cache_bytes(oss, 131072) < kv_cache_bytes(full_only, 131072)
-    assert kv_cache_bytes(oss, 64) == kv_cache_bytes(full_only, 64)
+    assert _kv(oss, 131072) < _kv(full_only, 131072)
+    assert _kv(oss, 64) == _kv(full_only, 64)
 
 
 # ---- parallelism rules ----
@@ -537,10 +540,10 @@ def test_mla_caches_one_latent_per_token_on_every_rank() -> None:
     """An MLA model's KV is (kv_lora_rank + rope dim) per layer, not split by TP."""
     mla = replace(_model("meta-llama/Llama-3.1-8B-Instruct"), kv_lora_rank=512,
                   qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128)
-    one = kv_cache_bytes(mla, 16)
+    one = _kv(mla, 16)
     assert one == 16 * 32 * (512 + 64) * 2
-    assert kv_cache_bytes(mla, 16, tensor_parallel=4) == one
-    assert kv_cache_bytes(mla, 16, kv_cache_dtype="fp8_ds_mla") == one // 2
+    assert _kv(mla, 16, tensor_parallel=4) == one
+    assert _kv(mla, 16, kv_cache_dtype="fp8_ds_mla") == one // 2
 
 
 def test_online_fp8_halves_a_16_bit_checkpoint() -> None:
@@ -610,7 +613,7 @@ def test_every_model_on_every_gpu_is_sane(model: LLMSpec) -> None:
                     over = check_fit(replace(request, max_model_len=best + KV_BLOCK_TOKENS))
                     assert over.kv_cache_min > over.kv_cache_available
             lengths = sorted({min(n, model.max_context) for n in (1024, 8192, 32768, 10**7)})
-            needs = [kv_cache_bytes(model, n, tensor_parallel=tp) for n in lengths]
+            needs = [_kv(model, n, tensor_parallel=tp) for n in lengths]
             assert needs == sorted(needs)
             more = check_fit(replace(request, gpu_memory_utilization=0.95))
             assert more.kv_cache_available >= report.kv_cache_available

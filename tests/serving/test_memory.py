@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gen.serving.memory import (
+    ASSUMED_COMPUTE_CAPABILITY,
     GIB,
     MXFP4_PADDING,
     effective_model,
@@ -29,29 +30,34 @@ LLAMA_8B = model_catalog().lookup("meta-llama/Llama-3.1-8B-Instruct")
 ])
 def test_padded_gpt_oss_weights_match_the_logs(kernel: str, tp: int, logged_gib: float) -> None:
     """Checkpoint ÷ TP plus the kernel's padding is what vLLM logs as 'Model loading took'."""
-    total = weights_per_gpu(OSS_120B, tp, 1) + moe_padding_bytes(OSS_120B, tp, kernel)
+    total = (weights_per_gpu(OSS_120B, tensor_parallel=tp, pipeline_parallel=1)
+             + moe_padding_bytes(OSS_120B, tensor_parallel=tp, kernel=kernel))
     assert total / GIB == pytest.approx(logged_gib, rel=0.01)
 
 
 def test_kernel_choice_follows_the_compute_capability() -> None:
     """Triton on Hopper, FlashInfer on Blackwell, Marlin on older GPUs."""
-    assert mxfp4_kernel_for("9.0") == "triton"
-    assert mxfp4_kernel_for("10.0") == "flashinfer"
-    assert mxfp4_kernel_for("8.0") == "marlin"
+    assert mxfp4_kernel_for((9, 0)) == "triton"
+    assert mxfp4_kernel_for((10, 0)) == "flashinfer"
+    assert mxfp4_kernel_for((8, 0)) == "marlin"
+    assert mxfp4_kernel_for(ASSUMED_COMPUTE_CAPABILITY) == "triton"  # unknown: Hopper's
     assert set(MXFP4_PADDING) == {"marlin", "triton", "flashinfer"}
 
 
 def test_only_mxfp4_moe_is_padded() -> None:
     """A bf16 dense model gets no kernel padding."""
-    assert moe_padding_bytes(LLAMA_8B, 1, "marlin") == 0
+    assert moe_padding_bytes(LLAMA_8B, tensor_parallel=1, kernel="marlin") == 0
 
 
 def test_sampler_and_forward_peaks() -> None:
     """The sampler scales with requests × vocabulary, the forward pass with batched tokens."""
     assert sampler_bytes(LLAMA_8B, 1024, 9.75) == int(9.75 * 1024 * 128256 * 4)
     assert sampler_bytes(LLAMA_8B, 1024, 3.0) < sampler_bytes(LLAMA_8B, 1024, 9.75)
-    assert forward_bytes(LLAMA_8B, 1, 8192) == 2 * forward_bytes(LLAMA_8B, 1, 4096)
-    assert forward_bytes(LLAMA_8B, 2, 8192) < forward_bytes(LLAMA_8B, 1, 8192)
+    def forward(tp: int, tokens: int) -> int:
+        return forward_bytes(LLAMA_8B, tensor_parallel=tp, batched_tokens=tokens)
+
+    assert forward(1, 8192) == 2 * forward(1, 4096)
+    assert forward(2, 8192) < forward(1, 8192)
 
 
 def test_mla_per_token_bytes() -> None:
