@@ -76,6 +76,8 @@ FACTS = (
     "gen.serving.hf_config",  # a model's numbers from its Hugging Face files (offline)
     "gen.serving.memory",  # vLLM's memory arithmetic, term by term, with sources
     "gen.serving.memory_profiles",  # vLLM's memory accounting by release range, with sources
+    "gen.serving.config",  # the serving settings and the fit question, as records
+    "gen.serving.budget",  # the per-GPU budget's numbers, and the prose made from them
     "gen.serving.fit",  # the memory budget of a model on a device (pure arithmetic)
     "gen.serving.engines",  # engine images and their CUDA driver minimums
     "gen.serving.vllm_releases",  # vLLM's facts by release: options, choices, defaults, tiers

@@ -21,7 +21,8 @@ requests, then ``_dummy_sampler_run`` on one hidden state per request) and, unle
     KV pool      = budget − weights − activation − non-torch − CUDA graphs
     fits         ⇔ KV pool ≥ the KV of one full max_model_len sequence, and the parallelism is legal
 
-Each term and constant lives, with its source, in :mod:`gen.serving.memory`.
+Each term and constant lives, with its source, in :mod:`gen.serving.memory`; the budget's
+numbers and prose in :mod:`gen.serving.budget`; the question in :mod:`gen.serving.config`.
 
 :func:`check_fit` is pure and never raises for "does not fit": the answer is in the report,
 term by term (:meth:`FitReport.terms`), so it can be compared line by line with vLLM's log.
@@ -29,13 +30,30 @@ term by term (:meth:`FitReport.terms`), so it can be compared line by line with 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field, fields, replace
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, replace
+from typing import Any
 
 from gen.errors import CatalogLookupError
 from gen.nvidia.gpus import gpu_catalog
+from gen.serving.budget import (
+    BudgetTerm,
+    Workers,
+    budget_of,
+    budget_terms,
+    engine_of,
+    gib,
+    kv_fit,
+    kv_terms,
+    memory_errors,
+    workers_of,
+)
+from gen.serving.config import (
+    FitDevice,
+    FitRequest,
+    ServingConfig,
+    Settings,
+    batch_defaults,
+)
 from gen.serving.memory import (
     ACTIVATION_LOGIT_BYTES,
     ASSUMED_COMPUTE_CAPABILITY,
@@ -43,294 +61,19 @@ from gen.serving.memory import (
     GIB,
     KV_BLOCK_TOKENS,
     KV_CACHE_DTYPES,
-    MIB,
     NCCL_BYTES,
     NON_TORCH_BYTES,
-    VLLM_SOURCE,
     effective_model,
-    forward_bytes,
-    kv_bytes_per_token,
     kv_cache_bytes,
-    moe_padding_bytes,
-    mxfp4_kernel_for,
     quantization_errors,
-    sampler_bytes,
     scheduler_errors,
-    weights_per_gpu,
 )
-from gen.serving.memory_profiles import (
-    PINNED_VLLM_VERSION,
-    MemoryProfile,
-    ReleaseNumbers,
-    format_version,
-    memory_profile_for,
-    model_runner_for,
-    parse_vllm_version,
-)
-from gen.serving.model_catalog import LLMSpec
 
-if TYPE_CHECKING:
-    from gen.models import InferenceService
-    from gen.serving.vllm_releases import VllmRelease
-
-__all__ = [  # with the constants of gen.serving.memory that callers of the fit read
+__all__ = [  # with the names of gen.serving.config, .budget and .memory that its callers read
     "ACTIVATION_LOGIT_BYTES", "CUDA_GRAPH_BYTES", "GIB", "KV_BLOCK_TOKENS", "NCCL_BYTES",
     "NON_TORCH_BYTES", "BudgetTerm", "FitDevice", "FitReport", "FitRequest", "ServingConfig",
     "Settings", "batch_defaults", "check_fit", "kv_cache_bytes", "resolve_device",
 ]
-
-
-@dataclass(frozen=True)
-class FitDevice:
-    """The device one vLLM worker sees: a whole GPU or one MIG slice.
-
-    Attributes:
-        name: product name (used for vLLM's A100 batch-default exception) and for messages.
-        memory_mib: device memory as NVML reports it (for a MIG slice: the slice's).
-        is_mig: a MIG slice (one per pod, no tensor or pipeline parallelism).
-        unified_memory: memory shared with the CPU (Grace/GB10 class).
-        cuda_total_mib: the total CUDA reports (``torch.cuda.mem_get_info``), which vLLM
-            multiplies by ``gpu_memory_utilization``; None: ``memory_mib``.
-        compute_capability: ``major.minor`` (chooses the MoE kernels' padding); "" if unknown.
-        cuda_total_logged: ``cuda_total_mib`` comes from a vLLM log (else from gen's rule).
-        multiprocessors: the SM count where known (a MIG slice's); vLLM 0.33 refuses FlashInfer's
-            sampler with 16 or fewer. None: a whole GPU, more than that.
-    """
-
-    name: str
-    memory_mib: int
-    is_mig: bool = False
-    unified_memory: bool = False
-    cuda_total_mib: int | None = None
-    compute_capability: str = ""
-    cuda_total_logged: bool = False
-    multiprocessors: int | None = None
-
-    @property
-    def memory_bytes(self) -> int:
-        """Device memory in bytes (NVML)."""
-        return self.memory_mib * MIB
-
-    @property
-    def cuda_total_bytes(self) -> int:
-        """The total vLLM budgets from, in bytes."""
-        return (self.cuda_total_mib if self.cuda_total_mib is not None else self.memory_mib) * MIB
-
-    @property
-    def capability(self) -> tuple[int, int] | None:
-        """``compute_capability`` as ``(major, minor)``; None when unknown."""
-        major, _, minor = self.compute_capability.partition(".")
-        return (int(major), int(minor)) if major.isdigit() and minor.isdigit() else None
-
-
-_PARALLELISM = MappingProxyType({"json": "parallelism"})
-
-
-@dataclass(frozen=True, kw_only=True)
-class Settings:
-    """The settings vLLM serves with, as one record: a service's (:class:`ServingConfig`), a
-    question's (:class:`FitRequest`) and an answer's (:class:`FitReport`).
-
-    None means "vLLM's default for the device and release" (a :class:`FitReport` holds them
-    resolved).
-
-    Attributes:
-        max_model_len: context length; None: the model's ``max_context`` (a service: the
-            largest that fits, :func:`gen.fleet.sizing.resolved_max_model_len`).
-        gpu_memory_utilization: vLLM's share of the CUDA-visible total.
-        kv_cache_dtype: KV cache element type (:data:`gen.serving.memory.KV_CACHE_DTYPES`).
-        max_num_seqs: concurrent sequences; None: vLLM's (:func:`batch_defaults`).
-        max_num_batched_tokens: tokens per scheduler step; None: vLLM's.
-        quantization: ``--quantization``; None: the checkpoint's own.
-        enforce_eager: no CUDA graphs.
-        vllm_version: the release whose defaults and memory accounting apply
-            (:mod:`gen.serving.memory_profiles`).
-        tensor_parallel: the tensor-parallel size; None: GPUs ÷ ``pipeline_parallel``.
-        pipeline_parallel: the pipeline-parallel size.
-    """
-
-    max_model_len: int | None = None
-    gpu_memory_utilization: float = 0.90
-    kv_cache_dtype: str = "auto"
-    max_num_seqs: int | None = None
-    max_num_batched_tokens: int | None = None
-    quantization: str | None = None
-    enforce_eager: bool = False
-    vllm_version: ReleaseNumbers = PINNED_VLLM_VERSION
-    tensor_parallel: int | None = field(default=None, metadata=_PARALLELISM)
-    pipeline_parallel: int = field(default=1, metadata=_PARALLELISM)
-
-    def settings(self) -> Settings:
-        """This record's :class:`Settings` alone (without what a subclass adds)."""
-        return Settings(**_settings_of(self))
-
-    def settings_json(self) -> dict[str, dict[str, Any]]:
-        """``gen fit --json``'s ``settings`` and ``parallelism`` blocks: every field in
-        declaration order, under the block its ``json`` metadata names (``settings`` when
-        none); ``vllm_version`` as ``major.minor.patch``."""
-        blocks: dict[str, dict[str, Any]] = {"settings": {}, "parallelism": {}}
-        for f in fields(Settings):
-            value = getattr(self, f.name)
-            if f.name == "vllm_version":
-                value = format_version(value)
-            blocks[f.metadata.get("json", "settings")][f.name] = value
-        return blocks
-
-
-def _settings_of(record: Settings) -> dict[str, Any]:
-    """``record``'s :class:`Settings` fields by name: the keywords that rebuild them."""
-    return {f.name: getattr(record, f.name) for f in fields(Settings)}
-
-
-@dataclass(frozen=True, kw_only=True)
-class ServingConfig(Settings):
-    """The :class:`Settings` of one service, resolved once: lint, the rendered args and
-    ``gen fit --service`` all read this, so they cannot disagree.
-
-    Everything but ``max_model_len`` is resolved: None there means "the largest that fits
-    every device the service can get" (:func:`gen.fleet.sizing.resolved_max_model_len`).
-    ``vllm_version`` is the release of the service's image (:mod:`gen.serving.image`; gen's
-    pin when the image does not say).
-    """
-
-    @classmethod
-    def of(cls, service: InferenceService, devices: Sequence[FitDevice] = ()) -> ServingConfig:
-        """The settings ``service`` runs with on ``devices`` (every device it can get): its
-        own, else vLLM's defaults for that release, passed explicitly.
-
-        ``max_num_batched_tokens`` left out is what ``vllm serve`` of the image's release
-        would choose on the devices (:func:`batch_defaults`); when they fall in different
-        tiers, the smallest of their defaults, so that the one value the Deployment passes is
-        one vLLM would choose on some device and the budget holds on all of them. Without
-        devices (a service no pool offers devices to), the release's smallest tier.
-        """
-        serving = service.serving
-        version = _image_version(service)
-        tokens = serving.max_num_batched_tokens
-        if tokens is None:
-            tokens = min((batch_defaults(d, version)[1] for d in devices),
-                         default=_release(version).batch_tiers[-1].api_server[1])
-        return cls(
-            max_model_len=serving.max_model_len,
-            max_num_seqs=serving.max_num_seqs,
-            max_num_batched_tokens=tokens,
-            gpu_memory_utilization=serving.gpu_memory_utilization,
-            kv_cache_dtype=serving.kv_cache_dtype,
-            quantization=serving.quantization,
-            # llama.cpp and MLX capture no CUDA graphs.
-            enforce_eager=serving.enforce_eager or service.engine != "vllm",
-            tensor_parallel=service.parallelism.tensor,
-            pipeline_parallel=service.parallelism.pipeline,
-            vllm_version=version,
-        )
-
-
-def _image_version(service: InferenceService) -> ReleaseNumbers:
-    """The vLLM release of the service's image; gen's pin for another engine or an image
-    whose tag does not say."""
-    if service.engine != "vllm":
-        return PINNED_VLLM_VERSION
-    from gen.serving.image import service_image
-
-    version = service_image(service).version
-    return PINNED_VLLM_VERSION if version is None else parse_vllm_version(version)
-
-
-def _release(version: ReleaseNumbers) -> VllmRelease:
-    """The release whose facts apply; a release older than gen's facts gets the oldest."""
-    from gen.serving.vllm_releases import VllmVersion, known_releases, release_for
-
-    return release_for(VllmVersion(version)) or known_releases()[0]
-
-
-@dataclass(frozen=True, kw_only=True)
-class FitRequest(Settings):
-    """One question: does ``model`` fit on ``gpus`` × ``device`` with these :class:`Settings`?
-
-    ``max_num_seqs`` and ``max_num_batched_tokens`` left None are vLLM's effective defaults
-    for the device (:func:`batch_defaults`). What only a question sets, for comparing with a
-    vLLM log:
-
-    - ``estimate_cudagraphs``: whether the CUDA-graph estimate is subtracted; None: the
-      release's default.
-    - ``flashinfer_sampler``: FlashInfer's top-k/top-p sampler; None: vLLM's default for
-      the GPU.
-    - ``mxfp4_kernel``: marlin, triton or flashinfer; None: vLLM's choice for the GPU.
-    """
-
-    model: LLMSpec
-    device: FitDevice
-    gpus: int = 1
-    estimate_cudagraphs: bool | None = None
-    flashinfer_sampler: bool | None = None
-    mxfp4_kernel: str | None = None
-
-    @classmethod
-    def from_config(
-        cls,
-        config: Settings,
-        model: LLMSpec,
-        device: FitDevice,
-        *,
-        gpus: int,
-        max_model_len: int | None,
-    ) -> FitRequest:
-        """The question a resolved :class:`ServingConfig` asks of one device."""
-        return cls(model=model, device=device, gpus=gpus,
-                   **{**_settings_of(config), "max_model_len": max_model_len})
-
-    @classmethod
-    def for_service(
-        cls,
-        service: InferenceService,
-        model: LLMSpec,
-        device: FitDevice,
-        *,
-        max_model_len: int | None,
-        config: ServingConfig | None = None,
-        gpus: int | None = None,
-        kv_cache_dtype: str | None = None,
-    ) -> FitRequest:
-        """The question a service asks of one device: its :class:`ServingConfig`.
-
-        ``config`` is the service's, resolved for every device it can get
-        (:func:`gen.fleet.sizing.serving_config`); without it, resolved for this device alone.
-        ``gpus`` defaults to the service's GPU request (``gpu.count``, else 1) and
-        ``kv_cache_dtype`` to the service's; an engine that runs one worker per device or
-        no fp8 KV cache (llama.cpp on Apple GPUs) passes its own.
-        """
-        if config is None:
-            config = ServingConfig.of(service, (device,))
-        if kv_cache_dtype is not None:
-            config = replace(config, kv_cache_dtype=kv_cache_dtype)
-        if gpus is None:
-            gpus = service.gpu.count if service.gpu is not None else 1
-        return cls.from_config(config, model, device, gpus=gpus, max_model_len=max_model_len)
-
-    @property
-    def tp(self) -> int:
-        """The tensor-parallel size in effect."""
-        if self.tensor_parallel is not None:
-            return self.tensor_parallel
-        return max(1, self.gpus // max(1, self.pipeline_parallel))
-
-    @property
-    def model_len(self) -> int:
-        """The max_model_len in effect."""
-        return self.max_model_len if self.max_model_len is not None else self.model.max_context
-
-
-@dataclass(frozen=True)
-class BudgetTerm:
-    """One line of the budget: a name, bytes per GPU, and where the figure comes from."""
-
-    name: str
-    bytes: int
-    source: str
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"name", "bytes", "source"}``."""
-        return {"name": self.name, "bytes": self.bytes, "source": self.source}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -429,22 +172,6 @@ _PER_GPU_BYTES = ("budget", "weights", "non_torch", "activation", "cuda_graphs",
 """The :class:`FitReport` fields of ``gen fit --json``'s ``per_gpu_bytes``, in its order."""
 
 
-def batch_defaults(device: FitDevice,
-                   vllm_version: ReleaseNumbers = PINNED_VLLM_VERSION) -> tuple[int, int]:
-    """vLLM's ``(max_num_seqs, max_num_batched_tokens)`` for ``vllm serve`` on ``device`` in
-    release ``vllm_version``: the tiers of its ``get_batch_defaults``
-    (:meth:`gen.serving.vllm_releases.VllmRelease.batch_defaults`), which test the total CUDA
-    reports, the device name (A100) and the compute capability (GB10). A MIG slice gets the
-    smallest tier: vLLM cannot read a MIG device's name and memory through NVML and falls back
-    to it (vllm-project/vllm#55381).
-    """
-    release = _release(vllm_version)
-    if device.is_mig:
-        return release.batch_tiers[-1].api_server
-    return release.batch_defaults(memory_bytes=device.cuda_total_bytes, name=device.name,
-                                  compute_capability=device.capability)
-
-
 def _parallelism_errors(request: FitRequest, tp: int, pp: int) -> list[str]:
     model, errors = request.model, []
     if request.gpus < 1:
@@ -505,285 +232,21 @@ def _setting_errors(request: FitRequest) -> list[str]:
     return errors
 
 
-@dataclass(frozen=True)
-class _Workers:
-    """The layout and batch the arithmetic runs with: sizes below 1 (reported as errors)
-    taken as 1, batch sizes resolved to vLLM's defaults."""
-
-    tensor_parallel: int
-    pipeline_parallel: int
-    max_num_seqs: int
-    max_num_batched_tokens: int
-
-    @property
-    def multi_gpu(self) -> bool:
-        """More than one worker: NCCL is initialised."""
-        return self.tensor_parallel * self.pipeline_parallel > 1
-
-    @property
-    def requests(self) -> int:
-        """The profile run's dummy requests: ``min(max_num_seqs, max_num_batched_tokens)``."""
-        return min(self.max_num_seqs, self.max_num_batched_tokens)
-
-
-def _workers(request: FitRequest) -> _Workers:
-    seqs, tokens = batch_defaults(request.device, request.vllm_version)
-    return _Workers(
-        tensor_parallel=max(1, request.tp),
-        pipeline_parallel=max(1, request.pipeline_parallel),
-        max_num_seqs=max(1, request.max_num_seqs or seqs),
-        max_num_batched_tokens=max(1, request.max_num_batched_tokens or tokens),
-    )
-
-
-def _kv_need(model: LLMSpec, workers: _Workers, kv_cache_dtype: str, tokens: int) -> int:
-    """KV bytes per GPU of one ``tokens``-token sequence."""
-    return kv_cache_bytes(model, tokens, tensor_parallel=workers.tensor_parallel,
-                          pipeline_parallel=workers.pipeline_parallel,
-                          kv_cache_dtype=kv_cache_dtype,
-                          prefill_chunk=workers.max_num_batched_tokens)
-
-
-def _largest_fitting_len(model: LLMSpec, workers: _Workers, kv_cache_dtype: str,
-                         available: int) -> int:
-    """The largest n in [1, max_context] whose sequence fits ``available``; 0 if none."""
-    low, high = 0, model.max_context
-    if available < _kv_need(model, workers, kv_cache_dtype, 1):
-        return 0
-    while low < high:
-        mid = (low + high + 1) // 2
-        if _kv_need(model, workers, kv_cache_dtype, mid) <= available:
-            low = mid
-        else:
-            high = mid - 1
-    return low
-
-
-def _gib(value: int) -> str:
-    return f"{value / GIB:.2f} GiB"
-
-
-@dataclass(frozen=True)
-class _Engine:
-    """What the vLLM release does for this model on this device."""
-
-    profile: MemoryProfile
-    runner: str
-    flashinfer: bool
-    estimates_graphs: bool
-    graph_bytes: int
-    sampler_buffers: float
-
-
-def _engine(request: FitRequest, model: LLMSpec) -> _Engine:
-    profile = memory_profile_for(request.vllm_version)
-    runner = model_runner_for(model, request.vllm_version)
-    device = request.device
-    capability = device.capability or ASSUMED_COMPUTE_CAPABILITY
-    # [vllm] VLLM_USE_FLASHINFER_SAMPLER defaults on (vllm/envs.py @ v0.21.0 … v0.33.0) and
-    # FlashInfer takes compute capability 8.0 and up (FlashInferBackend.supports_compute_
-    # capability, vllm/v1/attention/backends/flashinfer.py @ v0.33.0); 0.33 also wants > 16 SMs.
-    few_sms = (profile.flashinfer_min_sms > 0 and device.multiprocessors is not None
-               and device.multiprocessors < profile.flashinfer_min_sms)
-    flashinfer = (request.flashinfer_sampler if request.flashinfer_sampler is not None
-                  else capability >= (8, 0) and not few_sms)
-    v1_buffers = (profile.flashinfer_sampler_buffers if flashinfer
-                  else profile.v1_sampler_buffers)
-    if runner == "v1":
-        buffers, estimates = v1_buffers, profile.v1_cudagraph_estimate
-    else:
-        buffers = (max(profile.v2_sampler_buffers, v1_buffers) if profile.v2_warmup_sampler
-                   else profile.v2_sampler_buffers)
-        estimates = profile.v2_cudagraph_estimate
-    if request.estimate_cudagraphs is not None:
-        estimates = request.estimate_cudagraphs
-    graph_bytes = (profile.dc_blackwell_cudagraph_bytes if capability[0] == 10
-                   else CUDA_GRAPH_BYTES)
-    return _Engine(profile, runner, flashinfer, estimates and not request.enforce_eager,
-                   graph_bytes, buffers)
-
-
-@dataclass(frozen=True)
-class _Budget:
-    """The budget's numbers per GPU, before the KV cache (:func:`_budget`)."""
-
-    cuda_total: int
-    budget: int
-    mxfp4_kernel: str
-    moe_padding: int
-    weights: int
-    non_torch: int
-    forward: int
-    sampler: int
-    cuda_graphs: int
-
-    @property
-    def activation(self) -> int:
-        """The profile run's torch peak: the larger of the forward and the sampler pass."""
-        return max(self.forward, self.sampler)
-
-    @property
-    def overhead(self) -> int:
-        return self.non_torch + self.activation + self.cuda_graphs
-
-    @property
-    def available(self) -> int:
-        return self.budget - self.weights - self.overhead
-
-
-def _budget(request: FitRequest, model: LLMSpec, engine: _Engine, workers: _Workers) -> _Budget:
-    """The arithmetic of the budget (its prose: :func:`_budget_terms`)."""
-    device = request.device
-    tp, pp = workers.tensor_parallel, workers.pipeline_parallel
-    kernel = request.mxfp4_kernel or mxfp4_kernel_for(
-        device.capability or ASSUMED_COMPUTE_CAPABILITY)
-    padding = moe_padding_bytes(model, tensor_parallel=tp, kernel=kernel)
-    return _Budget(
-        cuda_total=device.cuda_total_bytes,
-        budget=int(device.cuda_total_bytes * request.gpu_memory_utilization),
-        mxfp4_kernel=kernel,
-        moe_padding=padding,
-        weights=weights_per_gpu(model, tensor_parallel=tp, pipeline_parallel=pp) + padding,
-        non_torch=(engine.profile.non_torch_bytes
-                   + (engine.profile.nccl_bytes if workers.multi_gpu else 0)),
-        forward=forward_bytes(model, tensor_parallel=tp,
-                              batched_tokens=workers.max_num_batched_tokens),
-        sampler=sampler_bytes(model, workers.requests, engine.sampler_buffers),
-        cuda_graphs=engine.graph_bytes if engine.estimates_graphs else 0,
-    )
-
-
-def _total_source(device: FitDevice) -> str:
-    if device.cuda_total_logged:
-        return ("the total CUDA reports, read from a vLLM log ('Free memory on device "
-                "(free/total GiB)'; cuda_total_mib in the GPU catalog)")
-    if device.cuda_total_mib is not None:
-        return ("NVML's total less 1 GiB: no vLLM log gives this GPU's CUDA total "
-                "(gen.nvidia.gpus.CUDA_RESERVE_MIB)")
-    return "the device memory as given (a MIG slice's, or the host's share)"
-
-
-def _graph_source(request: FitRequest, engine: _Engine) -> str:
-    version = format_version(request.vllm_version)
-    if request.enforce_eager:
-        return "nothing: --enforce-eager captures no CUDA graphs"
-    if not engine.estimates_graphs:
-        if request.estimate_cudagraphs is False:
-            return "not subtracted (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0)"
-        return (f"not subtracted: vLLM {version}'s {engine.runner} model runner estimates no "
-                f"CUDA graphs before sizing the pool ({engine.profile.source})")
-    return (f"the {engine.runner} runner's CUDA-graph estimate, subtracted by default in vLLM "
-            f"{version} (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 turns it off); 0.73 GiB "
-            "logged for the default 51 + 35 capture sizes (vllm-project/vllm#39559)"
-            + ("; doubled for data-centre Blackwell's 1024-token capture [unvalidated]"
-               if engine.graph_bytes != CUDA_GRAPH_BYTES else ""))
-
-
-def _budget_terms(request: FitRequest, model: LLMSpec, engine: _Engine, workers: _Workers,
-                  b: _Budget) -> tuple[BudgetTerm, ...]:
-    """The budget's lines before the KV cache, each with the source of its figure."""
-    tp, pp = workers.tensor_parallel, workers.pipeline_parallel
-    pad_note = (f", of which {_gib(b.moe_padding)} mxfp4 MoE padding for the {b.mxfp4_kernel} "
-                f"kernel ({VLLM_SOURCE} vllm/model_executor/layers/quantization/mxfp4.py)"
-                if b.moe_padding else "")
-    which = "sampler pass" if b.sampler >= b.forward else "forward pass"
-    sampler_kind = "FlashInfer" if engine.flashinfer else "PyTorch"
-    version = format_version(request.vllm_version)
-    return (
-        BudgetTerm("cuda_total", b.cuda_total, _total_source(request.device)),
-        BudgetTerm("budget", b.budget, f"cuda_total × gpu_memory_utilization "
-                   f"{request.gpu_memory_utilization:.2f} ({VLLM_SOURCE} gpu_worker.py "
-                   "requested_memory)"),
-        BudgetTerm("weights", b.weights, f"the checkpoint's weights ÷ TP={tp} on the worst of "
-                   f"PP={pp} stages{pad_note}; vLLM logs 'Model loading took X GiB'"),
-        BudgetTerm("activation", b.activation,
-                   f"profile-run torch peak, the {which}: forward {_gib(b.forward)} for "
-                   f"{workers.max_num_batched_tokens} batched tokens, sampler "
-                   f"{_gib(b.sampler)} = {engine.sampler_buffers} × {workers.requests} requests "
-                   f"× {model.vocab_size or 0} vocab × {ACTIVATION_LOGIT_BYTES} B (vLLM "
-                   f"{version}, {engine.runner} model runner, {sampler_kind} top-k/top-p; "
-                   "profile_run, _dummy_sampler_run)"),
-        BudgetTerm("non_torch", b.non_torch, "what the profile leaves outside the weights "
-                   "(CUDA/cuBLAS workspaces" + (", NCCL" if workers.multi_gpu else "")
-                   + f"; vLLM {engine.profile.label} counts non-KV memory as "
-                   f"{engine.profile.non_kv_rule})"),
-        BudgetTerm("cuda_graphs", b.cuda_graphs, _graph_source(request, engine)),
-    )
-
-
-@dataclass(frozen=True)
-class _KVFit:
-    """The KV cache against the pool left: one full sequence, the rate, the longest fit."""
-
-    length: int
-    kv_min: int
-    per_token: int
-    length_fit: int
-
-
-def _kv_fit(request: FitRequest, model: LLMSpec, workers: _Workers, available: int) -> _KVFit:
-    length = max(0, request.model_len)
-    dtype = request.kv_cache_dtype
-    return _KVFit(
-        length=length,
-        kv_min=_kv_need(model, workers, dtype, length),
-        per_token=kv_bytes_per_token(model, tensor_parallel=workers.tensor_parallel,
-                                     pipeline_parallel=workers.pipeline_parallel,
-                                     kv_cache_dtype=dtype),
-        length_fit=_largest_fitting_len(model, workers, dtype, available),
-    )
-
-
-def _kv_terms(request: FitRequest, b: _Budget, kv: _KVFit) -> tuple[BudgetTerm, ...]:
-    return (
-        BudgetTerm("kv_cache_available", b.available, "budget − weights − activation − "
-                   "non_torch − cuda_graphs; vLLM logs 'Available KV cache memory: X GiB'"),
-        BudgetTerm("kv_cache_min", kv.kv_min, f"one {kv.length}-token sequence at "
-                   f"{kv.per_token:,} B/token ({request.kv_cache_dtype} KV, {KV_BLOCK_TOKENS}-"
-                   "token blocks)"),
-    )
-
-
-def _memory_errors(request: FitRequest, b: _Budget, kv: _KVFit) -> list[str]:
-    """Why the memory does not suffice (in vLLM's words where it has them); empty if it does."""
-    device = request.device
-    if b.weights + b.overhead > b.budget:
-        return [
-            f"weights ({_gib(b.weights)}) and activations/runtime ({_gib(b.overhead)}: "
-            f"activation {_gib(b.activation)}, non-torch {_gib(b.non_torch)}, CUDA graphs "
-            f"{_gib(b.cuda_graphs)}) per GPU exceed the budget of {_gib(b.budget)} "
-            f"({request.gpu_memory_utilization:.2f} × {_gib(device.cuda_total_bytes)}); "
-            + ("use a larger MIG profile or a quantized checkpoint" if device.is_mig
-               else "use more GPUs (TP), a quantized checkpoint or a larger device")
-        ]
-    if kv.kv_min > b.available:
-        return [
-            f"To serve at least one request with the model's max seq len ({kv.length}), "
-            f"{_gib(kv.kv_min)} KV cache is needed, which is larger than the available KV "
-            f"cache memory ({_gib(b.available)} = budget {_gib(b.budget)} − weights "
-            f"{_gib(b.weights)} − activation {_gib(b.activation)} − non-torch "
-            f"{_gib(b.non_torch)} − CUDA graphs {_gib(b.cuda_graphs)}); the estimated maximum "
-            f"model length is {kv.length_fit}. Lower --max-model-len, use --kv-cache-dtype "
-            "fp8, lower --max-num-seqs, raise --gpu-memory-utilization or add GPUs"
-        ]
-    return []
-
-
 def check_fit(request: FitRequest) -> FitReport:
     """Budget ``request`` per GPU and decide whether vLLM can start and serve one sequence."""
-    workers = _workers(request)
+    workers = workers_of(request)
     errors = (_parallelism_errors(request, request.tp, request.pipeline_parallel)
               + _setting_errors(request)
               + scheduler_errors(workers.max_num_seqs, workers.max_num_batched_tokens))
     model = effective_model(request.model, request.quantization)
-    engine = _engine(request, model)
-    b = _budget(request, model, engine, workers)
-    available = b.available
-    kv = _kv_fit(request, model, workers, available)
-    errors += _memory_errors(request, b, kv)
+    engine = engine_of(request, model)
+    budget = budget_of(request, model, engine, workers)
+    available = budget.available
+    kv = kv_fit(request, model, workers, available)
+    errors += memory_errors(request, budget, kv)
     device = request.device
     return FitReport(
-        **{**_settings_of(request), "tensor_parallel": request.tp,
+        **{**request.setting_values(), "tensor_parallel": request.tp,
            "max_model_len": request.model_len, "max_num_seqs": workers.max_num_seqs,
            "max_num_batched_tokens": workers.max_num_batched_tokens},
         fits=not errors,
@@ -794,11 +257,11 @@ def check_fit(request: FitRequest) -> FitReport:
         device_memory=device.memory_bytes,
         is_mig=device.is_mig,
         gpus=request.gpus,
-        budget=b.budget,
-        weights=b.weights,
-        non_torch=b.non_torch,
-        activation=b.activation,
-        overhead=b.overhead,
+        budget=budget.requested,
+        weights=budget.weights,
+        non_torch=budget.non_torch,
+        activation=budget.activation,
+        overhead=budget.overhead,
         kv_cache_min=kv.kv_min,
         kv_cache_available=available,
         headroom=available - kv.kv_min,
@@ -806,23 +269,23 @@ def check_fit(request: FitRequest) -> FitReport:
         kv_cache_tokens=max(0, available) // kv.per_token if kv.per_token else 0,
         max_model_len_fit=kv.length_fit,
         max_concurrent_sequences=max(0, available) // kv.kv_min if kv.kv_min > 0 else 0,
-        cuda_total=b.cuda_total,
-        cuda_graphs=b.cuda_graphs,
-        terms=_budget_terms(request, model, engine, workers, b) + _kv_terms(request, b, kv),
+        cuda_total=budget.cuda_total,
+        cuda_graphs=budget.cuda_graphs,
+        terms=budget_terms(request, model, engine, workers, budget) + kv_terms(request, budget, kv),
     )
 
 
-def _warnings(request: FitRequest, workers: _Workers) -> list[str]:
+def _warnings(request: FitRequest, workers: Workers) -> list[str]:
     device, out = request.device, []
     tp, pp = workers.tensor_parallel, workers.pipeline_parallel
     remainder = int(device.cuda_total_bytes * (1 - request.gpu_memory_utilization))
     # The checkpoint's model runner (not the online-fp8 model's) decides this warning.
-    engine = _engine(request, request.model)
+    engine = engine_of(request, request.model)
     if (not engine.estimates_graphs and not request.enforce_eager
             and 0 <= remainder < CUDA_GRAPH_BYTES):
         out.append(
-            f"only {_gib(remainder)} is left outside the budget for CUDA graphs "
-            f"(~{_gib(CUDA_GRAPH_BYTES)}); lower gpu_memory_utilization or use --enforce-eager"
+            f"only {gib(remainder)} is left outside the budget for CUDA graphs "
+            f"(~{gib(CUDA_GRAPH_BYTES)}); lower gpu_memory_utilization or use --enforce-eager"
         )
     if device.unified_memory:
         out.append(f"{device.name} shares its memory with the CPU: the budget assumes the host "

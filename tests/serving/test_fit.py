@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 from functools import partial
 from typing import TYPE_CHECKING, TypedDict, Unpack
 
@@ -15,8 +15,10 @@ from gen.serving.fit import (
     GIB,
     KV_BLOCK_TOKENS,
     FitDevice,
+    FitReport,
     FitRequest,
     ServingConfig,
+    Settings,
     batch_defaults,
     check_fit,
     kv_cache_bytes,
@@ -443,6 +445,37 @@ def test_a_service_asks_with_its_own_parallelism_and_serving_settings() -> None:
     own = FitRequest.for_service(service, model, H100, max_model_len=None, gpus=1,
                                  kv_cache_dtype="auto")
     assert (own.gpus, own.kv_cache_dtype, own.max_model_len) == (1, "auto", None)
+
+
+def test_the_three_records_share_one_settings_record() -> None:
+    """ServingConfig, FitRequest and FitReport extend Settings without restating a field, and
+    the JSON's settings and parallelism blocks are Settings' fields, in declaration order."""
+    names = [f.name for f in fields(Settings)]
+    for record in (ServingConfig, FitRequest, FitReport):
+        assert issubclass(record, Settings)
+        assert not set(record.__annotations__) & set(names), record
+    data = check_fit(_request(tensor_parallel=1, max_model_len=4096)).to_json()
+    assert list(data["parallelism"]) == ["gpus", *(n for n in names if n in data["parallelism"])]
+    assert [*data["settings"], *list(data["parallelism"])[1:]] == names
+    assert data["settings"]["vllm_version"] == ".".join(map(str, PINNED_VLLM_VERSION))
+
+
+def test_a_report_holds_its_settings_resolved() -> None:
+    """vLLM's defaults the request left None are filled in in the report."""
+    report = check_fit(_request(gpus=2))
+    assert (report.tensor_parallel, report.max_model_len) == (2, 131072)
+    assert None not in (report.max_num_seqs, report.max_num_batched_tokens)
+    assert report.setting_values().keys() == Settings().setting_values().keys()
+
+
+def test_an_unknown_compute_capability_is_said() -> None:
+    """A device without a compute capability is budgeted as ASSUMED_COMPUTE_CAPABILITY's, and
+    the report says so; a catalog GPU never is."""
+    assert any("compute capability is unknown" in w for w in check_fit(_request()).warnings)
+    known = replace(H100, compute_capability="9.0")
+    report = check_fit(_request(device=known))
+    assert not any("compute capability" in w for w in report.warnings)
+    assert report.kv_cache_available == check_fit(_request()).kv_cache_available
 
 
 
