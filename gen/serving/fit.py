@@ -172,8 +172,10 @@ _PER_GPU_BYTES = ("budget", "weights", "non_torch", "activation", "cuda_graphs",
 """The :class:`FitReport` fields of ``gen fit --json``'s ``per_gpu_bytes``, in its order."""
 
 
-def _parallelism_errors(request: FitRequest, tp: int, pp: int) -> list[str]:
+def _parallelism_errors(request: FitRequest) -> list[str]:
+    """Why vLLM refuses the request's TP × PP on its GPUs and this model."""
     model, errors = request.model, []
+    tp, pp = request.tp, request.pipeline_parallel
     if request.gpus < 1:
         errors.append(f"gpus must be at least 1, got {request.gpus}")
     if tp < 1 or pp < 1:
@@ -208,6 +210,7 @@ def _parallelism_errors(request: FitRequest, tp: int, pp: int) -> list[str]:
 
 
 def _setting_errors(request: FitRequest) -> list[str]:
+    """Why vLLM refuses the request's other settings, whatever the memory."""
     errors = []
     util = request.gpu_memory_utilization
     if not 0 < util <= 1:
@@ -235,7 +238,7 @@ def _setting_errors(request: FitRequest) -> list[str]:
 def check_fit(request: FitRequest) -> FitReport:
     """Budget ``request`` per GPU and decide whether vLLM can start and serve one sequence."""
     workers = workers_of(request)
-    errors = (_parallelism_errors(request, request.tp, request.pipeline_parallel)
+    errors = (_parallelism_errors(request)
               + _setting_errors(request)
               + scheduler_errors(workers.max_num_seqs, workers.max_num_batched_tokens))
     model = effective_model(request.model, request.quantization)

@@ -30,6 +30,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from gen.serving.memory import (
+    CUDA_GRAPH_BYTES,
+    FLASHINFER_SAMPLER_VOCAB_BUFFERS,
+    NCCL_BYTES,
+    NON_TORCH_BYTES,
+    SAMPLER_VOCAB_BUFFERS,
+)
 from gen.serving.model_catalog import LLMSpec
 
 __all__ = [
@@ -47,28 +54,29 @@ __all__ = [
 ReleaseNumbers = tuple[int, int, int]
 """A vLLM release as (major, minor, patch): gen.serving.vllm_releases.VllmVersion.release."""
 ModelRunner = Literal["v1", "v2"]
-# Which models Model Runner V2 runs by default in a range: none; an architecture allowlist for
-# unquantized dense models; the allowlist whatever the model; the allowlist or any dense model;
-# every model.
 V2Rule = Literal["never", "allowlist-dense", "allowlist", "allowlist-or-dense", "all"]
+"""Which models Model Runner V2 runs by default in a range: none; an architecture allowlist for
+unquantized dense models; the allowlist whatever the model; the allowlist or any dense model;
+every model."""
 
-# The release of the vLLM image gen pins (gen/data/pins.yaml): what a request budgets with
-# unless it names another release (a service: its image's, gen.serving.image).
 PINNED_VLLM_VERSION: ReleaseNumbers = (0, 33, 0)
+"""The release of the vLLM image gen pins (gen/data/pins.yaml): what a request budgets with
+unless it names another release (a service: its image's, gen.serving.image)."""
 
 _GIB = 1 << 30
 
-# [vllm] DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES in vllm/config/vllm.py: @ v0.22.0 Qwen3 only;
-# @ v0.23.0 Llama and Mistral added; @ v0.24.0 three MoE architectures added.
 _V2_ARCHITECTURES_0_22 = frozenset({"Qwen3ForCausalLM"})
+"""[vllm] DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES in vllm/config/vllm.py: @ v0.22.0 Qwen3 only;
+@ v0.23.0 Llama and Mistral added; @ v0.24.0 three MoE architectures added."""
 _V2_ARCHITECTURES_0_23 = _V2_ARCHITECTURES_0_22 | {"LlamaForCausalLM", "MistralForCausalLM"}
 _V2_ARCHITECTURES_0_24 = _V2_ARCHITECTURES_0_23 | {
     "DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM",
 }
-# @ v0.25.0 the list keeps only the MoE ones: every dense model defaults to V2 besides them.
 _V2_ARCHITECTURES_0_25 = frozenset({
     "DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM",
 })
+"""[vllm] @ v0.25.0 the list keeps only the MoE ones: every dense model defaults to V2 besides
+them."""
 
 
 @dataclass(frozen=True)
@@ -99,38 +107,42 @@ class MemoryProfile:
     source: str
 
 
-_CUDA_GRAPHS = 3 * _GIB // 4
-# Shared by every row (each with its tag):
-# [fitted on 0.10–0.19 logs] 9.75 / 3.0 buffers: llm-d-benchmark's H100 table and the A100 logs
-# of dennislee22/vLLM-benchmarking (see gen.serving.memory). 0.25 GiB non-torch, +0.375 GiB NCCL.
-_V1_SAMPLER, _FLASHINFER_SAMPLER = 9.75, 3.0
-_NON_TORCH_V1, _NCCL_V1 = _GIB // 4, 3 * _GIB // 8
-# [fitted on 0.27 logs] Model Runner V2's dummy pass samples without top-k/top-p ("the sampler
-# may skip top_k, top_p", vllm/v1/worker/gpu/model_runner.py _dummy_sampler_run @ v0.27.0): two
-# buffers match enginrect/llmso (RTX 4090, Qwen2.5-0.5B: 0.25–0.31 GiB peak activation) and
-# kubesimplify's RTX PRO 6000 Qwen3-32B runs.
+# Up to 0.26 every row budgets with gen.serving.memory's figures, [fitted on 0.10–0.19 logs]
+# (llm-d-benchmark's H100 table and the A100 logs of dennislee22/vLLM-benchmarking):
+# SAMPLER_VOCAB_BUFFERS, FLASHINFER_SAMPLER_VOCAB_BUFFERS, NON_TORCH_BYTES, NCCL_BYTES and
+# CUDA_GRAPH_BYTES.
+
 _V2_SAMPLER = 2.0
-# [fitted on 0.27 logs] From 0.27 the free-memory drop charges what the profile leaves allocated
-# besides the weights: "consumed memory (weights + non-torch)" less the weights is 0.30–0.56 GiB
-# on one RTX 4090 (enginrect/llmso), 0.50 GiB less activation per TP-2 rank (kubesimplify).
+"""[fitted on 0.27 logs] Model Runner V2's dummy pass samples without top-k/top-p ("the sampler
+may skip top_k, top_p", vllm/v1/worker/gpu/model_runner.py _dummy_sampler_run @ v0.27.0): two
+buffers match enginrect/llmso (RTX 4090, Qwen2.5-0.5B: 0.25–0.31 GiB peak activation) and
+kubesimplify's RTX PRO 6000 Qwen3-32B runs."""
+
 _NON_TORCH_FREE_DROP, _NCCL_FREE_DROP = 3 * _GIB // 8, _GIB // 8
-# [unvalidated] Data-centre Blackwell captures up to 1024 tokens from 0.28
-# (`default_max_graph_size = 1024 if is_data_center_blackwell`, vllm/config/vllm.py @ v0.28.0),
-# twice the 512 of the 0.73 GiB estimate gen's 0.75 GiB comes from: gen doubles it. No B200 log
-# of a catalog model was found.
-_DC_BLACKWELL_GRAPHS = 3 * _GIB // 2
-# [vllm] FlashInfer's top-k/top-p refused with ≤ 16 SMs from 0.33
-# (flashinfer_sampler_supported, vllm/v1/sample/ops/topk_topp_sampler.py @ v0.33.0).
+"""[fitted on 0.27 logs] From 0.27 the free-memory drop charges what the profile leaves
+allocated besides the weights: "consumed memory (weights + non-torch)" less the weights is
+0.30–0.56 GiB on one RTX 4090 (enginrect/llmso), 0.50 GiB less activation per TP-2 rank
+(kubesimplify)."""
+
+_DC_BLACKWELL_GRAPHS = 2 * CUDA_GRAPH_BYTES
+"""[unvalidated] Data-centre Blackwell captures up to 1024 tokens from 0.28
+(`default_max_graph_size = 1024 if is_data_center_blackwell`, vllm/config/vllm.py @ v0.28.0),
+twice the 512 of the 0.73 GiB estimate gen's 0.75 GiB comes from: gen doubles it. No B200 log
+of a catalog model was found."""
+
 _NO_SM_FLOOR = 0
+"""No SM floor for FlashInfer's sampler: [vllm] it is refused with ≤ 16 SMs only from 0.33
+(flashinfer_sampler_supported, vllm/v1/sample/ops/topk_topp_sampler.py @ v0.33.0)."""
 
 _BEFORE_0_21 = MemoryProfile(
     since=(0, 0, 0), label="0.10–0.20", v2_rule="never", v2_architectures=frozenset(),
     v1_cudagraph_estimate=False, v2_cudagraph_estimate=False,
     non_kv_rule="weights + torch peak increase + non-torch increase",
-    non_torch_bytes=_NON_TORCH_V1, nccl_bytes=_NCCL_V1,
-    v1_sampler_buffers=_V1_SAMPLER, flashinfer_sampler_buffers=_FLASHINFER_SAMPLER,
+    non_torch_bytes=NON_TORCH_BYTES, nccl_bytes=NCCL_BYTES,
+    v1_sampler_buffers=SAMPLER_VOCAB_BUFFERS,
+    flashinfer_sampler_buffers=FLASHINFER_SAMPLER_VOCAB_BUFFERS,
     v2_sampler_buffers=_V2_SAMPLER, v2_warmup_sampler=False, flashinfer_min_sms=_NO_SM_FLOOR,
-    dc_blackwell_cudagraph_bytes=_CUDA_GRAPHS,
+    dc_blackwell_cudagraph_bytes=CUDA_GRAPH_BYTES,
     source="[fitted on 0.10–0.19 logs] the CUDA-graph estimate was opt-in "
            "(VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS default 0)",
 )
