@@ -154,12 +154,10 @@ def _bench_cache(args: list[str], root: Path, profiles_dir: Path) -> dict[str, A
     """No-op ``gen render`` and ``--check`` on the fleet fast path, with the per-cluster
     cache alone and with ``--no-cache``, a one-cluster change, and where each kind of
     cached no-op spends its time (in process)."""
-    from gen.emit.cache import FLEET_RECORD
+    from gen.emit.cache import FLEET_RECORD, render_digest, vouched_outputs
     from gen.emit.output import compute_changes
     from gen.pipeline import (
-        _fast_path,
         _fingerprints,
-        _input_digest,
         _reusable,
         load_plan,
         run_checks,
@@ -175,11 +173,11 @@ def _bench_cache(args: list[str], root: Path, profiles_dir: Path) -> dict[str, A
     }
     fast: dict[str, float] = {}
     start = time.perf_counter()
-    digest = _input_digest(profiles_dir, None, None, (), "embedded")
+    digest = render_digest(profiles_dir, None, None, (), "embedded")
     fast["input_digest"] = time.perf_counter() - start
     assert digest is not None
     start = time.perf_counter()
-    result = _fast_path(root / "out", digest)
+    result = vouched_outputs(root / "out", digest)
     fast["verify_out"] = time.perf_counter() - start
     row["noop_fast_phases_s"] = fast
     row["noop_fast_path"] = result is not None

@@ -67,6 +67,20 @@ class SourceLocation:
     """What the place is to the finding, for a related location: ``used by service
     llama-70b``. Not part of equality or order."""
 
+    def to_record(self) -> list[str | int]:
+        """Every field, for an exact round trip (:meth:`from_record`): ``[path, line,
+        column]``, and the note when there is one."""
+        return [self.path, self.line, self.column, *([self.note] if self.note else [])]
+
+    @classmethod
+    def from_record(cls, raw: object) -> SourceLocation:
+        """The location :meth:`to_record` wrote; ValueError for anything else."""
+        if not (isinstance(raw, list) and len(raw) in (3, 4) and isinstance(raw[0], str)
+                and type(raw[1]) is int and type(raw[2]) is int
+                and all(isinstance(note, str) for note in raw[3:])):
+            raise ValueError("bad location")
+        return cls(raw[0], raw[1], raw[2], *raw[3:])
+
     def __str__(self) -> str:
         if self.line and self.column:
             return f"{self.path}:{self.line}:{self.column}"
@@ -127,6 +141,32 @@ class Finding:
             text += "\n    hint: " + escape_controls(self.hint)
         return text
 
+    def to_record(self) -> dict[str, object]:
+        """Every field, for an exact round trip (:meth:`from_record`; :meth:`to_json`
+        drops some): what the render cache keeps of a finding."""
+        return {
+            "rule": self.rule, "message": self.message,
+            "location": None if self.location is None else self.location.to_record(),
+            "key_path": self.key_path, "severity": self.severity.value, "hint": self.hint,
+            "related": [r.to_record() for r in self.related],
+            "service": self.service, "cluster": self.cluster,
+        }
+
+    @classmethod
+    def from_record(cls, raw: object) -> Finding:
+        """The finding :meth:`to_record` wrote; ValueError for anything else."""
+        if not isinstance(raw, dict) or set(raw) != _RECORD_FIELDS:
+            raise ValueError("bad finding")
+        texts = ("rule", "message", "key_path", "hint", "service", "cluster")
+        if not all(isinstance(raw[k], str) for k in texts) or not isinstance(raw["related"], list):
+            raise ValueError("bad finding")
+        location = raw["location"]
+        return cls(raw["rule"], raw["message"],
+                   None if location is None else SourceLocation.from_record(location),
+                   raw["key_path"], Severity(raw["severity"]), raw["hint"],
+                   tuple(SourceLocation.from_record(r) for r in raw["related"]),
+                   raw["service"], raw["cluster"])
+
     def to_json(self) -> dict[str, object]:
         """The documented JSON form of a finding (``gen lint --format json``)."""
         loc = self.location
@@ -146,6 +186,10 @@ class Finding:
             ],
         }
 
+
+_RECORD_FIELDS = frozenset({"rule", "message", "location", "key_path", "severity", "hint",
+                            "related", "service", "cluster"})
+"""The keys of :meth:`Finding.to_record`."""
 
 _CONTROL_ESCAPES = {
     i: ascii(chr(i))[1:-1] for i in (*range(0x20), 0x7F, 0x85, 0x2028, 0x2029)

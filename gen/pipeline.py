@@ -30,12 +30,18 @@ from gen.emit.cache import (
     CACHE_GITIGNORE_BYTES,
     FLEET_RECORD,
     TRUST_FILE,
+    FastPath,
     env_key,
+    fast_path,
+    fleet_record_of,
+    kept_records,
     new_record,
     read_trusted,
     record_path,
+    render_digest,
     stale_records,
     trust_bytes,
+    vouched_outputs,
 )
 from gen.emit.output import (
     Changes,
@@ -585,8 +591,8 @@ class _ClusterTask:
 
     def __call__(self, index: int) -> _TaskOutput:
         from gen.emit.cache import (
-            lint_record_bytes,
             read_lint_record,
+            record_bytes,
             same_but_env,
             trusted,
             verified_files,
@@ -630,8 +636,8 @@ class _ClusterTask:
         def record(objects: int, files: Mapping[PurePosixPath, bytes]) -> bytes | None:
             if fingerprint is None:
                 return None
-            made = lint_record_bytes(new_record(name, fingerprint, self.validate, objects,
-                                                files), prebuild, lint, once)
+            made = record_bytes(new_record(name, fingerprint, self.validate, objects, files),
+                                prebuild, lint, once)
             return previous if previous is not None and same_but_env(previous, made) else made
 
         if (found is not None and fingerprint is not None and validated_ok
@@ -839,10 +845,10 @@ def render(
     check_out_dir(out_dir, out_label, profiles_dir)
     # A --cluster render neither takes nor writes the fleet record; it keeps the one out/
     # has, which stays valid exactly while out/ still holds every file it lists.
-    digest = None if (check and no_cache) or clusters else _input_digest(
+    digest = None if (check and no_cache) or clusters else render_digest(
         profiles_dir, templates_dir, base, clusters, validator, crds_dir)
     if digest is not None and not no_cache:
-        fast = _fast_path(out_dir, digest)
+        fast = _fast_result(vouched_outputs(out_dir, digest))
         if fast is not None:
             return fast
     from gen.emit.crd_schemas import load_crd_dir  # after the fast path: a costly import
@@ -881,7 +887,7 @@ def render(
     checked = set(records.values())  # rendered or verified here, under this env
     if clusters:
         outputs = _merge_unselected(outputs, out_dir, clusters)
-        records = {**_other_records(out_dir, clusters), **records}
+        records = {**kept_records(out_dir, clusters), **records}
     warnings = tuple(sort_findings(f for f in lint_findings if f.severity is not Severity.ERROR))
     skipped = tuple(c.name for c in plan.clusters if c.name in reused)
     if check:
@@ -909,7 +915,8 @@ def render(
         data for data in records.values()
         if data in checked or hashlib.sha256(data).hexdigest() in vouched)
     if digest is not None:
-        records[FLEET_RECORD] = _fleet_record(digest, plan, count, warnings, outputs, records)
+        records[FLEET_RECORD] = fleet_record_of(digest, (c.name for c in plan.clusters), count,
+                                                warnings, outputs, records)
     changes = write_tree(outputs, out_dir, cache=dict(sorted(records.items())))
     return RenderResult(outputs, changes, warnings, count, skipped=skipped)
 
@@ -1037,61 +1044,18 @@ def fast_render(
     vouches for it, without loading anything; None when it does not (``render`` would then
     take the normal path). The CLI answers a no-op ``gen render`` with it before
     importing click (:mod:`gen._noop`)."""
-    digest = _input_digest(profiles_dir, templates_dir, base, (), validator, crds_dir)
-    return None if digest is None else _fast_path(out_dir, digest)
+    return _fast_result(fast_path(profiles_dir, out_dir, templates_dir=templates_dir,
+                                  validator=validator, base=base, crds_dir=crds_dir))
 
 
-def _input_digest(
-    profiles_dir: Path, templates_dir: Path | None, base: Path | None,
-    clusters: Sequence[str], validator: Validator, crds_dir: Path | None = None,
-) -> str | None:
-    """The fleet input digest (:func:`gen.emit.cache.input_digest`) of this render; None
-    when kubeconform would run (it is never skipped) or an input cannot be vouched for."""
-    from gen.emit.cache import input_digest
-    from gen.emit.kubeconform import find_kubeconform
-
-    if validator == "kubeconform" or (validator == "auto" and find_kubeconform() is not None):
-        return None
-    # ``base`` reaches the output only through the profile paths shown, hashed as shown;
-    # it is not hashed itself, so a fleet rendered with and without it, or moved, keeps
-    # the same record. The out/ label reaches only the messages of a failed render (a
-    # template or schema error), which a recorded render, being a success, cannot have.
-    options = {"validator": validator, "clusters": list(clusters)}
-    return input_digest(profiles_dir, templates_dir, base, options, crds_dir=crds_dir)
-
-
-def _fast_path(out_dir: Path, digest: str) -> RenderResult | None:
-    """The whole render from out/ when the fleet record vouches for it: the same input
-    digest, every recorded file (the index and the other records too) in out/ with the
-    bytes recorded, and nothing a render would remove or replace. None otherwise."""
-    from gen.emit.output import fast_outputs
-
-    # outputs: the files proved unchanged, read when asked for (a stat can vouch for one)
-    found = fast_outputs(out_dir, digest)
+def _fast_result(found: FastPath | None) -> RenderResult | None:
+    """The result of a render the fleet record vouches for (:mod:`gen.emit.cache.fast`):
+    out/'s files, nothing changed, the recorded warnings, every covered cluster skipped."""
     if found is None:
         return None
     record, outputs = found
-    changes = Changes((), (), (), len(outputs))
-    return RenderResult(outputs, changes, record.findings, record.objects,
-                        skipped=record.clusters, fast_path=True)
-
-
-def _fleet_record(
-    digest: str, plan: Plan, objects: int, warnings: tuple[Finding, ...],
-    outputs: dict[PurePosixPath, bytes], records: dict[str, bytes],
-) -> bytes:
-    """The fleet record of a render about to be written: what out/ will then hold."""
-    import hashlib
-
-    from gen.emit.cache import FleetRecord, fleet_record_bytes
-    from gen.emit.output import INDEX_NAME, index_bytes
-
-    files = {str(p): hashlib.sha256(data).hexdigest() for p, data in outputs.items()}
-    files[INDEX_NAME] = hashlib.sha256(index_bytes([str(p) for p in outputs])).hexdigest()
-    files.update({rel: hashlib.sha256(data).hexdigest() for rel, data in records.items()
-                  if rel != FLEET_RECORD})
-    return fleet_record_bytes(FleetRecord(
-        digest, tuple(c.name for c in plan.clusters), objects, files, warnings))
+    return RenderResult(outputs, Changes((), (), (), len(outputs)), record.findings,
+                        record.objects, skipped=record.clusters, fast_path=True)
 
 
 def cluster_fingerprints(
@@ -1158,33 +1122,6 @@ def _reusable(
         if files is not None:
             reused[cluster.name] = (record, data, files)
     return reused
-
-
-def _other_records(out_dir: Path, clusters: Iterable[str]) -> dict[str, bytes]:
-    """With --cluster: the records of the clusters not rendered, and the fleet record,
-    kept as they are."""
-    from gen.emit.cache import CACHE_DIR, clusters_of, record_path
-
-    folder = out_dir / CACHE_DIR
-    try:
-        names = sorted(entry.name for entry in folder.iterdir() if entry.is_file())
-    except OSError:
-        return {}
-    kept: dict[str, bytes] = {}
-    selected = set(clusters)
-    try:
-        if not (out_dir / FLEET_RECORD).is_symlink():
-            kept[FLEET_RECORD] = (out_dir / FLEET_RECORD).read_bytes()
-    except OSError:
-        pass
-    for name in clusters_of(f"{CACHE_DIR}/{n}" for n in names):
-        if name in selected:
-            continue
-        try:
-            kept[record_path(name)] = (folder / f"{name}.json").read_bytes()
-        except OSError:
-            continue
-    return kept
 
 
 def _annotated_summary(changes: Changes) -> str:

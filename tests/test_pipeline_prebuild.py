@@ -116,7 +116,8 @@ def test_a_comment_that_moves_lines_moves_the_findings(rendered: Path, tmp_path:
     assert "prod-us-east" in builds
     record = read_lint_record(tmp_path / "cached" / "out", "prod-us-east")
     assert record is not None and record.findings
-    assert line is not None and record.findings[0].location.line == line.line + 1
+    moved = record.findings[0].location
+    assert line is not None and moved is not None and moved.line == line.line + 1
 
 
 def _copy(src: Path, dst: Path) -> Path:

@@ -30,19 +30,20 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from gen.emit import cache as _cache
-from gen.emit.cache import (
+from gen.emit.cache import layout as _layout
+from gen.emit.cache.fleet import FleetRecord, parse_fleet_record
+from gen.emit.cache.layout import (
     CACHE_DIR,
     CACHE_GITIGNORE,
     FLEET_RECORD,
     OWN_FILES,
+    STAT_TABLE,
+    is_cache_path,
+)
+from gen.emit.cache.stat import (
     SLEEP_BEFORE_SWAP_FILES,
     STAT_MARGIN_NS,
-    STAT_TABLE,
-    FleetRecord,
     VerifiedFiles,
-    is_cache_path,
-    parse_fleet_record,
     read_stat_table,
     split_listing,
     stat_of,
@@ -183,7 +184,7 @@ def fast_outputs(out_dir: Path, digest: str) -> tuple[FleetRecord, VerifiedFiles
     :func:`holds_only`); else None. The fleet fast path, :mod:`gen.emit.cache`.
 
     One walk of out/ proves all of it. Each folder's listing (names, kinds, and each file's
-    size, mtime, ctime, inode and device, :func:`gen.emit.cache.file_text`) is compared with
+    size, mtime, ctime, inode and device, :func:`gen.emit.cache.stat.file_text`) is compared with
     the one the stat table recorded right after the render that wrote this fleet record
     (the table names the record by its SHA-256). An equal listing proves that folder: the
     same entries, and every file the same inode with the same times, which an edit, a
@@ -238,7 +239,7 @@ def _listing(rel_dir: str, path: str, todo: list[tuple[str, str]],
     """A folder's entries in the order the filesystem lists them (by name in the cache
     folder, where the stat table is added after its listing was taken), their texts as the
     stat table lists them
-    (:func:`gen.emit.cache.file_text`; ``l`` a link, ``o`` anything else), and how many
+    (:func:`gen.emit.cache.stat.file_text`; ``l`` a link, ``o`` anything else), and how many
     regular files it holds; its subfolders are added to ``todo``."""
     own = rel_dir == CACHE_DIR
     regular, link = stat.S_ISREG, stat.S_ISLNK
@@ -309,7 +310,7 @@ def _by_name(entry: os.DirEntry[str]) -> str:
 
 
 def _read_all(path: str) -> bytes:
-    return _cache._read_all(path)  # looked up per call: tests count the reads
+    return _layout.read_all(path)  # looked up per call: tests count the reads
 
 
 def _is_gen_file(path: Path, index: set[str], rel: str) -> bool:
@@ -342,7 +343,7 @@ def compute_changes(
     """Compare a render with what out/ holds now.
 
     ``verified``: files of ``outputs`` whose bytes were just read from out/ (a cached
-    cluster's, :func:`gen.emit.cache.verified_files`); they are not read a second time.
+    cluster's, :func:`gen.emit.cache.records.verified_files`); they are not read a second time.
     """
     wanted = {_check_relative(p): data for p, data in outputs.items()}
     known = {str(p) for p in verified}

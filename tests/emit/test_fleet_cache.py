@@ -19,9 +19,7 @@ from gen.emit.cache import (
     FLEET_RECORD,
     FleetRecord,
     file_text,
-    finding_json,
     fleet_record_bytes,
-    parse_finding,
     parse_fleet_record,
     record_path,
 )
@@ -234,14 +232,14 @@ def test_options_are_in_the_digest(rendered: Path, tmp_path: Path) -> None:
 
 def test_kubeconform_is_never_skipped(rendered: Path, tmp_path: Path,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from gen.pipeline import _input_digest
+    from gen.emit.cache import render_digest
 
     args = (rendered / "profiles", None, rendered, ())
-    assert _input_digest(*args, "kubeconform") is None
+    assert render_digest(*args, "kubeconform") is None
     monkeypatch.setattr("gen.emit.kubeconform.find_kubeconform", lambda: "/bin/kubeconform")
-    assert _input_digest(*args, "auto") is None
+    assert render_digest(*args, "auto") is None
     monkeypatch.setattr("gen.emit.kubeconform.find_kubeconform", lambda: None)
-    assert _input_digest(*args, "auto") is not None
+    assert render_digest(*args, "auto") is not None
 
 
 def test_the_cli_prints_the_same_on_the_fast_path(rendered: Path, tmp_path: Path,
@@ -279,7 +277,7 @@ def test_findings_round_trip_every_field() -> None:
     )
     bare = Finding("GEN998", "no location", severity=Severity.WARNING)
     for f in (finding, bare):
-        assert parse_finding(json.loads(json.dumps(finding_json(f)))) == f
+        assert Finding.from_record(json.loads(json.dumps(f.to_record()))) == f
     record = FleetRecord("d" * 64, CLUSTERS, 5, {"a/b.yaml": "0" * 64}, (finding, bare))
     data = fleet_record_bytes(record)
     assert parse_fleet_record(data) == record
@@ -391,16 +389,16 @@ def stat_rendered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _counting_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    from gen.emit import cache
+    from gen.emit.cache import layout
 
     reads: list[str] = []
-    real = cache._read_all
+    real = layout.read_all
 
     def counted(path: str) -> bytes:
         reads.append(path)
         return real(path)
 
-    monkeypatch.setattr(cache, "_read_all", counted)
+    monkeypatch.setattr(layout, "read_all", counted)
     return reads
 
 
@@ -506,17 +504,17 @@ def test_library_versions_are_what_importlib_metadata_says(
     import sys
     from importlib import metadata
 
-    from gen.emit import cache
+    from gen.emit.cache import env
 
-    assert cache._library_versions() == {
-        name: metadata.version(name) for name in cache._LIBRARIES}
+    assert env.library_versions() == {
+        name: metadata.version(name) for name in env.LIBRARIES}
     (tmp_path / "Jinja2-9.9.dist-info").mkdir()
     (tmp_path / "Jinja2-9.9.dist-info/METADATA").write_text(
         "Metadata-Version: 2.1\nName: Jinja2\nVersion: 9.9\n\nVersion: 1.0\n")
     (tmp_path / "PyYAML-0.1.egg-info").write_text("Name: PyYAML\nVersion: 0.1\n")
     monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
-    found = cache._library_versions()
-    assert found == {name: metadata.version(name) for name in cache._LIBRARIES}
+    found = env.library_versions()
+    assert found == {name: metadata.version(name) for name in env.LIBRARIES}
     assert found["jinja2"] == "9.9" and found["PyYAML"] == "0.1"
 
 

@@ -232,12 +232,12 @@ def _fleet_written(out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def _exactly(out: Path, digest: str) -> dict[PurePosixPath, bytes] | None:
     """What the fast path must return, by the definition: every listed file read and
     hashed (verified_hashes), and holds_only."""
-    from gen.emit.cache import is_cache_path, read_fleet_record, verified_hashes
+    from gen.emit.cache import Reach, is_cache_path, read_fleet_record, verified_hashes
 
     record = read_fleet_record(out)
     if record is None or record.digest != digest:
         return None
-    files = verified_hashes(out, record.files, cache_ok=True)
+    files = verified_hashes(out, record.files, Reach.WITH_CACHE)
     if files is None or not output.holds_only(out, record.files):
         return None
     return {p: d for p, d in files.items()
@@ -419,6 +419,6 @@ def _assert_proved_without_reading(out: Path, monkeypatch: pytest.MonkeyPatch) -
         reads.append(path)
         return b""
 
-    monkeypatch.setattr("gen.emit.cache._read_all", counted)
+    monkeypatch.setattr("gen.emit.cache.layout.read_all", counted)
     found = output.fast_outputs(out, "D")
     assert found is not None and len(found[1]) == len(FAST_FILES) and reads == []

@@ -350,11 +350,11 @@ def test_a_fresh_clone_under_another_gen_stays_clean(
     """A fresh clone rendered by a gen whose code differs (same output) rewrites no record:
     the records hold no code digest; it renders what it cannot trust, finds the same
     records, and trusts them from then on (its own, git-ignored trust list)."""
-    from gen.emit import cache
+    from gen.emit.cache import env
 
     root = _fresh_clone(rendered, tmp_path / "fleet")
     records = {c: (root / "out" / record_path(c)).read_bytes() for c in CLUSTERS}
-    monkeypatch.setattr(cache, "code_digest", lambda: "0" * 64)
+    monkeypatch.setattr(env, "code_digest", lambda: "0" * 64)
     assert _render(root, check=True).skipped == ()  # --check passes: nothing is stale
     result = _render(root)
     assert result.skipped == () and result.changes.empty
@@ -366,7 +366,7 @@ def test_a_fresh_clone_under_another_gen_stays_clean(
 def test_a_new_gen_version_invalidates(rendered: Path, tmp_path: Path,
                                        monkeypatch: pytest.MonkeyPatch) -> None:
     root = _copy(rendered, tmp_path / "fleet")
-    monkeypatch.setattr("gen.emit.cache.__version__", "99.0.0")
+    monkeypatch.setattr("gen.emit.cache.env.__version__", "99.0.0")
     result = _render(root)
     assert result.skipped == ()
     assert result.changes.empty
@@ -395,6 +395,7 @@ def test_a_change_in_gen_s_code_invalidates_every_record(
     digest: an emitter changed without a version bump must not trust older records. The
     fingerprint is the inputs' alone (it does not change with the code)."""
     from gen.emit import cache
+    from gen.emit.cache import env
 
     plan = load_plan(rendered / "profiles", base=rendered)
     cluster = plan.clusters[0]
@@ -402,7 +403,7 @@ def test_a_change_in_gen_s_code_invalidates_every_record(
     digest = cache.input_digest(rendered / "profiles", None, rendered, {})
     found = cache.read_record(rendered / "out", cluster.name)
     assert found is not None and cache.trusted(*found, frozenset())
-    monkeypatch.setattr(cache, "code_digest", lambda: "0" * 64)
+    monkeypatch.setattr(env, "code_digest", lambda: "0" * 64)
     assert not cache.trusted(*found, frozenset())
     assert cache.trusted(*found, frozenset({hashlib.sha256(found[1]).hexdigest()}))
     assert Fingerprinter(make_environment(None)).fingerprint(cluster) == before

@@ -1,0 +1,132 @@
+"""A cluster's pre-build key: a second key in its record, computed from the resolved (not
+yet built) cluster, under which a render takes the cluster's lint findings, and its files,
+without building it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from gen.emit.cache._canonical import Uncacheable, canonical_json, json_default, sha256_text
+from gen.emit.cache._plan import service_inputs
+from gen.emit.cache._trees import NoDigest, builtin_digest, file_sha256, tree_digest
+from gen.emit.cache.layout import FORMAT
+from gen.errors import SourceLocation
+
+if TYPE_CHECKING:
+    from gen.fleet.plan import ClusterPlan, PoolPlan
+
+__all__ = ["PREBUILD_FORMAT", "PrebuildKey", "prebuild_key", "template_tree_digest"]
+
+PREBUILD_FORMAT = 1
+"""The pre-build key's layout version (part of the key)."""
+
+_NATIVE = (str, int, float, type(None))
+"""What ``json`` writes itself (``bool`` is an ``int``)."""
+
+
+class PrebuildKey(NamedTuple):
+    """A pre-build key and the shown paths of the profile files whose bytes it hashed."""
+
+    key: str
+    files: frozenset[str]
+
+
+class _Projection:
+    """A cluster plan as the pre-build key hashes it: JSON-ready data (:meth:`data`), with
+    every source location's line and column, and the profile files those name
+    (:attr:`files`), collected on the way."""
+
+    def __init__(self, cluster: ClusterPlan) -> None:
+        self.files: set[str] = set()
+        """The shown paths of the profile files a location or document names."""
+        self._pools = {id(p): p.name for p in cluster.pools}
+
+    def _pool_name(self, pool: PoolPlan) -> str:
+        return self._pools[id(pool)]
+
+    def data(self, value: Any) -> Any:
+        """``value`` as plain JSON data: what ``json`` writes itself kept (in the order it
+        tests types), lists and tuples and dicts by their items, anything else as
+        :meth:`_written` writes it."""
+        if isinstance(value, _NATIVE):
+            return value
+        if isinstance(value, (list, tuple)):
+            return [self.data(item) for item in value]
+        if isinstance(value, dict):
+            return {key: self.data(item) for key, item in value.items()}
+        return self.data(self._written(value))
+
+    def _written(self, value: Any) -> Any:
+        from gen.fleet.plan import ServicePlan
+        from gen.fleet.profiles import Located
+
+        if isinstance(value, ServicePlan) and all(id(p) in self._pools for p in value.pools):
+            # its pools are the cluster's own (hashed there): by name, not once more each
+            return {"@type": "ServicePlan", **service_inputs(value, self._pool_name)}
+        if isinstance(value, SourceLocation):
+            self.files.add(value.path)
+            return [value.path, value.line, value.column, value.note]
+        if isinstance(value, Located):
+            self.files.add(value.document.path)
+            return {"value": value.value, "from": [value.document.path, value.document.index]}
+        return json_default(value)
+
+
+def prebuild_key(cluster: ClusterPlan, extra: Mapping[str, Any],
+                 root: Path) -> PrebuildKey | None:
+    """The pre-build key of a resolved (not yet built) cluster; None when an input cannot
+    be hashed. A SHA-256 over the canonical JSON of:
+
+    - the record format (gen's version, code and libraries are the record's env);
+    - the built-in templates and gen's data files (catalogs read by builders and checks);
+    - ``extra``: the caller's other inputs (override templates, CRDs, what the checks read
+      beside the cluster);
+    - the cluster plan itself, every value the resolver put there, with every source
+      location **with its line and column** (findings carry them, unlike the bytes a
+      fingerprint vouches for);
+    - the SHA-256 of the bytes of every profile file any of those locations or documents
+      names, read from ``root`` (the folder the shown paths are relative to), as the
+      provenance file reads them. A profile is hashed as its whole file, so an edit anywhere
+      in it (a comment that moves the lines below) changes the key of every cluster that
+      draws on it.
+    """
+    builtin = builtin_digest()
+    if builtin is None:
+        return None
+    projection = _Projection(cluster)
+    try:
+        text = json.dumps(projection.data({"cluster": cluster, "extra": extra}),
+                          sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+                          allow_nan=False)
+    except (Uncacheable, ValueError, RecursionError):
+        return None
+    files: dict[str, str] = {}
+    for shown in sorted(p for p in projection.files if p):
+        try:
+            files[shown] = file_sha256(root / shown)
+        except NoDigest:
+            return None
+    parts = {
+        "format": PREBUILD_FORMAT,
+        "gen": {"format": FORMAT},
+        "builtin": builtin,
+        "plan": sha256_text(text),
+        "files": files,
+    }
+    return PrebuildKey(sha256_text(canonical_json(parts)), frozenset(files))
+
+
+def template_tree_digest(folder: Path | None) -> list[tuple[str, str]] | None:
+    """(relative path, SHA-256) of every file of a template override folder (empty for none);
+    None when it holds a link or an unreadable entry (:func:`prebuild_key` then has no key)."""
+    if folder is None or not folder.is_dir():
+        return []
+    if folder.is_symlink():
+        return None
+    try:
+        return tree_digest(folder)
+    except NoDigest:
+        return None
