@@ -48,6 +48,40 @@ if TYPE_CHECKING:
     import subprocess
 
 
+__all__ = [
+    "CELCompileError",
+    "CELRuntimeError",
+    "CatalogLookupError",
+    "ClusterAccessError",
+    "DeviceError",
+    "Finding",
+    "GenError",
+    "KubeconformError",
+    "LayoutSyntaxError",
+    "LintError",
+    "MIGLayoutError",
+    "ManifestValidationError",
+    "MigPartedConfigError",
+    "ModelConfigError",
+    "OutputError",
+    "ProfileError",
+    "ProfileSyntaxError",
+    "ProfileValidationError",
+    "QuantityError",
+    "Severity",
+    "SourceLocation",
+    "StaleOutputError",
+    "TemplateError",
+    "ToolError",
+    "ToolNotFoundError",
+    "UnresolvedReferenceError",
+    "VersionError",
+    "WorkerError",
+    "escape_controls",
+    "sort_findings",
+]
+
+
 class Severity(enum.StrEnum):
     """How bad a finding is."""
 

@@ -165,3 +165,20 @@ def test_a_suppression_applies_to_recorded_findings(rendered: Path, tmp_path: Pa
 def test_a_shared_profile_edit(rendered: Path, tmp_path: Path,
                                edits: list[tuple[str, str, str]]) -> None:
     _same(rendered, tmp_path, edits)
+
+
+def test_the_keys_hash_every_service_field_and_decide_every_pool_field() -> None:
+    """Both keys project a ServicePlan from its dataclass fields, so a field added there is
+    hashed without anyone listing it; a field added to PoolPlan must be put among the
+    fingerprint's inputs or the fields it leaves out, or this fails."""
+    import dataclasses
+
+    from gen.emit.cache._plan import POOL_DERIVED, POOL_INPUTS, service_inputs
+    from gen.fleet.plan import PoolPlan, ServicePlan
+
+    names = [f.name for f in dataclasses.fields(ServicePlan)]
+    fake: dict[str, Any] = {**{name: name for name in names}, "pools": ()}
+    service = ServicePlan(**fake)
+    assert service_inputs(service, str) == {**{name: name for name in names}, "pools": []}
+    assert set(POOL_INPUTS) | POOL_DERIVED == {f.name for f in dataclasses.fields(PoolPlan)}
+    assert not set(POOL_INPUTS) & POOL_DERIVED

@@ -16,7 +16,7 @@ from gen.caches import once
 from gen.emit.cache._canonical import canonical_json, sha256_text
 from gen.emit.cache.layout import FORMAT
 
-__all__ = ["LIBRARIES", "code_digest", "env_key", "gen_versions", "library_versions"]
+__all__ = ["GEN_PACKAGE", "LIBRARIES", "code_digest", "env_key", "gen_versions", "library_versions"]
 
 LIBRARIES = ("jinja2", "PyYAML", "jsonschema-rs", "kubernetes-validate")
 """The libraries whose behaviour shapes the bytes or the verdict: Jinja2 renders the

@@ -25,6 +25,7 @@ PREBUILD_FORMAT = 1
 
 _NATIVE = (str, int, float, type(None))
 """What ``json`` writes itself (``bool`` is an ``int``)."""
+_EXACT = frozenset({str, int, float, bool, type(None)})
 
 
 class PrebuildKey(NamedTuple):
@@ -40,36 +41,49 @@ class _Projection:
     (:attr:`files`), collected on the way."""
 
     def __init__(self, cluster: ClusterPlan) -> None:
+        import pydantic
+
+        from gen.fleet.plan import ServicePlan
+        from gen.fleet.profiles import Located
+
         self.files: set[str] = set()
         """The shown paths of the profile files a location or document names."""
         self._pools = {id(p): p.name for p in cluster.pools}
+        self._model, self._service, self._located = pydantic.BaseModel, ServicePlan, Located
 
     def _pool_name(self, pool: PoolPlan) -> str:
         return self._pools[id(pool)]
 
     def data(self, value: Any) -> Any:
-        """``value`` as plain JSON data: what ``json`` writes itself kept (in the order it
-        tests types), lists and tuples and dicts by their items, anything else as
-        :meth:`_written` writes it."""
+        """``value`` as plain JSON data: what ``json`` writes itself kept (tested in its
+        order, the exact types first), lists and tuples and dicts by their items, a pydantic
+        model as its JSON dump (plain data already: no location in it is collected, as none
+        is written with its line), anything else as :meth:`_written` writes it."""
+        kind = type(value)
+        if kind in _EXACT:
+            return value
+        if kind is list or kind is tuple:
+            return [self.data(item) for item in value]
+        if kind is dict:
+            return {key: self.data(item) for key, item in value.items()}
         if isinstance(value, _NATIVE):
             return value
         if isinstance(value, (list, tuple)):
             return [self.data(item) for item in value]
         if isinstance(value, dict):
             return {key: self.data(item) for key, item in value.items()}
+        if isinstance(value, self._model):
+            return value.model_dump(mode="json")
         return self.data(self._written(value))
 
     def _written(self, value: Any) -> Any:
-        from gen.fleet.plan import ServicePlan
-        from gen.fleet.profiles import Located
-
-        if isinstance(value, ServicePlan) and all(id(p) in self._pools for p in value.pools):
+        if isinstance(value, self._service) and all(id(p) in self._pools for p in value.pools):
             # its pools are the cluster's own (hashed there): by name, not once more each
             return {"@type": "ServicePlan", **service_inputs(value, self._pool_name)}
         if isinstance(value, SourceLocation):
             self.files.add(value.path)
             return [value.path, value.line, value.column, value.note]
-        if isinstance(value, Located):
+        if isinstance(value, self._located):
             self.files.add(value.document.path)
             return {"value": value.value, "from": [value.document.path, value.document.index]}
         return json_default(value)
