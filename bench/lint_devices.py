@@ -91,7 +91,8 @@ def write_fleet(root: Path, clusters: int) -> Path:
 
 def run(clusters: int) -> dict[str, Any]:
     """Build the fleet, lint it, and return the figures."""
-    from gen.dra.satisfiability import Matcher, check_with_matcher
+    from gen.dra.capacity import check_with_matcher
+    from gen.dra.satisfiability import Matcher
     from gen.dra.simulate import node_inventory
     from gen.pipeline import load_plan, run_checks
 

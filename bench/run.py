@@ -74,7 +74,8 @@ def bench_size(name: str, repeat: int) -> dict[str, Any]:
     """Every figure for one size (run in a child process: see ``--one``)."""
     import yaml
 
-    from gen.dra.satisfiability import Matcher, check_with_matcher
+    from gen.dra.capacity import check_with_matcher
+    from gen.dra.satisfiability import Matcher
     from gen.emit.output import write_tree
     from gen.emit.render import make_environment, render_cluster
     from gen.emit.validate import SchemaValidator

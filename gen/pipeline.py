@@ -147,8 +147,8 @@ Check = Callable[[Plan], list[Finding]]
 
 def _checks() -> tuple[Check, ...]:
     from gen.apple.checks import check as apple_check
+    from gen.dra.capacity import check as satisfiability_check
     from gen.dra.checks import check as dra_check
-    from gen.dra.satisfiability import check as satisfiability_check
     from gen.gitops.checks import check as gitops_check
     from gen.nvidia.checks import check as mig_check
     from gen.security.checks import check as security_check
@@ -189,8 +189,8 @@ class CheckPart:
 def check_parts() -> tuple[CheckPart, ...]:
     """Every check split by scope, in :func:`_checks` order."""
     from gen.apple import checks as apple
+    from gen.dra import capacity as dra_capacity
     from gen.dra import checks as dra
-    from gen.dra import satisfiability
     from gen.gitops import checks as gitops
     from gen.nvidia import checks as mig
     from gen.security import checks as security
@@ -204,7 +204,7 @@ def check_parts() -> tuple[CheckPart, ...]:
         CheckPart("dra", "fleet", dra.check_fleet),
         CheckPart("serving", "cluster", serving.check),
         CheckPart("security", "fleet", security.check),
-        CheckPart("satisfiability", "cluster", satisfiability.check),
+        CheckPart("satisfiability", "cluster", dra_capacity.check),
         CheckPart("apple", "cluster", apple.check_clusters),
         CheckPart("apple", "once", once=apple.mac_findings),
         CheckPart("gitops", "cluster", gitops.check_clusters),

@@ -10,7 +10,8 @@ import pytest
 
 import gen.caches
 from gen.caches import BoundedCache, CacheStats, memoize, once
-from gen.dra.satisfiability import Matcher, check_with_matcher
+from gen.dra.capacity import check_with_matcher
+from gen.dra.satisfiability import Matcher
 from gen.emit import skeleton, yamlfast
 from gen.k8s.quantity import parse_quantity
 from gen.nvidia.gpus import gpu_catalog
@@ -104,7 +105,7 @@ def test_clear_empties_every_registered_cache() -> None:
     yamlfast.load_all(yamlfast.dump({"kind": "ConfigMap", "data": {"a": "1", "b": 2}}))
     sizes = {name: s.size for name, s in gen.caches.stats().items()}
     for used in ("gen.k8s.quantity.parse_quantity", "gen.dra.cel._engine.compile_selector",
-                 "gen.dra.satisfiability.fills", "gen.emit.yamlfast.key",
+                 "gen.dra.allocator.fills", "gen.emit.yamlfast.key",
                  "gen.emit.yamlfast.plain", "gen.nvidia.gpus.gpu_catalog"):
         assert sizes[used] > 0, used
     catalog = gpu_catalog()
@@ -191,8 +192,8 @@ def test_dra_memos_are_keyed_by_value(tmp_path: Path) -> None:
 
     gen.caches.clear()
     first = check_with_matcher(plan, Matcher())
-    fills = gen.caches.stats()["gen.dra.satisfiability.fills"].misses
+    fills = gen.caches.stats()["gen.dra.allocator.fills"].misses
     again = check_with_matcher(load_plan(tmp_path), Matcher())
     assert again == first
     assert [f.rule for f in first].count("GEN205") == 2  # 8 of 20 replicas fit in a, 12 in b
-    assert gen.caches.stats()["gen.dra.satisfiability.fills"].misses == fills
+    assert gen.caches.stats()["gen.dra.allocator.fills"].misses == fills

@@ -173,7 +173,7 @@ def explain_command(service: str | None, clusters: tuple[str, ...], runbook: boo
 def _packings(plan: Plan, clusters: Sequence[str]) -> list[tuple[str, Packing]]:
     from functools import partial
 
-    from gen.dra.allocator import cluster_packing
+    from gen.dra.capacity import cluster_packing
     from gen.dra.satisfiability import Matcher, analyze_service
 
     out = []
@@ -181,7 +181,7 @@ def _packings(plan: Plan, clusters: Sequence[str]) -> list[tuple[str, Packing]]:
         if cluster.name not in clusters or cluster.dra_api_version is None:
             continue
         matcher = Matcher()
-        packing = cluster_packing(cluster, matcher.inventory,
+        packing = cluster_packing(cluster, matcher.model,
                                   partial(analyze_service, matcher, cluster))
         if packing is not None:
             out.append((cluster.name, packing))
@@ -190,7 +190,7 @@ def _packings(plan: Plan, clusters: Sequence[str]) -> list[tuple[str, Packing]]:
 
 def packing_svgs(plan: Plan, clusters: Sequence[str]) -> dict[str, str]:
     """File name → SVG of each used dynamic MIG GPU (the static layout diagrams' drawing)."""
-    from gen.dra.allocator import gpu_placements
+    from gen.dra.explain import gpu_placements
     from gen.nvidia.mig import LayoutCheck, Placement
     from gen.nvidia.mig_svg import layout_svg
 
@@ -208,7 +208,7 @@ def packing_svgs(plan: Plan, clusters: Sequence[str]) -> dict[str, str]:
 
 def packing_text(plan: Plan, clusters: Sequence[str]) -> str:
     """Per dynamic MIG GPU, the slices the minimum replicas take (``--slices``)."""
-    from gen.dra.allocator import packing_lines
+    from gen.dra.explain import packing_lines
 
     lines: list[str] = []
     for name, packing in _packings(plan, clusters):

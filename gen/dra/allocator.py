@@ -1,78 +1,115 @@
-"""Allocation with shared counters, the way the scheduler's structured allocator does it.
+"""Allocation on a node, the way the scheduler's structured allocator does it.
 
 Kubernetes' allocator (kubernetes/kubernetes ``staging/src/k8s.io/dynamic-resource-allocation/
-structured/internal/incubating/allocator_incubating.go``, ``allocateOne`` and
-``allocateDevice``, read at commit 03ab440c) allocates a pod's claims on one node like this,
-and so does :func:`allocate_claim`:
+structured/internal/stable/allocator_stable.go``@v1.37.2, ``allocateOne`` and
+``allocateDevice``) allocates a pod's claims on one node like this, and so does
+:func:`allocate_claim`:
 
 * requests in order; a request with ``firstAvailable`` tries its subrequests in order and
   takes the first that succeeds;
 * for each device a request still needs, the devices in slice order (pool, slice, device),
   starting after the previous device of the same request (combinations, not permutations);
   a device is skipped when it is in use, fails a selector, breaks a ``matchAttribute``
-  constraint, or consumes more of a shared counter than is left (the counters consumed by
-  the node's earlier allocations and by this attempt); otherwise it is taken and the search
-  recurses, and on failure the device is given back and the next one tried (backtracking);
+  constraint (:class:`SameAttribute`), or consumes more of a shared counter than is left;
+  otherwise it is taken and the search recurses, and on failure the device is given back
+  and the next one tried (backtracking);
 * ``allocationMode: All`` takes every matching device; if one of them cannot be taken, the
   (sub)request fails.
 
-The first solution wins; there is no scoring. Which node a pod lands on is the scheduler's
-choice among the nodes where allocation succeeds: :func:`pack` places pods first-fit, node
-by node, pool by pool in the service's pool order, and tries several arrival orders of the
-same demand (:data:`ORDERS`): whether every order fits, only some, or none, is the verdict
-of :func:`capacity_findings` (GEN240: the demand does not fit; GEN241: it fits only in some
-orders — fragmentation).
-
-Static pools (devices without counters) go through the same code: their devices consume
-nothing but themselves.
+The first solution wins; there is no scoring. A search that tries :data:`SEARCH_BUDGET`
+devices without an answer gives up (:data:`GAVE_UP`): gen cannot tell, which is not "does
+not fit". Which node a pod lands on is the scheduler's choice among the nodes where
+allocation succeeds: :class:`Packing` places pods first fit, pool by pool in the service's
+pool order, nodes in index order, keeping a pool's nodes as runs of identical nodes so that
+equal nodes are decided once; :func:`pack` places a demand in one of the arrival orders
+(:class:`Order`). Devices without counters consume nothing but themselves.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from enum import StrEnum
+from functools import cached_property
+from typing import NamedTuple, assert_never
 
+from gen.caches import BoundedCache
 from gen.dra.devices import Device
-from gen.dra.simulate import (
-    NodeInventory,
-    group_key,
-    is_dynamic,
-    node_device_names,
-    node_partitions,
-)
-from gen.errors import Finding, Severity
-from gen.fleet.plan import ClusterPlan, PoolPlan, ServicePlan
-
-if TYPE_CHECKING:
-    from gen.dra.satisfiability import ChoiceAnalysis
-
-Analyzed = Sequence[tuple[ServicePlan, Sequence["ChoiceAnalysis"]]]
-"""(service, its choices analysed on its pools) per service, in service order."""
-Inventory = Callable[[PoolPlan], NodeInventory]
+from gen.dra.simulate import NodeInventory, group_key, node_device_names, node_partitions
+from gen.fleet.plan import PoolPlan, ServicePlan
 
 __all__ = [
+    "GAVE_UP",
+    "HEADROOM_LIMIT",
     "ORDERS",
+    "SEARCH_BUDGET",
+    "Allocation",
     "ClaimShape",
     "CounterModel",
+    "CounterPart",
+    "Demand",
+    "Fill",
+    "GaveUp",
+    "NodeRun",
     "NodeState",
+    "Order",
     "Packing",
+    "PlacedBlock",
+    "Placement",
     "PoolModel",
+    "SameAttribute",
     "SubRequest",
     "allocate_claim",
-    "capacity_findings",
+    "arrival",
+    "batches",
     "counter_model",
+    "fill",
+    "headroom",
     "pack",
-    "packing_lines",
+    "pool_model",
     "verify_packing",
 ]
 
 SEARCH_BUDGET = 200_000
-"""Devices tried per claim before the search gives up (a claim of many devices on a large
-node is exponential in the worst case; the scheduler bounds it with a timeout)."""
+"""Devices tried per claim on a node before the search gives up (a claim of many devices on
+a large node is exponential in the worst case; the scheduler bounds it with a timeout)."""
 
-ORDERS = ("service order", "largest first", "smallest first", "round robin", "reverse")
-"""The arrival orders :func:`pack` tries for the same demand."""
+HEADROOM_LIMIT = 64
+""":func:`headroom` counts extra replicas up to this many: enough to tell "a little room"
+from "a lot" in a finding, without packing a large pool to the brim per service."""
+
+
+class Order(StrEnum):
+    """An arrival order of a demand's replicas (:func:`arrival`)."""
+
+    SERVICE = "service order"
+    """Service by service (namespace/name), each service's replicas together."""
+    LARGEST = "largest first"
+    """Replicas of the claims that consume the most counter units first."""
+    SMALLEST = "smallest first"
+    """Replicas of the claims that consume the fewest counter units first."""
+    ROUND_ROBIN = "round robin"
+    """One replica of each service in turn."""
+    REVERSE = "reverse"
+    """Service order, services reversed."""
+
+
+ORDERS = tuple(Order)
+"""The arrival orders a cluster with dynamic MIG pools is judged in, service order first."""
+
+
+@dataclass(frozen=True)
+class CounterPart:
+    """Where a device slot of a dynamic pool sits: its GPU and memory slices."""
+
+    gpu: int
+    """GPU index on the node."""
+    profile: str | None
+    """MIG profile; None for the full GPU."""
+    start: int
+    """First memory slice."""
+    size: int
+    """Memory slices."""
 
 
 @dataclass(frozen=True)
@@ -86,8 +123,8 @@ class CounterModel:
     """Per device slot: (counter index, amount)."""
     devices: tuple[str, ...] = ()
     """Per device slot: the device name on the node."""
-    parts: tuple[tuple[int, str | None, int, int], ...] = ()
-    """Per device slot of a dynamic pool: (GPU index, MIG profile or None, start, size)."""
+    parts: tuple[CounterPart, ...] = ()
+    """Per device slot of a dynamic pool (empty for a pool without counters)."""
 
 
 def counter_model(pool: PoolPlan, inventory: NodeInventory) -> CounterModel:
@@ -96,14 +133,14 @@ def counter_model(pool: PoolPlan, inventory: NodeInventory) -> CounterModel:
     capacity: list[int] = []
     consumes: list[tuple[tuple[int, int], ...]] = []
     index: dict[str, int] = {}
-    parts: list[tuple[int, str | None, int, int]] = []
+    parts: list[CounterPart] = []
     for gpu in node_partitions(pool, "counters"):
         for counter, value in gpu.counters.items():
             index[f"{gpu.counter_set}/{counter}"] = len(names)
             names.append(f"{gpu.counter_set}/{counter}")
             capacity.append(value)
         for part in gpu.partitions:
-            parts.append((gpu.index, part.profile, part.start, part.size))
+            parts.append(CounterPart(gpu.index, part.profile, part.start, part.size))
             consumes.append(tuple((index[f"{gpu.counter_set}/{k}"], v)
                                   for k, v in part.consumes.items()))
     if not consumes:
@@ -117,7 +154,8 @@ def counter_model(pool: PoolPlan, inventory: NodeInventory) -> CounterModel:
 class SubRequest:
     """One (sub)request of a claim on one pool: which device slots of a node match it."""
 
-    label: str
+    label: str = field(compare=False)
+    """The choice it comes from (not part of its value: equal requests share a memo)."""
     count: int
     all_devices: bool
     matching: tuple[int, ...]
@@ -148,6 +186,12 @@ class PoolModel:
         """Pool name."""
         return self.pool.name
 
+    @cached_property
+    def hardware(self) -> tuple[object, ...]:
+        """What the search reads of the pool, as a value (equal for pools of equal nodes)."""
+        return (self.inventory.slots, tuple(s.device for s in self.inventory.shapes),
+                self.counters.capacity, self.counters.consumes)
+
     def device(self, slot: int) -> Device:
         """The representative device of a slot."""
         return self.inventory.shapes[self.inventory.slots[slot][0]].device
@@ -157,95 +201,237 @@ class PoolModel:
         return self.counters.devices[slot]
 
 
-@dataclass
+def pool_model(pool: PoolPlan, inventory: NodeInventory) -> PoolModel:
+    """The allocator's model of ``pool`` from its node inventory."""
+    return PoolModel(pool, inventory, counter_model(pool, inventory), pool.pool.nodes)
+
+
+@dataclass(frozen=True)
 class NodeState:
     """What is allocated on one node: the slots in use and the counters consumed."""
 
-    used: int = 0
-    consumed: list[int] = field(default_factory=list)
+    used: int
+    """Bit ``s`` set: device slot ``s`` is allocated."""
+    consumed: tuple[int, ...]
+    """Per counter index, the amount consumed."""
 
-    def copy(self) -> NodeState:
-        """An independent copy."""
-        return NodeState(self.used, list(self.consumed))
+    @classmethod
+    def empty(cls, model: PoolModel) -> NodeState:
+        """A node of ``model``'s pool with nothing allocated."""
+        return cls(0, (0,) * len(model.counters.capacity))
+
+    def taking(self, model: PoolModel, slots: Sequence[int]) -> NodeState:
+        """This node after ``slots`` are allocated."""
+        consumed = list(self.consumed)
+        used = self.used
+        for slot in slots:
+            used |= 1 << slot
+            _take(model, consumed, slot)
+        return NodeState(used, tuple(consumed))
 
 
-def _fits(model: PoolModel, state: NodeState, slot: int, extra: Mapping[int, int]) -> bool:
+def _take(model: PoolModel, consumed: list[int], slot: int) -> None:
     for counter, amount in model.counters.consumes[slot]:
-        have = state.consumed[counter] + extra.get(counter, 0)
-        if have + amount > model.counters.capacity[counter]:
-            return False
-    return True
+        consumed[counter] += amount
 
 
-def _group(model: PoolModel, slot: int, same: Sequence[str]) -> tuple[object, ...]:
-    return tuple(group_key(model.inventory, slot, attribute) for attribute in same)
+def _release(model: PoolModel, consumed: list[int], slot: int) -> None:
+    for counter, amount in model.counters.consumes[slot]:
+        consumed[counter] -= amount
 
 
-def _exact(model: PoolModel, state: NodeState, sub: SubRequest, same: Sequence[str],
-           budget: list[int]) -> tuple[int, ...] | None:
-    chosen: list[int] = []
-    extra: dict[int, int] = {}
+class SameAttribute:
+    """``matchAttribute``: the devices of one (sub)request share every attribute's value
+    (upstream's ``matchAttributeConstraint``: ``add`` refuses a device that breaks it,
+    ``remove`` undoes an ``add``)."""
 
-    def search(start: int, group: tuple[object, ...] | None) -> bool:
-        if len(chosen) == sub.count:
+    def __init__(self, inventory: NodeInventory, attributes: Sequence[str]) -> None:
+        self.inventory = inventory
+        self.attributes = tuple(attributes)
+        """The attributes whose values must agree."""
+        self.value: tuple[object, ...] | None = None
+        """The values the devices taken so far share; None while none is taken."""
+        self.devices = 0
+        """Devices added and not removed."""
+
+    def add(self, slot: int) -> bool:
+        """Whether the device of ``slot`` keeps the constraint; if so, it counts as taken."""
+        if not self.attributes:
             return True
-        for i in range(start, len(sub.matching)):
-            slot = sub.matching[i]
-            budget[0] -= 1
-            if budget[0] < 0:
-                return False
-            if state.used >> slot & 1 or slot in chosen:
-                continue
-            key = _group(model, slot, same) if same else ()
-            if same and (None in key or (group is not None and key != group)):
-                continue
-            if not _fits(model, state, slot, extra):
-                continue
-            chosen.append(slot)
-            for counter, amount in model.counters.consumes[slot]:
-                extra[counter] = extra.get(counter, 0) + amount
-            if search(i + 1, key if same else None):
+        value = tuple(group_key(self.inventory, slot, a) for a in self.attributes)
+        if None in value or (self.value is not None and value != self.value):
+            return False
+        self.value = value
+        self.devices += 1
+        return True
+
+    def remove(self) -> None:
+        """Undo the latest :meth:`add` that succeeded."""
+        if not self.attributes:
+            return
+        self.devices -= 1
+        if not self.devices:
+            self.value = None
+
+
+class Allocation(NamedTuple):
+    """A claim's allocation on a node: which (sub)request, and its device slots."""
+
+    subrequest: int
+    slots: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class GaveUp:
+    """The search tried ``tried`` devices without an answer: gen cannot tell."""
+
+    tried: int
+
+
+GAVE_UP = GaveUp(SEARCH_BUDGET)
+
+Outcome = Allocation | GaveUp | None
+"""What :func:`allocate_claim` finds: an allocation, a give-up, or None (does not fit)."""
+
+
+class _OutOfBudget(Exception):
+    """Raised inside a :class:`_Search` when its budget is spent."""
+
+
+class _Search:
+    """The state of one claim's search on one node (upstream's ``allocator`` struct: "used
+    while an Allocate is running")."""
+
+    def __init__(self, model: PoolModel, state: NodeState) -> None:
+        self.model = model
+        self.used = state.used
+        """Slots in use: the node's, and the ones this attempt holds."""
+        self.consumed = list(state.consumed)
+        """Counters consumed: the node's, and this attempt's."""
+        self.budget = SEARCH_BUDGET
+        """Devices the search may still try (one budget for every subrequest)."""
+        self.chosen: list[int] = []
+        """The slots this attempt holds, in the order taken."""
+
+    def _fits(self, slot: int) -> bool:
+        capacity = self.model.counters.capacity
+        return all(self.consumed[c] + amount <= capacity[c]
+                   for c, amount in self.model.counters.consumes[slot])
+
+    def _free(self, slot: int) -> bool:
+        return not (self.used >> slot) & 1
+
+    def _hold(self, slot: int) -> None:
+        self.used |= 1 << slot
+        _take(self.model, self.consumed, slot)
+        self.chosen.append(slot)
+
+    def _unhold(self, slot: int) -> None:
+        self.used &= ~(1 << slot)
+        _release(self.model, self.consumed, slot)
+        self.chosen.pop()
+
+    def drop(self) -> None:
+        """Give back every slot this attempt holds (a failed subrequest)."""
+        while self.chosen:
+            self._unhold(self.chosen[-1])
+
+    def exact(self, sub: SubRequest, same: SameAttribute) -> bool:
+        """Take ``sub.count`` devices, first fit with backtracking."""
+        def search(start: int) -> bool:
+            if len(self.chosen) == sub.count:
                 return True
-            chosen.pop()
-            for counter, amount in model.counters.consumes[slot]:
-                extra[counter] -= amount
-        return False
+            for i in range(start, len(sub.matching)):
+                slot = sub.matching[i]
+                self.budget -= 1
+                if self.budget < 0:
+                    raise _OutOfBudget
+                if not self._free(slot) or not self._fits(slot) or not same.add(slot):
+                    continue
+                self._hold(slot)
+                if search(i + 1):
+                    return True
+                self._unhold(slot)
+                same.remove()
+            return False
 
-    return tuple(chosen) if search(0, None) else None
+        return search(0)
+
+    def all(self, sub: SubRequest, same: SameAttribute) -> bool:
+        """Take every matching device (``allocationMode: All``)."""
+        if not sub.matching:
+            return False
+        for slot in sub.matching:
+            if not self._free(slot) or not self._fits(slot) or not same.add(slot):
+                return False
+            self._hold(slot)
+        return True
 
 
-def _all(model: PoolModel, state: NodeState, sub: SubRequest,
-         same: Sequence[str]) -> tuple[int, ...] | None:
-    if not sub.matching:
-        return None
-    extra: dict[int, int] = {}
-    group: tuple[object, ...] | None = None
-    for slot in sub.matching:
-        if state.used >> slot & 1 or not _fits(model, state, slot, extra):
-            return None
-        if same:
-            key = _group(model, slot, same)
-            if None in key or (group is not None and key != group):
-                return None
-            group = key
-        for counter, amount in model.counters.consumes[slot]:
-            extra[counter] = extra.get(counter, 0) + amount
-    return sub.matching
-
-
-def allocate_claim(model: PoolModel, state: NodeState,
-                   claim: ClaimShape) -> tuple[int, tuple[int, ...]] | None:
-    """(subrequest index, slots) of the first allocation the allocator finds, or None.
-
-    ``state`` is not changed; :meth:`Packing.take` commits an allocation.
-    """
-    budget = [SEARCH_BUDGET]
-    for k, sub in enumerate(claim.subrequests):
-        slots = (_all(model, state, sub, claim.same) if sub.all_devices
-                 else _exact(model, state, sub, claim.same, budget))
-        if slots is not None:
-            return k, slots
+def allocate_claim(model: PoolModel, state: NodeState, claim: ClaimShape) -> Outcome:
+    """The first allocation the allocator finds for ``claim`` on a node in ``state``: the
+    first (sub)request that succeeds, or None; :data:`GAVE_UP` when the budget runs out."""
+    search = _Search(model, state)
+    try:
+        for k, sub in enumerate(claim.subrequests):
+            same = SameAttribute(model.inventory, claim.same)
+            if search.all(sub, same) if sub.all_devices else search.exact(sub, same):
+                return Allocation(k, tuple(search.chosen))
+            search.drop()
+    except _OutOfBudget:
+        return GAVE_UP
     return None
+
+
+class _FillKey(NamedTuple):
+    """What :func:`fill` reads, as values."""
+
+    hardware: tuple[object, ...]
+    subrequests: tuple[SubRequest, ...]
+    same: tuple[str, ...]
+    state: NodeState
+
+
+class Fill(NamedTuple):
+    """One node filled with copies of one claim: each allocation and the state after it."""
+
+    steps: tuple[tuple[Allocation, NodeState], ...]
+    complete: bool
+    """Whether the fill stopped because no further copy fits (or the search gave up), not
+    at the number of copies asked for."""
+    gave_up: bool
+    """Whether the search gave up on the state after the last step."""
+
+
+_FILLS: BoundedCache[_FillKey, Fill] = BoundedCache("gen.dra.allocator.fills", 100_000)
+"""Memo of :func:`fill` by value: equal nodes (of any pool, any plan) are filled once."""
+
+
+def fill(model: PoolModel, state: NodeState, claim: ClaimShape, limit: int) -> Fill:
+    """Up to ``limit`` copies of ``claim`` placed on one node in ``state``, one after
+    another, each by :func:`allocate_claim` (memoised by value)."""
+    key = _FillKey(model.hardware, claim.subrequests, claim.same, state)
+    hit = _FILLS.data.get(key)
+    if hit is not None and (hit.complete or len(hit.steps) >= limit):
+        return hit
+    steps: list[tuple[Allocation, NodeState]] = []
+    outcome: Outcome = None
+    while len(steps) < limit:
+        outcome = allocate_claim(model, state, claim)
+        if not isinstance(outcome, Allocation):
+            break
+        state = state.taking(model, outcome.slots)
+        steps.append((outcome, state))
+    return _FILLS.put(key, Fill(tuple(steps), len(steps) < limit,
+                                 isinstance(outcome, GaveUp)))
+
+
+@dataclass
+class NodeRun:
+    """``count`` consecutive nodes of a pool, all in ``state``."""
+
+    state: NodeState
+    count: int
 
 
 @dataclass(frozen=True)
@@ -260,65 +446,132 @@ class Placement:
     slots: tuple[int, ...]
 
 
+@dataclass(frozen=True)
+class PlacedBlock:
+    """Replicas of one service placed on consecutive nodes that were in equal states: node
+    by node, each node taking ``steps`` in order."""
+
+    service: str
+    replicas: range
+    pool: str
+    node: int
+    """The first node."""
+    nodes: int
+    steps: tuple[Allocation, ...]
+
+    def placements(self) -> Iterator[Placement]:
+        """The block's placements, replica by replica."""
+        k = len(self.steps)
+        for i, replica in enumerate(self.replicas):
+            step = self.steps[i % k]
+            yield Placement(self.service, replica, self.pool, self.node + i // k,
+                            step.subrequest, step.slots)
+
+    @property
+    def devices(self) -> int:
+        """Devices the block's replicas take."""
+        return self.nodes * sum(len(step.slots) for step in self.steps)
+
+
 @dataclass
 class Packing:
     """Node states of every pool and the placements made, in the order they were made."""
 
     models: Mapping[str, PoolModel]
-    nodes: dict[str, list[NodeState]] = field(default_factory=dict)
-    placements: list[Placement] = field(default_factory=list)
+    runs: dict[str, list[NodeRun]] = field(default_factory=dict)
+    """Per pool, its nodes in index order as runs of equal states."""
+    blocks: list[PlacedBlock] = field(default_factory=list)
+    """The placements made, in order, a block of equal nodes at a time."""
     unplaced: list[tuple[str, int]] = field(default_factory=list)
-    _memo: dict[tuple[int, int, tuple[int, ...]], tuple[int, tuple[int, ...]] | None] = field(
-        default_factory=dict, repr=False)
-    """(claim, used slots, consumed counters) → the allocation: nodes in equal states (full
-    ones, above all) are decided once."""
+    """(service, replica) of each replica no node took."""
+    gave_up: list[str] = field(default_factory=list)
+    """The services for which the search gave up on some node: where their replicas went
+    (and so everything after them) is not known."""
 
-    def allocate(self, model: PoolModel, state: NodeState,
-                 claim: ClaimShape) -> tuple[int, tuple[int, ...]] | None:
-        """:func:`allocate_claim`, memoised by the node's state."""
-        key = (id(claim), state.used, tuple(state.consumed))
-        if key not in self._memo:
-            self._memo[key] = allocate_claim(model, state, claim)
-        return self._memo[key]
+    @property
+    def placements(self) -> list[Placement]:
+        """Every replica placed, in the order placed."""
+        return [p for block in self.blocks for p in block.placements()]
 
-    def node_states(self, pool: str) -> list[NodeState]:
-        """The states of the pool's nodes that have allocations (others are empty)."""
-        return self.nodes.setdefault(pool, [])
-
-    def fresh(self, pool: str) -> NodeState:
-        """An empty node of ``pool``."""
-        return NodeState(0, [0] * len(self.models[pool].counters.capacity))
-
-    def take(self, model: PoolModel, node: int, state: NodeState, service: str, replica: int,
-             result: tuple[int, tuple[int, ...]]) -> None:
-        """Commit an allocation on ``node`` of ``model``'s pool."""
-        sub, slots = result
-        for slot in slots:
-            state.used |= 1 << slot
-            for counter, amount in model.counters.consumes[slot]:
-                state.consumed[counter] += amount
-        self.placements.append(Placement(service, replica, model.name, node, sub, slots))
-
-    def place(self, claims: Sequence[ClaimShape], service: str, replica: int) -> bool:
-        """Place one replica first-fit (pools in the given order, nodes in order)."""
-        for claim in claims:
-            pool = claim.pool
+    def pool_runs(self, pool: str) -> list[NodeRun]:
+        """The runs of ``pool`` (all its nodes empty at first)."""
+        runs = self.runs.get(pool)
+        if runs is None:
             model = self.models[pool]
-            states = self.node_states(pool)
-            for node, state in enumerate(states):
-                result = self.allocate(model, state, claim)
-                if result is not None:
-                    self.take(model, node, state, service, replica, result)
-                    return True
-            if len(states) < model.nodes:
-                state = self.fresh(pool)
-                result = self.allocate(model, state, claim)
-                if result is not None:
-                    states.append(state)
-                    self.take(model, len(states) - 1, state, service, replica, result)
-                    return True
-        self.unplaced.append((service, replica))
-        return False
+            runs = self.runs[pool] = ([NodeRun(NodeState.empty(model), model.nodes)]
+                                      if model.nodes else [])
+        return runs
+
+    def node_state(self, pool: str, node: int) -> NodeState:
+        """The state of node ``node`` of ``pool``."""
+        first = 0
+        for run in self.pool_runs(pool):
+            if node < first + run.count:
+                return run.state
+            first += run.count
+        raise IndexError(node)
+
+    def copy(self) -> Packing:
+        """An independent copy."""
+        return Packing(self.models, {k: [NodeRun(r.state, r.count) for r in v]
+                                     for k, v in self.runs.items()},
+                       list(self.blocks), list(self.unplaced), list(self.gave_up))
+
+    def place(self, claims: Sequence[ClaimShape], service: str, replicas: range) -> int:
+        """Place ``replicas`` of one service one after another, each first fit (pools in
+        ``claims`` order, nodes in index order); return how many were placed.
+
+        A node where one replica does not fit does not take a later one either (a node's
+        free devices and counters only shrink), so the search goes on from there.
+        """
+        todo = replicas
+        gave_up = False
+        for claim in claims:
+            model = self.models[claim.pool]
+            runs = self.pool_runs(claim.pool)
+            i, first = 0, 0
+            while todo and i < len(runs):
+                filled = fill(model, runs[i].state, claim, len(todo))
+                gave_up |= filled.gave_up
+                if not filled.steps:
+                    first += runs[i].count
+                    i += 1
+                    continue
+                todo, added = self._fill_run(runs, i, first, filled, model, service, todo)
+                i += added
+                first = sum(r.count for r in runs[:i])
+        if gave_up and service not in self.gave_up:
+            self.gave_up.append(service)
+        self.unplaced += [(service, r) for r in todo]
+        return len(replicas) - len(todo)
+
+    def _fill_run(self, runs: list[NodeRun], i: int, first: int, filled: Fill,
+                  model: PoolModel, service: str, todo: range) -> tuple[range, int]:
+        """Fill the nodes of ``runs[i]`` in order with the first replicas of ``todo``;
+        return the replicas left, and how many runs now stand where ``runs[i]`` stood,
+        before the run of the nodes left untouched."""
+        run, k = runs[i], len(filled.steps)
+        steps = tuple(allocation for allocation, _ in filled.steps)
+        whole = min(run.count, len(todo) // k)
+        new: list[NodeRun] = []
+        if whole:
+            self.blocks.append(PlacedBlock(service, todo[:whole * k], model.name, first,
+                                           whole, steps))
+            new.append(NodeRun(filled.steps[-1][1], whole))
+            todo = todo[whole * k:]
+        left = run.count - whole
+        if todo and left:
+            part = len(todo)
+            self.blocks.append(PlacedBlock(service, todo, model.name, first + whole, 1,
+                                           steps[:part]))
+            new.append(NodeRun(filled.steps[part - 1][1], 1))
+            todo = todo[part:]
+            left -= 1
+        runs[i:i + 1] = [*new, *([NodeRun(run.state, left)] if left else [])]
+        if i and new and runs[i - 1].state == new[0].state:  # equal neighbours: one run
+            runs[i - 1].count += runs.pop(i).count
+            return todo, len(new) - 1
+        return todo, len(new)
 
 
 @dataclass(frozen=True)
@@ -331,29 +584,53 @@ class Demand:
     size: int
     """A sort key for 'largest first': counter units the first match consumes."""
 
-
-def _order(demands: Sequence[Demand], order: str) -> list[tuple[Demand, int]]:
-    flat = [(d, r) for d in demands for r in range(d.replicas)]
-    if order == "largest first":
-        return sorted(flat, key=lambda x: -x[0].size)
-    if order == "smallest first":
-        return sorted(flat, key=lambda x: x[0].size)
-    if order == "reverse":
-        return [(d, r) for d in reversed(demands) for r in range(d.replicas)]
-    if order == "round robin":
-        out = []
-        for r in range(max((d.replicas for d in demands), default=0)):
-            out += [(d, r) for d in demands if r < d.replicas]
-        return out
-    return flat
+    @property
+    def name(self) -> str:
+        """The service's name."""
+        return self.service.service.name
 
 
-def pack(models: Mapping[str, PoolModel], demands: Sequence[Demand], order: str) -> Packing:
-    """Place every replica of ``demands`` in ``order`` (one of :data:`ORDERS`)."""
+def batches(demands: Sequence[Demand], order: Order) -> list[tuple[Demand, range]]:
+    """The replicas in the order they arrive, consecutive replicas of one service together."""
+    match order:
+        case Order.SERVICE:
+            ordered = list(demands)
+        case Order.LARGEST:
+            ordered = sorted(demands, key=lambda d: -d.size)
+        case Order.SMALLEST:
+            ordered = sorted(demands, key=lambda d: d.size)
+        case Order.REVERSE:
+            ordered = list(reversed(demands))
+        case Order.ROUND_ROBIN:
+            rounds = max((d.replicas for d in demands), default=0)
+            return [(d, range(r, r + 1)) for r in range(rounds) for d in demands
+                    if r < d.replicas]
+        case _:
+            assert_never(order)
+    return [(d, range(d.replicas)) for d in ordered]
+
+
+def arrival(demands: Sequence[Demand], order: Order) -> list[tuple[Demand, int]]:
+    """(demand, replica) in the order the replicas arrive."""
+    return [(d, r) for d, replicas in batches(demands, order) for r in replicas]
+
+
+def pack(models: Mapping[str, PoolModel], demands: Sequence[Demand], order: Order) -> Packing:
+    """Place every replica of ``demands`` in ``order``."""
     packing = Packing(models)
-    for demand, replica in _order(demands, order):
-        packing.place(demand.claims, demand.service.service.name, replica)
+    for demand, replicas in batches(demands, order):
+        packing.place(demand.claims, demand.name, replicas)
     return packing
+
+
+def headroom(packing: Packing, demands: Sequence[Demand]) -> dict[str, int]:
+    """Per service, how many more replicas (up to :data:`HEADROOM_LIMIT`) still fit after
+    ``packing``, each service asked alone."""
+    out = {}
+    for demand in demands:
+        extra = range(demand.replicas, demand.replicas + HEADROOM_LIMIT)
+        out[demand.name] = packing.copy().place(demand.claims, demand.name, extra)
+    return out
 
 
 def verify_packing(packing: Packing, demands: Sequence[Demand]) -> list[str]:
@@ -364,9 +641,9 @@ def verify_packing(packing: Packing, demands: Sequence[Demand]) -> list[str]:
     counter of a node is consumed beyond its value.
     """
     problems = []
-    claims = {(d.service.service.name, c.pool): c for d in demands for c in d.claims}
+    claims = {(d.name, c.pool): c for d in demands for c in d.claims}
     used: dict[tuple[str, int], set[int]] = {}
-    consumed: dict[tuple[str, int], dict[int, int]] = {}
+    consumed: dict[tuple[str, int], list[int]] = {}
     for p in packing.placements:
         model = packing.models[p.pool]
         claim = claims[(p.service, p.pool)]
@@ -375,6 +652,7 @@ def verify_packing(packing: Packing, demands: Sequence[Demand]) -> list[str]:
         if len(p.slots) != expected:
             problems.append(f"{p.service}#{p.replica}: {len(p.slots)} devices, not {expected}")
         taken = used.setdefault((p.pool, p.node), set())
+        totals = consumed.setdefault((p.pool, p.node), [0] * len(model.counters.capacity))
         for slot in p.slots:
             if slot not in sub.matching:
                 problems.append(f"{p.service}#{p.replica}: {model.slot_name(slot)} does not "
@@ -382,240 +660,18 @@ def verify_packing(packing: Packing, demands: Sequence[Demand]) -> list[str]:
             if slot in taken:
                 problems.append(f"{p.service}#{p.replica}: {model.slot_name(slot)} taken twice")
             taken.add(slot)
-            totals = consumed.setdefault((p.pool, p.node), {})
-            for counter, amount in model.counters.consumes[slot]:
-                totals[counter] = totals.get(counter, 0) + amount
+            _take(model, totals, slot)
         if claim.same:
-            keys = {_group(model, s, claim.same) for s in p.slots}
+            keys = {tuple(group_key(model.inventory, s, a) for a in claim.same)
+                    for s in p.slots}
             if len(keys) > 1 or any(None in k for k in keys):
                 problems.append(f"{p.service}#{p.replica}: devices differ in "
                                 f"{', '.join(claim.same)}")
     for (pool, node), totals in consumed.items():
         model = packing.models[pool]
-        for counter, amount in totals.items():
+        for counter, amount in enumerate(totals):
             if amount > model.counters.capacity[counter]:
                 problems.append(f"pool {pool} node {node}: counter "
                                 f"{model.counters.names[counter]} consumed {amount} > "
                                 f"{model.counters.capacity[counter]}")
     return problems
-
-
-# --- lint -------------------------------------------------------------------------------
-
-
-def _models(pools: Sequence[PoolPlan], inventory: Inventory) -> dict[str, PoolModel]:
-    out = {}
-    for pool in pools:
-        inv = inventory(pool)
-        out[pool.name] = PoolModel(pool, inv, counter_model(pool, inv), pool.pool.nodes)
-    return out
-
-
-def demands_of(analyzed: Analyzed, models: Mapping[str, PoolModel],
-               at_max: bool) -> list[Demand]:
-    """Each service's replicas and its claim per pool, from the satisfiability analyses."""
-    out = []
-    for svc, analyses in analyzed:
-        gpu = svc.service.gpu
-        assert gpu is not None
-        replicas = svc.service.max_replicas if at_max else svc.service.min_replicas
-        claims = []
-        size = 0
-        for pool in svc.pools:
-            pool_name = pool.name
-            model = models.get(pool_name)
-            if model is None:
-                continue
-            subs = []
-            for analysis in analyses:
-                pa = next((p for p in analysis.pools if p.pool.name == pool_name), None)
-                if pa is None:
-                    continue
-                matched = {v.shape for v in pa.verdicts if v.matched}
-                slots = tuple(s for s, (shape, _) in enumerate(model.inventory.slots)
-                              if shape in matched)
-                choice = analysis.choice
-                subs.append(SubRequest(choice.label, choice.count, choice.all_devices, slots))
-                if slots and not size:
-                    size = choice.count * _slices_of(model, slots[0])
-            if subs:
-                claims.append(ClaimShape(pool_name, svc.service.name, tuple(subs),
-                                         tuple(gpu.same)))
-        out.append(Demand(svc, replicas, tuple(claims), size or 1))
-    return out
-
-
-def _slices_of(model: PoolModel, slot: int) -> int:
-    """Memory slices a device consumes (1 for a device without counters)."""
-    names = model.counters.names
-    return sum(a for c, a in model.counters.consumes[slot]
-               if "/memory-slice-" in names[c]) or 1
-
-
-
-def _short(packing: Packing) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for service, _ in packing.unplaced:
-        out[service] = out.get(service, 0) + 1
-    return out
-
-
-def headroom(packing: Packing, demands: Sequence[Demand]) -> dict[str, int]:
-    """Per service, how many more replicas would still fit after ``packing``."""
-    out = {}
-    for demand in demands:
-        trial = Packing(packing.models, {k: [s.copy() for s in v]
-                                         for k, v in packing.nodes.items()})
-        n = 0
-        while n < 64 and trial.place(demand.claims, demand.service.service.name, -1):
-            n += 1
-        out[demand.service.service.name] = n
-    return out
-
-
-def gpu_picture(packing: Packing) -> list[str]:
-    """Per used GPU of a dynamic pool: which service holds each memory slice, the free ones,
-    and the multiprocessors counter used, e.g. ``h100 node 0 gpu-0: 0-3 3g.40gb (large),
-    4-5 2g.20gb (medium), 6 1g.10gb (small), 7 free; multiprocessors 108/132``."""
-    lines = []
-    for pool, states in sorted(packing.nodes.items()):
-        model = packing.models[pool]
-        if not model.counters.parts:
-            continue
-        for node, state in enumerate(states):
-            held: dict[int, list[tuple[int, int, str]]] = {}
-            for p in packing.placements:
-                if p.pool != pool or p.node != node:
-                    continue
-                for slot in p.slots:
-                    gpu, profile, start, size = model.counters.parts[slot]
-                    held.setdefault(gpu, []).append((start, size, f"{profile or 'full GPU'} "
-                                                                  f"({p.service})"))
-            for gpu, pieces in sorted(held.items()):
-                lines.append(f"{pool} node {node} gpu-{gpu}: "
-                             + _slice_map(model, state, gpu, sorted(pieces)))
-    return lines
-
-
-def _slice_map(model: PoolModel, state: NodeState, gpu: int,
-               pieces: Sequence[tuple[int, int, str]]) -> str:
-    names = model.counters.names
-    prefix = f"gpu-{gpu}-counter-set/"
-    slices = sum(1 for n in names if n.startswith(prefix + "memory-slice-"))
-    taken = {i for start, size, _ in pieces for i in range(start, start + size)}
-    out = [f"{start}-{start + size - 1} {what}" if size > 1 else f"{start} {what}"
-           for start, size, what in pieces]
-    free = [i for i in range(slices) if i not in taken]
-    if free:
-        out.append(",".join(str(i) for i in free) + " free")
-    sms = names.index(prefix + "multiprocessors") if prefix + "multiprocessors" in names else -1
-    tail = (f"; multiprocessors {state.consumed[sms]}/{model.counters.capacity[sms]}"
-            if sms >= 0 else "")
-    return ", ".join(out) + tail
-
-
-def cluster_packing(cluster: ClusterPlan, matcher_inventory: Inventory,
-                    analyze: Callable[[ServicePlan], Sequence[ChoiceAnalysis]]
-                    ) -> Packing | None:
-    """The packing of the cluster's minimum replicas in service order (None: no dynamic
-    MIG pool among the pools its services use)."""
-    analyzed = [(svc, analyze(svc)) for svc in cluster.services
-                if svc.service.gpu is not None and svc.gpu_class is not None]
-    models = cluster_models(cluster, analyzed, matcher_inventory)
-    if not any(m.counters.parts for m in models.values()):
-        return None
-    return pack(models, demands_of(analyzed, models, at_max=False), ORDERS[0])
-
-
-def gpu_placements(packing: Packing) -> dict[tuple[str, int, int], list[tuple[str, int, int]]]:
-    """(pool, node, GPU index) → (profile, start, size) of each slice allocated on it."""
-    out: dict[tuple[str, int, int], list[tuple[str, int, int]]] = {}
-    for p in packing.placements:
-        parts = packing.models[p.pool].counters.parts
-        for slot in p.slots:
-            if parts:
-                gpu, profile, start, size = parts[slot]
-                out.setdefault((p.pool, p.node, gpu), []).append(
-                    (profile or "full GPU", start, size))
-    return dict(sorted(out.items()))
-
-
-def packing_lines(cluster: str, packing: Packing) -> list[str]:
-    """The text picture of a cluster's packing: a heading, a line per used GPU, the unplaced."""
-    lines = [f"packing of cluster {cluster} (minimum replicas, service order):"]
-    lines += ["  " + line for line in gpu_picture(packing)]
-    lines += [f"  unplaced: {service} replica {replica}" for service, replica in packing.unplaced]
-    return lines
-
-
-def cluster_models(cluster: ClusterPlan, analyzed: Analyzed,
-                   inventory: Inventory) -> dict[str, PoolModel]:
-    """The allocator's model of every NVIDIA pool the analysed services may use."""
-    pools = {p.name for svc, _ in analyzed for p in svc.pools
-             if p.pool.platform == "nvidia" and p.gpu is not None}
-    return _models([p for p in cluster.pools if p.name in pools], inventory)
-
-
-def has_dynamic_pools(cluster: ClusterPlan) -> bool:
-    """Whether a pool of the cluster is dynamic MIG (then this module owns capacity)."""
-    return any(is_dynamic(p) for p in cluster.pools)
-
-
-def capacity_findings(cluster: ClusterPlan, analyzed: Analyzed,
-                      inventory: Inventory) -> list[Finding]:
-    """GEN240 and GEN241 for a cluster with dynamic MIG pools (all its pools, all services)."""
-    models = cluster_models(cluster, analyzed, inventory)
-    findings: list[Finding] = []
-    previous: list[int] = []
-    for at_max in (False, True):
-        demands = demands_of(analyzed, models, at_max)
-        if [d.replicas for d in demands] == previous:
-            break  # no autoscaling beyond the minimum: the same demand again
-        previous = [d.replicas for d in demands]
-        results = {order: pack(models, demands, order) for order in ORDERS}
-        fitting = [o for o, p in results.items() if not p.unplaced]
-        what = "autoscaling max_replicas" if at_max else "minimum replicas"
-        if not fitting:
-            best_order = min(results, key=lambda o: len(results[o].unplaced))
-            best = results[best_order]
-            for service, missing in sorted(_short(best).items()):
-                svc = next(d.service for d in demands if d.service.service.name == service)
-                wanted = next(d.replicas for d in demands if d.service.service.name == service)
-                findings.append(Finding(
-                    "GEN240",
-                    f"the dynamic MIG counters of cluster {cluster.name!r} hold "
-                    f"{wanted - missing} of the {wanted} replicas ({what}) of service "
-                    f"{service!r} at once, in the best of the arrival orders gen tried "
-                    f"({best_order}); pools: {', '.join(models)}",
-                    *svc.replicas_at(at_max),
-                    severity=Severity.WARNING if at_max else Severity.ERROR,
-                    hint="add nodes or GPUs, lower the replicas, or ask for a smaller slice; "
-                    f"see 'gen plan --cluster {cluster.name}'",
-                    related=tuple(cluster.located.at("node_pools", i) for i, p in
-                                  enumerate(cluster.pools) if p.name in models),
-                    service=service, cluster=cluster.name,
-                ))
-            if not at_max:
-                break
-            continue
-        failing = [o for o in ORDERS if o not in fitting]
-        if failing:
-            bad = results[failing[0]]
-            room = headroom(results[fitting[0]], demands)
-            lost = ", ".join(f"{n} of {s!r}" for s, n in sorted(_short(bad).items()))
-            first = demands[0].service
-            findings.append(Finding(
-                "GEN241",
-                f"the {what} of cluster {cluster.name!r} fit its dynamic MIG pools when pods "
-                f"arrive in the order '{fitting[0]}', but not in '{failing[0]}' ({lost} left "
-                "Pending: the "
-                "allocator takes the first free slice in device order and strands memory "
-                "slices); headroom after the fitting order: "
-                + ", ".join(f"{n} more {s!r}" for s, n in sorted(room.items())),
-                first.located.at("gpu"), "gpu", severity=Severity.WARNING,
-                hint="keep headroom, use fewer distinct slice sizes per pool, or a static "
-                f"layout from 'gen plan --cluster {cluster.name}'",
-                related=tuple(d.service.located.at("gpu") for d in demands[1:]),
-                service=first.service.name, cluster=cluster.name,
-            ))
-    return findings

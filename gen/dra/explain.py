@@ -21,6 +21,7 @@ from gen.errors import Finding, Severity, UnresolvedReferenceError
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from gen.dra.allocator import NodeState, Packing, PoolModel
     from gen.dra.satisfiability import ChoiceAnalysis
     from gen.fleet.plan import ClusterPlan, Plan, ServicePlan
 
@@ -37,6 +38,9 @@ __all__ = [
     "ServiceExplanation",
     "ShapeMatch",
     "explain",
+    "gpu_picture",
+    "gpu_placements",
+    "packing_lines",
     "to_json",
 ]
 
@@ -195,7 +199,8 @@ def _pool(analysis: ChoiceAnalysis, index: int) -> PoolExplanation:
     rows: dict[tuple[str, bool, str, str], list[int]] = {}
     for v in pool.verdicts:
         shape = pool.inventory.shapes[v.shape]
-        label, reason = ("", "") if v.matched else (selectors[v.selector][0], v.reason)
+        r = v.rejection
+        label, reason = ("", "") if r is None else (selectors[r.selector].label, r.reason)
         row = rows.setdefault((shape_summary(shape), v.matched, label, reason), [0, 0])
         row[0] += shape.per_node
         row[1] += shape.total
@@ -218,7 +223,7 @@ def _claim(analysis: ChoiceAnalysis, same: tuple[str, ...]) -> ClaimExplanation:
         gpu_class=choice.gpu_class.name,
         count=choice.count,
         all_devices=choice.all_devices,
-        selectors=tuple(Selector(label, expr) for label, expr, _, _ in choice.selectors),
+        selectors=tuple(Selector(s.label, s.expression) for s in choice.selectors),
         same=same,
         compiles=analysis.compiles,
         pools=tuple(_pool(analysis, i) for i in range(len(analysis.pools))),
@@ -280,7 +285,7 @@ def explain(plan: Plan, service: str | None = None, clusters: Sequence[str] = ()
     Raises :class:`UnresolvedReferenceError` for an unknown cluster or service, or a cluster
     the service does not run in.
     """
-    from gen.dra.satisfiability import check
+    from gen.dra.capacity import check
 
     chosen = _clusters(plan, service, clusters)
     findings = check(plan) if service is not None else []
@@ -371,3 +376,64 @@ def to_json(explanation: Explanation) -> dict[str, Any]:
             for c in explanation.clusters
         ],
     }
+
+
+# --- the packing of dynamic MIG pools (``gen explain --slices``) ---------------------------
+
+
+def gpu_picture(packing: Packing) -> list[str]:
+    """Per used GPU of a dynamic pool: which service holds each memory slice, the free ones,
+    and the multiprocessors counter used, e.g. ``h100 node 0 gpu-0: 0-3 3g.40gb (large),
+    4-5 2g.20gb (medium), 6 1g.10gb (small), 7 free; multiprocessors 108/132``."""
+    held: dict[tuple[str, int], dict[int, list[tuple[int, int, str]]]] = {}
+    for p in packing.placements:
+        parts = packing.models[p.pool].counters.parts
+        for slot in p.slots if parts else ():
+            part = parts[slot]
+            held.setdefault((p.pool, p.node), {}).setdefault(part.gpu, []).append(
+                (part.start, part.size, f"{part.profile or 'full GPU'} ({p.service})"))
+    lines = []
+    for (pool, node), gpus in sorted(held.items()):
+        model = packing.models[pool]
+        state = packing.node_state(pool, node)
+        for gpu, pieces in sorted(gpus.items()):
+            lines.append(f"{pool} node {node} gpu-{gpu}: "
+                         + _slice_map(model, state, gpu, sorted(pieces)))
+    return lines
+
+
+def _slice_map(model: PoolModel, state: NodeState, gpu: int,
+               pieces: Sequence[tuple[int, int, str]]) -> str:
+    names = model.counters.names
+    prefix = f"gpu-{gpu}-counter-set/"
+    slices = sum(1 for n in names if n.startswith(prefix + "memory-slice-"))
+    taken = {i for start, size, _ in pieces for i in range(start, start + size)}
+    out = [f"{start}-{start + size - 1} {what}" if size > 1 else f"{start} {what}"
+           for start, size, what in pieces]
+    free = [i for i in range(slices) if i not in taken]
+    if free:
+        out.append(",".join(str(i) for i in free) + " free")
+    sms = names.index(prefix + "multiprocessors") if prefix + "multiprocessors" in names else -1
+    tail = (f"; multiprocessors {state.consumed[sms]}/{model.counters.capacity[sms]}"
+            if sms >= 0 else "")
+    return ", ".join(out) + tail
+
+
+def gpu_placements(packing: Packing) -> dict[tuple[str, int, int], list[tuple[str, int, int]]]:
+    """(pool, node, GPU index) → (profile, start, size) of each slice allocated on it."""
+    out: dict[tuple[str, int, int], list[tuple[str, int, int]]] = {}
+    for p in packing.placements:
+        parts = packing.models[p.pool].counters.parts
+        for slot in p.slots if parts else ():
+            part = parts[slot]
+            out.setdefault((p.pool, p.node, part.gpu), []).append(
+                (part.profile or "full GPU", part.start, part.size))
+    return dict(sorted(out.items()))
+
+
+def packing_lines(cluster: str, packing: Packing) -> list[str]:
+    """The text picture of a cluster's packing: a heading, a line per used GPU, the unplaced."""
+    lines = [f"packing of cluster {cluster} (minimum replicas, service order):"]
+    lines += ["  " + line for line in gpu_picture(packing)]
+    lines += [f"  unplaced: {service} replica {replica}" for service, replica in packing.unplaced]
+    return lines

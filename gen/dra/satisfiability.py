@@ -1,4 +1,4 @@
-"""Satisfiability and capacity of DRA claims against the devices the node pools publish.
+"""Satisfiability of DRA claims against the devices the node pools publish.
 
 For every service of a DRA cluster and every choice of its claim (the first choice, then
 each alternative), on each pool the service may run on (:mod:`gen.dra.simulate` devices):
@@ -7,14 +7,14 @@ each alternative), on each pool the service may run on (:mod:`gen.dra.simulate` 
   request selectors, in the allocator's order, stopping at the first false (GEN204 names
   the nearest misses, GEN206 a selector that errors at run time: the allocator aborts on it,
   so a pool where a selector errors cannot host the claim);
-* whether one node holds the whole claim: ``count`` matching devices (``All``: at least one,
-  all free), and for ``same`` (matchAttribute) devices sharing the value
-  (:func:`gen.dra.simulate.group_key`);
-* whether the cluster holds every replica of every service at once (GEN205), greedily in
-  service order, first choice before alternatives. Claims are exclusive: gen renders a
+* how many replicas one node holds, by the allocator's search (:mod:`gen.dra.allocator`):
+  ``count`` matching devices (``All``: every one), for ``same`` (matchAttribute) devices
+  sharing the value, within the node's shared counters. Claims are exclusive: gen renders a
   ResourceClaimTemplate, so every pod gets its own claim, and time-slicing/MPS sharing only
   shares one claim's devices between its containers (kubernetes-sigs/dra-driver-nvidia-gpu
   ``api/nvidia.com/resource/v1beta1`` and ``demo/specs/quickstart/v1/gpu-test2.yaml``@2240711).
+
+Whether the cluster holds every replica at once is :mod:`gen.dra.capacity`'s.
 
 Selectors are evaluated once per (selector, device shape) by a :class:`Matcher`, whose
 ``evaluations`` counter shows it: a 1000-node pool costs what a 1-node pool costs.
@@ -26,24 +26,29 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
-from gen.caches import BoundedCache
+from gen.dra.allocator import ClaimShape, NodeState, PoolModel, SubRequest, fill, pool_model
 from gen.dra.cel import BUDGET_MESSAGE, Miss, SelectorResult, compile_selector, diagnose_miss
 from gen.dra.devices import Device, ShapeKey
-from gen.dra.simulate import NodeInventory, group_key, node_inventory, shape_summary
+from gen.dra.simulate import NodeInventory, node_inventory, shape_summary
 from gen.errors import CELCompileError, CELRuntimeError, Finding, Severity, SourceLocation
-from gen.fleet.plan import ClusterPlan, Plan, PoolPlan, ServicePlan
+from gen.fleet.plan import ClusterPlan, PoolPlan, ServicePlan
 from gen.models import GPUClass
+from gen.rules import finding
 
 __all__ = [
     "Choice",
     "ChoiceAnalysis",
+    "ClusterAnalysis",
     "Matcher",
     "PoolAnalysis",
+    "Rejection",
+    "Selector",
     "ShapeVerdict",
+    "analyze_choice",
+    "analyze_cluster",
     "analyze_service",
-    "check",
-    "check_with_matcher",
     "choices",
     "nvidia_pools",
 ]
@@ -57,8 +62,9 @@ class Matcher:
 
     evaluations: int = 0
     _results: dict[tuple[str, ShapeKey], SelectorResult] = field(default_factory=dict)
-    _reasons: dict[tuple[str, ShapeKey], tuple[int, str]] = field(default_factory=dict)
+    _reasons: dict[tuple[str, ShapeKey], _Reason] = field(default_factory=dict)
     _inventories: dict[tuple[object, ...], NodeInventory] = field(default_factory=dict)
+    _models: dict[tuple[object, ...], PoolModel] = field(default_factory=dict)
 
     def result(self, expression: str, device: Device) -> SelectorResult:
         """The selector's outcome on the device's shape; raises CELCompileError."""
@@ -74,20 +80,13 @@ class Matcher:
             self._results[key] = cached
         return cached
 
-    def reason(self, expression: str, device: Device) -> tuple[int, str]:
-        """Why the selector rejects the device's shape, and how far it got (memoised).
-
-        The depth is the index of the first false top-level ``&&`` operand: the higher,
-        the nearer the miss.
-        """
+    def reason(self, expression: str, device: Device) -> _Reason:
+        """Why the selector rejects the device's shape, and how far it got (memoised)."""
         key = (expression, device.shape_key())
         known = self._reasons.get(key)
         if known is None:
             miss = diagnose_miss(expression, device)
-            if miss is None:
-                known = (0, "no match")
-            else:
-                known = (miss.conjunct or 0, _short_reason(miss))
+            known = _Reason(0, "no match", None) if miss is None else _reason(miss)
             self._reasons[key] = known
         return known
 
@@ -102,6 +101,15 @@ class Matcher:
         if inv is None:
             inv = self._inventories[key] = node_inventory(pool)
         return inv if inv.pool is pool else replace(inv, pool=pool)
+
+    def model(self, pool: PoolPlan) -> PoolModel:
+        """The allocator's model of the pool, built once per distinct node hardware."""
+        key = _hardware(pool)
+        model = self._models.get(key)
+        if model is None:
+            model = self._models[key] = pool_model(pool, self.inventory(pool))
+        return model if model.pool is pool else replace(model, pool=pool,
+                                                        inventory=self.inventory(pool))
 
 
 def _hardware(pool: PoolPlan) -> tuple[object, ...]:
@@ -120,18 +128,41 @@ _EQ = re.compile(
 )
 
 
-def _short_reason(miss: Miss) -> str:
+class _Reason(NamedTuple):
+    """Why a selector rejects a device shape."""
+
+    depth: int
+    """Index of the first false top-level ``&&`` operand: the higher, the nearer the miss."""
+    text: str
+    attribute: str | None
+    """The device attribute the false term compares, when it is a compare of one value
+    the device has (the term a class's ``match`` field writes)."""
+
+
+def _reason(miss: Miss) -> _Reason:
     """``memory 81559Mi < 80Gi`` instead of the full false conjunct, where the false CEL
     source is a compare of one device value that the device has."""
+    depth = miss.conjunct or 0
     if len(miss.reads) == 1 and miss.reads[0][1] is not None:
         name, value = miss.reads[0]
         match = _CMP.fullmatch(miss.source)
         if match is not None and match["name"] == name:
-            return f"{name} {value} < {match['limit']}"
+            return _Reason(depth, f"{name} {value} < {match['limit']}", name)
         match = _EQ.fullmatch(miss.source)
         if match is not None and match["name"] == name:
-            return f"{name} {value} != {match['want']}"
-    return miss.text
+            return _Reason(depth, f"{name} {value} != {match['want']}", name)
+    return _Reason(depth, miss.text, None)
+
+
+class Selector(NamedTuple):
+    """One selector of a choice, in allocator order."""
+
+    label: str
+    """``class 'h100' selector #0``, ``request selector #1``."""
+    expression: str
+    where: SourceLocation
+    key_path: str
+    """The class's ``match`` / ``cel[i]``, or the service's ``gpu.selectors[i]``."""
 
 
 @dataclass(frozen=True)
@@ -142,15 +173,13 @@ class Choice:
     gpu_class: GPUClass
     count: int
     all_devices: bool
-    selectors: tuple[tuple[str, str, SourceLocation, str], ...]
-    """(label, expression, where, key path) in allocator order: class, then request."""
+    selectors: tuple[Selector, ...]
+    """In allocator order: class, then request."""
     where: SourceLocation
     key_path: str
 
 
-def _class_selectors(
-    cluster: ClusterPlan, gpu_class: GPUClass
-) -> list[tuple[str, str, SourceLocation, str]]:
+def _class_selectors(cluster: ClusterPlan, gpu_class: GPUClass) -> list[Selector]:
     from gen.dra.selectors import class_cel
 
     located = cluster.gpu_classes[gpu_class.name]
@@ -158,7 +187,7 @@ def _class_selectors(
     for j, expression in enumerate(class_cel(gpu_class)):
         key = "match" if j == 0 else f"cel[{j - 1}]"
         where = located.at("match") if j == 0 else located.at("cel", j - 1)
-        out.append((f"class {gpu_class.name!r} selector #{j}", expression, where, key))
+        out.append(Selector(f"class {gpu_class.name!r} selector #{j}", expression, where, key))
     return out
 
 
@@ -168,8 +197,8 @@ def choices(cluster: ClusterPlan, svc: ServicePlan) -> list[Choice]:
     if gpu is None or svc.gpu_class is None:
         return []
     request = [
-        (f"request selector #{j}", expr, svc.located.at("gpu", "selectors", j),
-         f"gpu.selectors[{j}]")
+        Selector(f"request selector #{j}", expr, svc.located.at("gpu", "selectors", j),
+                 f"gpu.selectors[{j}]")
         for j, expr in enumerate(gpu.selectors)
     ]
     out = [Choice(
@@ -187,17 +216,40 @@ def choices(cluster: ClusterPlan, svc: ServicePlan) -> list[Choice]:
 
 
 @dataclass(frozen=True)
+class Rejection:
+    """Which selector rejects a device shape, and why."""
+
+    selector: int
+    """Index into :attr:`Choice.selectors`."""
+    reason: str
+    """For a person: ``memory 81559Mi < 80Gi``, or the false term with the values it reads."""
+    depth: int = 0
+    """Top-level ``&&`` operands of the rejecting selector that passed (nearness)."""
+    attribute: str | None = None
+    """The device attribute the false term compares, where it is one value compared."""
+    error: str | None = None
+    """The run-time error the selector raises (None: it is false)."""
+    detail: str = ""
+    """For an error: what gen knows about its cause (``the device has no ...``)."""
+
+
+@dataclass(frozen=True)
 class ShapeVerdict:
     """One device shape of a pool under one choice's selectors."""
 
     shape: int
-    matched: bool
-    selector: int = -1
-    """Index into Choice.selectors of the selector that rejected it (-1: matched)."""
-    reason: str = ""
-    error: str | None = None
-    depth: int = 0
-    """Top-level ``&&`` operands of the rejecting selector that passed (nearness)."""
+    rejection: Rejection | None = None
+    """None: every selector selects the shape."""
+
+    @property
+    def matched(self) -> bool:
+        """Every selector selects the shape."""
+        return self.rejection is None
+
+    @property
+    def error(self) -> str | None:
+        """The run-time error of the rejecting selector, if any."""
+        return self.rejection.error if self.rejection is not None else None
 
 
 @dataclass(frozen=True)
@@ -238,78 +290,30 @@ class ChoiceAnalysis:
 def _verdicts(matcher: Matcher, choice: Choice, inv: NodeInventory) -> list[ShapeVerdict]:
     out = []
     for i, shape in enumerate(inv.shapes):
-        verdict = ShapeVerdict(i, True)
-        for j, (_, expression, _, _) in enumerate(choice.selectors):
-            result = matcher.result(expression, shape.device)
+        verdict = ShapeVerdict(i)
+        for j, selector in enumerate(choice.selectors):
+            result = matcher.result(selector.expression, shape.device)
             if result.error is not None or not result.matched:
-                depth, reason = matcher.reason(expression, shape.device)
-                verdict = ShapeVerdict(i, False, j, reason, result.error, depth)
+                why = matcher.reason(selector.expression, shape.device)
+                # the reason of an error is the error, then what gen knows of its cause
+                detail = (why.text.removeprefix(result.error).lstrip(": ")
+                          if result.error is not None else "")
+                verdict = ShapeVerdict(i, Rejection(j, why.text, why.depth, why.attribute,
+                                                    result.error, detail))
                 break
         out.append(verdict)
     return out
 
 
-def _pick(
-    inv: NodeInventory, free: int, matching: frozenset[int], choice: Choice, same: Sequence[str]
-) -> int | None:
-    """Bitmask of the slots one claim takes on a node with ``free`` slots, or None."""
-    slots = [s for s, (shape, _) in enumerate(inv.slots) if shape in matching]
-    if choice.all_devices:
-        if not slots or any(not free >> s & 1 for s in slots):
-            return None
-        keys = {tuple(group_key(inv, s, a) for a in same) for s in slots}
-        if same and (len(keys) != 1 or None in next(iter(keys))):
-            return None
-        return sum(1 << s for s in slots)
-    slots = [s for s in slots if free >> s & 1]
-    if not same:
-        return sum(1 << s for s in slots[: choice.count]) if len(slots) >= choice.count else None
-    groups: dict[tuple[object, ...], list[int]] = {}
-    for s in slots:
-        key = tuple(group_key(inv, s, a) for a in same)
-        if None not in key:
-            groups.setdefault(key, []).append(s)
-    fitting = [g for g in groups.values() if len(g) >= choice.count]
-    if not fitting:
-        return None
-    best = min(fitting, key=len)  # best fit keeps larger groups for larger claims
-    return sum(1 << s for s in best[: choice.count])
-
-
-_FillKey = tuple[tuple[tuple[int, int], ...], tuple[Device, ...], int, frozenset[int], int, bool,
-                 tuple[str, ...]]
-_FILLS: BoundedCache[_FillKey, tuple[int, ...]] = BoundedCache(
-    "gen.dra.satisfiability.fills", 100_000)
-"""Memo of :func:`_fill` by value: the node's slots and shape devices (all that
-:func:`_pick` reads of an inventory, :func:`group_key` included), the free slots and the
-claim's shape."""
-
-
-def _fill(
-    inv: NodeInventory, free: int, matching: frozenset[int], choice: Choice, same: Sequence[str]
-) -> tuple[int, ...]:
-    """Free masks of one node after 1, 2, ... claims placed greedily (empty: none fits).
-
-    Services of a fleet repeat a few claim shapes on a few node shapes: each distinct
-    (node, free slots, matching shapes, count, mode, constraints) is placed once.
-    """
-    key = (inv.slots, tuple(s.device for s in inv.shapes), free, matching, choice.count,
-           choice.all_devices, tuple(same))
-    hit = _FILLS.data.get(key)
-    if hit is not None:
-        return hit
-    states: list[int] = []
-    while True:
-        taken = _pick(inv, free, matching, choice, same)
-        if taken is None:
-            break
-        free &= ~taken
-        states.append(free)
-    return _FILLS.put(key, tuple(states))
-
-
-def _full(inv: NodeInventory) -> int:
-    return (1 << len(inv.slots)) - 1
+def _per_node(model: PoolModel, matching: frozenset[int], choice: Choice,
+              same: Sequence[str]) -> int:
+    """How many copies of the choice's claim one empty node holds, by the allocator's search
+    (one where the search gives up at once: the capacity rules say gen cannot tell)."""
+    slots = tuple(s for s, (shape, _) in enumerate(model.inventory.slots) if shape in matching)
+    claim = ClaimShape(model.name, "", (SubRequest(choice.label, choice.count,
+                                                   choice.all_devices, slots),), tuple(same))
+    filled = fill(model, NodeState.empty(model), claim, len(model.inventory.slots))
+    return len(filled.steps) or int(filled.gave_up)
 
 
 def _why_not(inv: NodeInventory, matching: frozenset[int], choice: Choice,
@@ -330,13 +334,14 @@ def analyze_choice(
 ) -> ChoiceAnalysis:
     """Evaluate one choice on every pool (selectors once per shape)."""
     try:
-        for _, expression, _, _ in choice.selectors:
-            compile_selector(expression)
+        for selector in choice.selectors:
+            compile_selector(selector.expression)
     except CELCompileError:
         return ChoiceAnalysis(choice, (), compiles=False)
     out = []
     for pool in pools:
-        inv = matcher.inventory(pool)
+        model = matcher.model(pool)
+        inv = model.inventory
         verdicts = _verdicts(matcher, choice, inv)
         matching = frozenset(v.shape for v in verdicts if v.matched)
         per_node = sum(inv.shapes[s].per_node for s in matching)
@@ -346,7 +351,7 @@ def analyze_choice(
                    else "a selector errors at run time (the allocator aborts)")
             out.append(PoolAnalysis(inv, tuple(verdicts), per_node, 0, why))
             continue
-        fits = len(_fill(inv, _full(inv), matching, choice, same)) if pool.pool.nodes else 0
+        fits = _per_node(model, matching, choice, same) if pool.pool.nodes else 0
         why = "" if fits else ("the pool has no nodes" if not pool.pool.nodes
                                else _why_not(inv, matching, choice, same))
         out.append(PoolAnalysis(inv, tuple(verdicts), per_node, fits, why))
@@ -373,13 +378,14 @@ def _misses(analysis: ChoiceAnalysis) -> list[str]:
     groups: Counter[tuple[int, int, str, str]] = Counter()
     for pool in analysis.pools:
         for v in pool.verdicts:
-            if not v.matched:
+            if v.rejection is not None:
                 shape = pool.inventory.shapes[v.shape]
-                groups[(v.selector, v.depth, shape_summary(shape), v.reason)] += shape.total
+                r = v.rejection
+                groups[(r.selector, r.depth, shape_summary(shape), r.reason)] += shape.total
     # Nearest first: rejected by a later selector, then by a later && operand.
     ranked = sorted(groups.items(), key=lambda kv: (-kv[0][0], -kv[0][1], -kv[1], kv[0]))
     sel = analysis.choice.selectors
-    return [f"{n} {what} devices rejected by {sel[j][0]}: {reason}"
+    return [f"{n} {what} devices rejected by {sel[j].label}: {reason}"
             for (j, _, what, reason), n in ranked[:_MAX_MISSES]]
 
 
@@ -403,12 +409,12 @@ def _unsatisfiable(cluster: ClusterPlan, svc: ServicePlan, analysis: ChoiceAnaly
         where, key_path = located.at(*source[0]), source[1]
         related = (replace(
             choice.where, note=f"used by service {svc.service.name!r} ({choice.key_path})"),)
-    return Finding(
+    return finding(
         "GEN204",
         f"{choice.label} of service {svc.service.name!r} (request 'gpu', class "
         f"{choice.gpu_class.name!r}, {mode}) cannot be allocated on any node of cluster "
         f"{cluster.name!r}: " + "; ".join(parts or ["no device matches"]),
-        where, key_path, severity=severity,
+        where, key_path=key_path, severity=severity,
         hint="compare the selectors with the devices: "
         f"'gen explain {svc.service.name} --cluster {cluster.name}'",
         related=related,
@@ -431,22 +437,22 @@ def _rejecting_match_field(
     """The class field (``("match", "min_memory")``, or a raw selector ``("cel", 0)``) whose
     term rejects the devices that come nearest to matching, when it is one the class sets,
     with its key path; None otherwise (a request selector, or nothing rejects)."""
-    best: tuple[int, int, str] | None = None
+    best: Rejection | None = None
     for pool in analysis.pools:
         for v in pool.verdicts:
-            if not v.matched and v.error is None:
-                candidate = (v.selector, v.depth, v.reason)
-                if best is None or candidate[:2] > best[:2]:
-                    best = candidate
+            r = v.rejection
+            if r is not None and r.error is None and (
+                    best is None or (r.selector, r.depth) > (best.selector, best.depth)):
+                best = r
     if best is None:
         return None
-    key = analysis.choice.selectors[best[0]][3]
+    key = analysis.choice.selectors[best.selector].key_path
     raw = re.fullmatch(r"cel\[(\d+)\]", key)
     if raw is not None:  # one of the class's raw CEL selectors: that line is the one to edit
         return ("cel", int(raw.group(1))), key
-    if key != "match":
+    if key != "match" or best.attribute is None:
         return None
-    source = _MATCH_FIELDS.get(best[2].split(" ", 1)[0])
+    source = _MATCH_FIELDS.get(best.attribute)
     match = analysis.choice.gpu_class.match
     if source is None or (source[0] == "match" and getattr(match, source[1], None) is None):
         return None
@@ -457,29 +463,29 @@ def _runtime_errors(cluster: ClusterPlan, analysis: ChoiceAnalysis) -> list[Find
     findings = []
     for pool in analysis.pools:
         for v in pool.verdicts:
-            if v.error is None:
+            r = v.rejection
+            if r is None or r.error is None:
                 continue
-            label, _, where, key = analysis.choice.selectors[v.selector]
-            extra = v.reason.removeprefix(v.error).lstrip(": ")
+            label, _, where, key = analysis.choice.selectors[r.selector]  # a Selector
             shape = pool.inventory.shapes[v.shape]
-            if v.error == BUDGET_MESSAGE:
+            if r.error == BUDGET_MESSAGE:
                 # gen's evaluator gave up, not Kubernetes': a warning, gen cannot verify it.
-                findings.append(Finding(
+                findings.append(finding(
                     "GEN206",
-                    f"{label}: {v.error} (on {shape_summary(shape)} devices of pool "
+                    f"{label}: {r.error} (on {shape_summary(shape)} devices of pool "
                     f"{pool.pool.name!r}, cluster {cluster.name!r})",
-                    where, key, severity=Severity.WARNING,
+                    where, key_path=key, severity=Severity.WARNING,
                     hint="gen cannot check which devices this selector matches nor whether the "
                     "cluster holds the service; smaller comprehensions let it",
                     cluster=cluster.name,
                 ))
                 continue
-            findings.append(Finding(
+            findings.append(finding(
                 "GEN206",
-                f"{label}: {v.error}" + (f" — {extra}" if extra else "")
+                f"{label}: {r.error}" + (f" — {r.detail}" if r.detail else "")
                 + f" (on {shape_summary(shape)} devices of pool {pool.pool.name!r}, "
                 f"cluster {cluster.name!r}); the allocator aborts: the pod stays Pending",
-                where, key,
+                where, key_path=key,
                 hint="guard optional attributes with has(...) or .?name.orValue(...)",
                 cluster=cluster.name,
             ))
@@ -493,173 +499,37 @@ def _beyond_budget(analyses: Sequence[ChoiceAnalysis]) -> bool:
     )
 
 
+class ClusterAnalysis(NamedTuple):
+    """A DRA cluster's claims analysed: GEN204/GEN206 findings, and the services whose claim
+    some node holds, with their analyses (what the capacity rules place)."""
 
-def _place(
-    analyses: Sequence[ChoiceAnalysis], replicas: int, same: Sequence[str],
-    states: dict[str, Counter[int]], taken: Counter[str] | None = None,
-) -> int:
-    """Place replicas greedily (first choice first), updating node states; return placed.
-
-    ``taken`` counts, per pool, the devices the placed replicas take there."""
-    remaining = replicas
-    for analysis in analyses:
-        for pool in analysis.pools:
-            if not pool.replicas_per_node or not remaining:
-                continue
-            before = remaining
-            matching = frozenset(v.shape for v in pool.verdicts if v.matched)
-            counter = states.setdefault(
-                pool.pool.name, Counter({_full(pool.inventory): pool.pool.pool.nodes})
-            )
-            # Partly used nodes first: whole nodes stay free for larger claims.
-            for mask in sorted(counter, key=lambda m: (m.bit_count(), m)):
-                if not remaining:
-                    break
-                seq = _fill(pool.inventory, mask, matching, analysis.choice, same)
-                if not seq:
-                    continue
-                nodes, k = counter.pop(mask), len(seq)
-                whole = min(nodes, remaining // k)
-                if whole:
-                    counter[seq[-1]] += whole
-                    remaining -= whole * k
-                rest = nodes - whole
-                if remaining and rest:
-                    counter[seq[remaining - 1]] += 1
-                    rest -= 1
-                    remaining = 0
-                if rest:
-                    counter[mask] += rest
-            if taken is not None and remaining < before:
-                taken[pool.pool.name] += (before - remaining) * analysis.choice.count
-    return replicas - remaining
+    findings: list[Finding]
+    analyzed: list[tuple[ServicePlan, list[ChoiceAnalysis]]]
 
 
-def _capacity(cluster: ClusterPlan, analyzed: list[tuple[ServicePlan, list[ChoiceAnalysis]]]
-              ) -> list[Finding]:
-    findings: list[Finding] = []
-    for at_max in (False, True):
-        states: dict[str, Counter[int]] = {}
-        short = []
-        takers: list[tuple[ServicePlan, Counter[str]]] = []
-        related: dict[str, tuple[SourceLocation, ...]] = {}
-        for svc, analyses in analyzed:
-            gpu = svc.service.gpu
-            assert gpu is not None
-            wanted = svc.service.max_replicas if at_max else svc.service.min_replicas
-            taken: Counter[str] = Counter()
-            placed = _place(analyses, wanted, gpu.same, states, taken)
-            if placed < wanted:
-                short.append((svc, wanted, placed))
-                related[svc.service.name] = _takers(analyses, takers)
-            takers.append((svc, taken))
-        if at_max:
-            findings += _growth_blame(cluster, analyzed, short)
-            short = [entry for entry in short if entry[0].service.autoscaling is not None]
-        for svc, wanted, placed in short:
-            what = "autoscaling max_replicas" if at_max else (
-                "autoscaling min_replicas" if svc.service.autoscaling else "replicas")
-            sharing = svc.gpu_class is not None and svc.gpu_class.sharing is not None
-            before = related.get(svc.service.name, ())
-            findings.append(Finding(
-                "GEN205",
-                f"cluster {cluster.name!r} holds {placed} of the {wanted} replicas "
-                f"({what}) of service {svc.service.name!r}"
-                + (f" once the services before it (in namespace/name order) have their "
-                   f"devices: {', '.join(r.note for r in before)}" if before else ""),
-                *svc.replicas_at(at_max), related=before,
-                severity=Severity.WARNING if at_max else Severity.ERROR,
-                hint="add nodes, lower the replicas, or allow alternatives"
-                + ("; sharing only shares one claim's devices between its containers, "
-                   "every replica still gets its own claim" if sharing else ""),
-                service=svc.service.name, cluster=cluster.name,
-            ))
-        if short and not at_max:
-            break  # the minimum does not fit: the maximum cannot either
-    return findings
-
-
-def _takers(analyses: Sequence[ChoiceAnalysis],
-            takers: list[tuple[ServicePlan, Counter[str]]]) -> tuple[SourceLocation, ...]:
-    """The services placed so far that took devices of the pools ``analyses`` can use, each at
-    its replica line with what it takes there."""
-    pools = {p.pool.name for a in analyses for p in a.pools if p.replicas_per_node}
-    out = []
-    for other, taken in takers:
-        mine = {name: n for name, n in sorted(taken.items()) if name in pools and n}
-        if not mine:
-            continue
-        where, _ = other.replicas_at()
-        what = ", ".join(f"{n} device(s) of pool {name!r}" for name, n in mine.items())
-        out.append(replace(where, note=f"service {other.service.name!r} takes {what}"))
-    return tuple(out)
-
-
-def _growth_blame(
-    cluster: ClusterPlan, analyzed: list[tuple[ServicePlan, list[ChoiceAnalysis]]],
-    short: list[tuple[ServicePlan, int, int]],
-) -> list[Finding]:
-    """Warnings at the autoscaled services whose growth to max_replicas leaves a service
-    without autoscaling short: the one that causes the shortage is named, at the line that
-    causes it (the service that is short has no max_replicas to lower)."""
-    findings = []
-    order = [svc for svc, _ in analyzed]
-    for svc, wanted, placed in short:
-        if svc.service.autoscaling is not None:
-            continue
-        for grower in order[:order.index(svc)]:
-            if grower.service.autoscaling is None:
-                continue
-            findings.append(Finding(
-                "GEN205",
-                f"at its autoscaling max_replicas, service {grower.service.name!r} takes "
-                f"devices of cluster {cluster.name!r} that service {svc.service.name!r} "
-                f"(no autoscaling) needs: {placed} of its {wanted} replicas would then fit",
-                *grower.replicas_at(True), severity=Severity.WARNING,
-                hint="lower max_replicas, add nodes, or give the other service alternatives",
-                related=(replace(svc.located.at("gpu"),
-                                 note=f"service {svc.service.name!r} is left short"),),
-                service=grower.service.name, cluster=cluster.name,
-            ))
-    return findings
-
-
-def check_with_matcher(plan: Plan, matcher: Matcher) -> list[Finding]:
-    """GEN204–GEN206 with a caller's matcher (whose ``evaluations`` then tell the cost)."""
-    from gen.dra.allocator import capacity_findings, has_dynamic_pools
+def analyze_cluster(matcher: Matcher, cluster: ClusterPlan) -> ClusterAnalysis:
+    """GEN204 and GEN206 of one DRA cluster, and the services the capacity rules place."""
     from gen.fleet.placement import candidates
 
     findings: list[Finding] = []
-    for cluster in plan.clusters:
-        if cluster.dra_api_version is None:
-            continue
-        analyzed = []
-        for svc in cluster.services:
-            if svc.service.gpu is None or svc.gpu_class is None or not nvidia_pools(svc):
-                continue  # GEN304 reports a service without pools; Apple pools are not DRA
-            if svc.service.engine == "vllm" and not candidates(svc, match_class=False):
-                continue  # GEN304 already says no pool offers the class's devices
-            analyses = analyze_service(matcher, cluster, svc)
-            if not all(a.compiles for a in analyses):
-                continue  # GEN203 reports the selector
-            for analysis in analyses:
-                findings += _runtime_errors(cluster, analysis)
-            if _beyond_budget(analyses):
-                continue  # gen cannot tell what the selector matches (GEN206 says so)
-            any_ok = any(a.satisfiable for a in analyses)
-            for analysis in analyses:
-                if not analysis.satisfiable:
-                    severity = Severity.WARNING if any_ok else Severity.ERROR
-                    findings.append(_unsatisfiable(cluster, svc, analysis, severity))
-            if any_ok:
-                analyzed.append((svc, analyses))
-        if has_dynamic_pools(cluster):  # shared counters: the allocator's model decides
-            findings += capacity_findings(cluster, analyzed, matcher.inventory)
-        else:
-            findings += _capacity(cluster, analyzed)
-    return findings
-
-
-def check(plan: Plan) -> list[Finding]:
-    """GEN204 unsatisfiable claims, GEN205 capacity, GEN206 selector run-time errors."""
-    return check_with_matcher(plan, Matcher())
+    analyzed = []
+    for svc in cluster.services:
+        if svc.service.gpu is None or svc.gpu_class is None or not nvidia_pools(svc):
+            continue  # GEN304 reports a service without pools; Apple pools are not DRA
+        if svc.service.engine == "vllm" and not candidates(svc, match_class=False):
+            continue  # GEN304 already says no pool offers the class's devices
+        analyses = analyze_service(matcher, cluster, svc)
+        if not all(a.compiles for a in analyses):
+            continue  # GEN203 reports the selector
+        for analysis in analyses:
+            findings += _runtime_errors(cluster, analysis)
+        if _beyond_budget(analyses):
+            continue  # gen cannot tell what the selector matches (GEN206 says so)
+        any_ok = any(a.satisfiable for a in analyses)
+        for analysis in analyses:
+            if not analysis.satisfiable:
+                severity = Severity.WARNING if any_ok else Severity.ERROR
+                findings.append(_unsatisfiable(cluster, svc, analysis, severity))
+        if any_ok:
+            analyzed.append((svc, analyses))
+    return ClusterAnalysis(findings, analyzed)

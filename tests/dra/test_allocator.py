@@ -10,13 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gen.dra.allocator import (
-    ORDERS,
-    cluster_models,
-    demands_of,
-    pack,
-    verify_packing,
-)
+from gen.dra.allocator import ORDERS, Order, pack, verify_packing
+from gen.dra.capacity import cluster_models, demands_of
 from gen.dra.satisfiability import Matcher, analyze_service
 from gen.errors import Severity
 from gen.fleet.plan import ClusterPlan
@@ -179,15 +174,15 @@ def test_every_order_is_tried_and_verified(tmp_path: Path) -> None:
     cluster = _cluster(_one_gpu_mix(tmp_path))
     matcher = Matcher()
     analyzed = [(s, analyze_service(matcher, cluster, s)) for s in cluster.services]
-    models = cluster_models(cluster, analyzed, matcher.inventory)
+    models = cluster_models(cluster, analyzed, matcher.model)
     demands = demands_of(analyzed, models, at_max=False)
     fits = {}
     for order in ORDERS:
         packing = pack(models, demands, order)
         assert verify_packing(packing, demands) == []
         fits[order] = not packing.unplaced
-    assert fits["smallest first"] and not fits["largest first"]
-    packing = pack(models, demands, "smallest first")
+    assert fits[Order.SMALLEST] and not fits[Order.LARGEST]
+    packing = pack(models, demands, Order.SMALLEST)
     names = sorted(models["h100-dyn"].slot_name(s) for p in packing.placements for s in p.slots)
     assert names == ["gpu-0-mig-1g10gb-19-0", "gpu-0-mig-1g10gb-19-1",
                      "gpu-0-mig-2g20gb-14-2", "gpu-0-mig-3g40gb-9-4"]
@@ -216,7 +211,7 @@ def two_gpu_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @given(counts=st.lists(st.integers(0, 4), min_size=len(_PROFILES), max_size=len(_PROFILES)),
        order=st.sampled_from(ORDERS))
 def test_property_packings_obey_the_allocator_and_the_placement_grid(
-    two_gpu_root: Path, counts: list[int], order: str
+    two_gpu_root: Path, counts: list[int], order: Order
 ) -> None:
     """Counters are never over-consumed and every packing is one the allocator rules allow;
     the slices placed on each GPU form a layout the static placement checker accepts."""
@@ -234,7 +229,7 @@ def test_property_packings_obey_the_allocator_and_the_placement_grid(
     analyzed = [(s, analyze_service(matcher, cluster, s)) for s in cluster.services]
     if not analyzed:
         return
-    models = cluster_models(cluster, analyzed, matcher.inventory)
+    models = cluster_models(cluster, analyzed, matcher.model)
     demands = demands_of(analyzed, models, at_max=False)
     packing = pack(models, demands, order)
     assert verify_packing(packing, demands) == []
@@ -273,7 +268,7 @@ def test_class_by_memory_takes_the_smallest_slice(tmp_path: Path) -> None:
     cluster = _cluster(root)
     matcher = Matcher()
     analyzed = [(s, analyze_service(matcher, cluster, s)) for s in cluster.services]
-    models = cluster_models(cluster, analyzed, matcher.inventory)
+    models = cluster_models(cluster, analyzed, matcher.model)
     packing = pack(models, demands_of(analyzed, models, at_max=False), ORDERS[0])
     names = [models["h100-dyn"].slot_name(s) for p in packing.placements for s in p.slots]
     assert names == ["gpu-0-mig-1g20gb-15-0", "gpu-0-mig-1g20gb-15-2"]

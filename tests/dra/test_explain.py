@@ -113,7 +113,7 @@ def test_findings_are_associated_by_data_not_by_text(
                     severity=Severity.WARNING)
     loud = Finding("GEN205", "service 'svc' in cluster 'c1'", service="wide", cluster="c1")
     other = Finding("GEN999", "ignored rule", service="svc", cluster="c1")
-    monkeypatch.setattr("gen.dra.satisfiability.check", lambda _plan: [quiet, loud, other])
+    monkeypatch.setattr("gen.dra.capacity.check", lambda _plan: [quiet, loud, other])
     (svc,) = explain(small, "svc").clusters[0].services
     assert svc.findings == (quiet,)
     assert svc.allocatable  # a warning does not make the claim unallocatable

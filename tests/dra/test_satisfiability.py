@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from gen.dra.satisfiability import Matcher, analyze_service, check, check_with_matcher
+from gen.dra.capacity import check, check_with_matcher
+from gen.dra.satisfiability import Matcher, analyze_service
 from gen.errors import Finding, Severity
 from gen.fleet.plan import Plan
 from gen.pipeline import load_plan

@@ -838,7 +838,7 @@ def _ask_allocation(oracles: Oracles, model: ClusterModel,
 
 def _analyzed(cluster: Any) -> tuple[list[tuple[Any, Any]], Any]:
     """(service, its choice analyses) of the services gen's packing places, and the
-    matcher, as gen.dra.allocator.cluster_packing builds them."""
+    matcher, as gen.dra.capacity.cluster_packing builds them."""
     from gen.dra.satisfiability import Matcher, analyze_service
 
     matcher = Matcher()
@@ -901,10 +901,10 @@ def refused_for_other_reasons(fleet: RenderedFleet, cluster: Any) -> list[str]:
                    and f.rule not in ALLOCATION_RULES and f.cluster in ("", cluster.name)})
 
 
-def _order(demands: Sequence[Any], order: str) -> list[tuple[Any, int]]:
-    from gen.dra.allocator import _order as gen_order
+def _order(demands: Sequence[Any], order: Any) -> list[tuple[Any, int]]:
+    from gen.dra.allocator import arrival
 
-    return [(d.service, r) for d, r in gen_order(demands, order)]
+    return [(d.service, r) for d, r in arrival(demands, order)]
 
 
 def _counters_text(counters: Mapping[str, int]) -> str:
@@ -943,7 +943,8 @@ def judge_cluster_allocation(category: Category, oracles: Oracles, fleet: Render
     (gen lint vs the allocator, at the minimum and at autoscaling max), and per replica of
     gen's packing its node, devices and counters (gen.dra.allocator.pack vs the
     allocator, placing in the same order on the same nodes)."""
-    from gen.dra.allocator import ORDERS, cluster_models, demands_of, has_dynamic_pools, pack
+    from gen.dra.allocator import ORDERS, pack
+    from gen.dra.capacity import cluster_models, demands_of, has_dynamic_pools
 
     if refused_for_other_reasons(fleet, cluster):
         return
@@ -954,7 +955,7 @@ def judge_cluster_allocation(category: Category, oracles: Oracles, fleet: Render
         return
     where = f"alloc:{fleet.label}/{cluster.name}"
     dynamic = has_dynamic_pools(cluster)
-    models = cluster_models(cluster, analyzed, matcher.inventory)
+    models = cluster_models(cluster, analyzed, matcher.model)
     scenarios = [False]
     if any(s.service.max_replicas != _min_replicas(s) for s, _ in analyzed):
         scenarios.append(True)
@@ -964,12 +965,12 @@ def judge_cluster_allocation(category: Category, oracles: Oracles, fleet: Render
         label = "max" if at_max else "min"
         demands = demands_of(analyzed, models, at_max)
         wanted = {d.service.service.name: d.replicas for d in demands}
-        # gen's lint packs static pools greedily, partly used nodes first (GEN205), and
-        # dynamic pools in five arrival orders (GEN240/241): the oracle does the same.
+        # gen's lint places pods first fit over nodes (docs/architecture.md, "DRA
+        # capacity"), in service order (GEN205) or, with dynamic pools, in five arrival
+        # orders (GEN240/241): the oracle does the same.
         orders = ORDERS if dynamic else ORDERS[:1]
         answers = {order: _ask_allocation(oracles, model, _pods_in_order(
-            model, _order(demands, order), "first" if dynamic else "packed"))
-            for order in orders}
+            model, _order(demands, order), "first")) for order in orders}
         short = {o: sum(wanted[s] - _placed_count(a, s)[0] for s in wanted)
                  for o, a in answers.items()}
         best = min(orders, key=lambda o: short[o])
@@ -1004,10 +1005,7 @@ def judge_cluster_allocation(category: Category, oracles: Oracles, fleet: Render
         for order in orders:
             packing = pack(models, demands, order)
             placements = {(p.service, p.replica): p for p in packing.placements}
-            pods = answers[order] if not dynamic or order in answers else []
-            if not dynamic:  # the packing itself is first-fit: ask again with that policy
-                pods = _ask_allocation(oracles, model, _pods_in_order(
-                    model, _order(demands, order), "first"))
+            pods = answers[order]
             for (svc, replica), pod in zip(_order(demands, order), pods, strict=True):
                 name = svc.service.name
                 mine = placements.get((name, replica))
