@@ -254,7 +254,8 @@ _ALL = (
     ),
     Rule(
         "GEN206", "CEL selector errors at run time on a device", _DRA,
-        "a selector errors at run time on a device (`no such key`)",
+        "a selector errors at run time on a device (`no such key`); a warning where gen cannot "
+        "tell: its CEL evaluator or its allocator search ran out of budget",
     ),
     Rule(
         "GEN207", "DRA sharing needs a driver feature gate", _DRA,

@@ -34,6 +34,7 @@ __all__ = [
     "FitExplanation",
     "PoolExplanation",
     "PoolSlices",
+    "Runbook",
     "Selector",
     "ServiceExplanation",
     "ShapeMatch",
