@@ -390,7 +390,7 @@ def _misses(analysis: ChoiceAnalysis) -> list[str]:
 
 
 def _unsatisfiable(cluster: ClusterPlan, svc: ServicePlan, analysis: ChoiceAnalysis,
-                   severity: Severity) -> Finding:
+                   severity: Severity | None) -> Finding:
     choice = analysis.choice
     parts = _misses(analysis)
     parts += [f"pool {p.pool.name!r}: {p.why_not}" for p in analysis.pools
@@ -528,7 +528,7 @@ def analyze_cluster(matcher: Matcher, cluster: ClusterPlan) -> ClusterAnalysis:
         any_ok = any(a.satisfiable for a in analyses)
         for analysis in analyses:
             if not analysis.satisfiable:
-                severity = Severity.WARNING if any_ok else Severity.ERROR
+                severity = Severity.WARNING if any_ok else None  # else: the rule's error
                 findings.append(_unsatisfiable(cluster, svc, analysis, severity))
         if any_ok:
             analyzed.append((svc, analyses))

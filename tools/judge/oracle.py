@@ -999,8 +999,8 @@ def judge_cluster_allocation(category: Category, oracles: Oracles, fleet: Render
         if at_max:
             continue
         if short_at_min:
-            # gen judges autoscaling max only when the minimum fits (satisfiability
-            # _capacity, allocator.capacity_findings): no verdict of gen's to compare.
+            # gen judges autoscaling max only when the minimum fits
+            # gen.dra.capacity): no verdict of gen's to compare.
             scenarios = scenarios[:1]
         for order in orders:
             packing = pack(models, demands, order)
