@@ -45,16 +45,9 @@ def test_the_tree_keeps_the_layering() -> None:
     assert check_tree(GEN) == []
 
 
-ALLOWED_CYCLES = {
-    # Engineer H3 breaks this circle (issue 29 item 2, gen/dra/capacity.py) at the same time;
-    # the merge deletes this allowance.
-    ("gen.dra.allocator", "gen.dra.satisfiability"),
-}
-
-
 def test_gen_has_no_import_circles() -> None:
     """No module of gen/ reaches itself through its imports (every kind of import counts)."""
-    assert [c for c in import_cycles(import_graph(GEN)) if c not in ALLOWED_CYCLES] == []
+    assert import_cycles(import_graph(GEN)) == []
 
 
 def _module(path: Path) -> str:
