@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -151,3 +153,110 @@ def test_finding_takes_the_registry_default_unless_told() -> None:
     assert finding("GEN000", "msg").severity is Severity.ERROR
     with pytest.raises(KeyError, match="GEN999"):
         finding("GEN999", "msg")
+
+
+# The DRA capacity and serving-fit work (issue 29) converts these files to finding() itself;
+# the merge of that work removes this allowlist.
+_CONVERTED_ELSEWHERE = frozenset({
+    "gen/dra/allocator.py",
+    "gen/dra/satisfiability.py",
+    "gen/dra/explain.py",
+    "gen/dra/capacity.py",
+    "gen/serving/fit.py",
+    "gen/serving/memory.py",
+})
+_FINDING_HOMES = frozenset({"gen/errors.py", "gen/rules.py"})
+"""Where ``Finding`` is defined, and the factory that builds it from the registry."""
+
+
+def _calls(tree: ast.AST, name: str) -> Iterator[ast.Call]:
+    """Calls of ``name`` or of an attribute ``.name``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            called = func.id if isinstance(func, ast.Name) else (
+                func.attr if isinstance(func, ast.Attribute) else None)
+            if called == name:
+                yield node
+
+
+def _literal_rule(call: ast.Call, keyword: str) -> str | None:
+    """The rule id a call names as a literal: its ``keyword`` argument, else its first
+    positional argument that is a rule id (a helper may take other arguments first)."""
+    values = [k.value for k in call.keywords if k.arg == keyword] + list(call.args)
+    for value in values:
+        if isinstance(value, ast.Constant) and isinstance(value.value, str) \
+                and _ID.fullmatch(value.value):
+            return value.value
+    return None
+
+
+def literal_rule_findings(source: str) -> list[str]:
+    """``line: rule`` of each ``Finding(...)`` of ``source`` that names its rule as a literal
+    (those take the rule's default severity from :func:`gen.rules.finding` instead)."""
+    return [f"{call.lineno}: {rule_id}" for call in _calls(ast.parse(source), "Finding")
+            if (rule_id := _literal_rule(call, "rule")) is not None]
+
+
+def restated_defaults(source: str) -> list[str]:
+    """``line: rule severity`` of each ``finding(...)`` of ``source`` that passes
+    ``severity=Severity.X`` equal to the registry default of the literal rule it names."""
+    restated = []
+    for call in _calls(ast.parse(source), "finding"):
+        rule_id = _literal_rule(call, "rule_id")
+        if rule_id is None or rule_id not in RULES:
+            continue
+        for k in call.keywords:
+            value = k.value
+            if (k.arg == "severity" and isinstance(value, ast.Attribute)
+                    and isinstance(value.value, ast.Name) and value.value.id == "Severity"
+                    and Severity[value.attr] is RULES[rule_id].severity):
+                restated.append(f"{call.lineno}: {rule_id} {value.attr}")
+    return restated
+
+
+def _scan(check: Callable[[str], list[str]]) -> dict[str, list[str]]:
+    """File → what ``check`` reports in it, over gen/ outside the allowlists."""
+    found: dict[str, list[str]] = {}
+    for path in sorted((REPO / "gen").rglob("*.py")):
+        shown = path.relative_to(REPO).as_posix()
+        if shown in _FINDING_HOMES or shown in _CONVERTED_ELSEWHERE:
+            continue
+        hits = check(path.read_text(encoding="utf-8"))
+        if hits:
+            found[shown] = hits
+    return found
+
+
+def test_findings_of_a_literal_rule_come_from_the_factory() -> None:
+    """No ``Finding("GENnnn", ...)`` in gen/: a check builds it with ``finding()``, which
+    takes the rule's default severity from the registry (a generic ``Finding(rule, ...)``
+    of a variable rule, as a cached finding read back, may stay)."""
+    assert _scan(literal_rule_findings) == {}, "use gen.rules.finding(...)"
+
+
+def test_no_call_site_restates_its_rules_default_severity() -> None:
+    """A ``severity=`` at a call site is a finding worse or milder than its rule's default,
+    never the default itself (which the registry alone says)."""
+    assert _scan(restated_defaults) == {}, "drop the severity: the registry gives it"
+
+
+def test_the_source_checks_can_fail() -> None:
+    """Both checks see what they refuse, in every spelling gen uses, and pass the right one."""
+    built = (
+        'Finding("GEN101", "m", where, "key")\n'
+        'errors.Finding(rule="GEN208", message="m")\n'
+        "Finding(rule, 'm')\n"  # a variable rule: generic, allowed
+        'finding("GEN101", "m")\n'
+    )
+    assert literal_rule_findings(built) == ["1: GEN101", "2: GEN208"]
+    restating = (
+        'finding("GEN208", "m", where, severity=Severity.WARNING)\n'
+        'ctx.finding(obj, "GEN803", "m", "hint", severity=Severity.INFO)\n'
+        'finding(rule_id="GEN101", message="m", severity=Severity.ERROR)\n'
+        'finding("GEN101", "m", severity=Severity.WARNING)\n'  # milder than the default
+        'finding("GEN208", "m", severity=Severity.ERROR if bad else Severity.WARNING)\n'
+        'finding("GEN208", "m")\n'
+    )
+    assert restated_defaults(restating) == ["1: GEN208 WARNING", "2: GEN803 INFO",
+                                            "3: GEN101 ERROR"]

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from gen.apple.decide import LlamaDecision, MacDecision, VMPoolDecision, decisions
 from gen.errors import Finding, Severity, SourceLocation
 from gen.fleet.plan import ClusterPlan, Plan, ServicePlan
+from gen.rules import finding
 
 if TYPE_CHECKING:
     from gen.apple.chips import AppleChip
@@ -40,15 +41,15 @@ def _chip(chip: AppleChip | None, error: str | None, memory_gb: int, where: Sour
           memory_at: SourceLocation, key: str, memory_key: str) -> list[Finding]:
     """GEN603 (unknown chip) and GEN604 (a memory size Apple never sold with it)."""
     if chip is None:
-        return [Finding("GEN603", error or "", where, f"{key}.chip",
+        return [finding("GEN603", error or "", where, key_path=f"{key}.chip",
                         hint="see 'gen catalog gpus' for the Apple chips gen knows")]
     if chip.supports(memory_gb=memory_gb):
         return []
     sizes = ", ".join(f"{m} GB" for m in chip.memory_gb_options)
-    return [Finding(
+    return [finding(
         "GEN604", f"Apple does not sell the {chip.name} with {memory_gb} GB (it comes with "
-        f"{sizes}); the memory budget may be wrong", memory_at, f"{key}.{memory_key}",
-        severity=Severity.WARNING, hint="check the chip and the memory of the host",
+        f"{sizes}); the memory budget may be wrong", memory_at, key_path=f"{key}.{memory_key}",
+        hint="check the chip and the memory of the host",
     )]
 
 
@@ -69,28 +70,27 @@ def _pool_findings(
         vm_at = located.at("node_pools", i, "apple_vm", "vm_memory_gb")
         limit_gb = KRUNKIT_MAX_VM_MEMORY_MIB // 1024
         if vm.vm_memory_gb > limit_gb:
-            yield Finding(
+            yield finding(
                 "GEN605", f"krunkit gives a VM at most {limit_gb} GB of RAM (RAM and the GPU's "
                 f"VRAM window share one 62 GiB guest address space); {vm.vm_memory_gb} GB "
-                "cannot start", vm_at, f"{key}.vm_memory_gb",
+                "cannot start", vm_at, key_path=f"{key}.vm_memory_gb",
                 hint="give the VM less RAM: what it does not take is left to the GPU",
             )
         elif vm.vm_memory_gb >= vm.host_memory_gb:
-            yield Finding(
+            yield finding(
                 "GEN605", f"the VM ({vm.vm_memory_gb} GB) cannot have as much memory as its "
-                f"Mac ({vm.host_memory_gb} GB)", vm_at, f"{key}.vm_memory_gb",
+                f"Mac ({vm.host_memory_gb} GB)", vm_at, key_path=f"{key}.vm_memory_gb",
                 hint="leave memory to macOS and to the GPU",
             )
         if decided.plugin_error is not None:
-            yield Finding("GEN605", decided.plugin_error,
+            yield finding("GEN605", decided.plugin_error,
                           located.at("node_pools", i, "apple_vm", "resource_name"),
-                          f"{key}.resource_name")
+                          key_path=f"{key}.resource_name")
         if not pool.labels:
-            yield Finding(
+            yield finding(
                 "GEN609", f"Apple VM pool {pool.name!r} has no labels: the device plugin "
                 "DaemonSet runs on every node and llama-server pods cannot be pinned to the "
-                "VM nodes", located.at("node_pools", i), f"node_pools[{i}].labels",
-                severity=Severity.WARNING,
+                "VM nodes", located.at("node_pools", i), key_path=f"node_pools[{i}].labels",
                 hint="label the VM nodes (e.g. gen.dev/accelerator: apple-venus) and list "
                 "the labels here",
             )
@@ -115,12 +115,12 @@ def _fit_findings(svc: ServicePlan, devices: list[Device]) -> Iterator[Finding]:
         slots = report.slots
         # Too many llama-server slots: point at max_num_seqs, the setting that multiplies the KV.
         at_slots = slots > 1 and report.max_slots_fit >= 1
-        yield Finding(
+        yield finding(
             "GEN602",
             f"{service.model} does not fit the {device.name}, {what}: "
             f"{device.memory_bytes / GIB:.1f} GiB of GPU memory; " + "; ".join(report.errors),
             svc.located.at("serving", "max_num_seqs") if at_slots else where,
-            "serving.max_num_seqs" if at_slots else
+            key_path="serving.max_num_seqs" if at_slots else
             ("serving.max_model_len" if length else "model"),
             hint=(f"serving.max_num_seqs: {report.max_slots_fit} (each llama-server slot "
                   f"holds a full max_model_len); or " if at_slots else "")
@@ -133,17 +133,17 @@ def _engine_findings(svc: ServicePlan) -> Iterator[Finding]:
     """GEN608: a setting the Apple engine cannot take."""
     service = svc.service
     if service.autoscaling is not None:
-        yield Finding(
+        yield finding(
             "GEN608", f"gen does not autoscale {service.engine} on Apple GPUs; 'autoscaling' "
-            "is ignored", svc.located.at("autoscaling"), "autoscaling",
+            "is ignored", svc.located.at("autoscaling"), key_path="autoscaling",
             severity=Severity.WARNING,
             hint="set replicas (in-cluster) or list the Macs in mac_hosts",
         )
     if service.serving.kv_cache_dtype != "auto":
-        yield Finding(
+        yield finding(
             "GEN608", f"engine {service.engine} is not given an fp8 KV cache by gen; the "
             "setting is ignored", svc.located.at("serving", "kv_cache_dtype"),
-            "serving.kv_cache_dtype", severity=Severity.WARNING,
+            key_path="serving.kv_cache_dtype", severity=Severity.WARNING,
             hint="remove serving.kv_cache_dtype",
         )
 
@@ -157,32 +157,32 @@ def _llama_findings(cluster: ClusterPlan, svc: ServicePlan,
     pools = decided.pools
     if not pools:
         where = "node_pool" if service.node_pool else "clusters"
-        yield Finding(
+        yield finding(
             "GEN606", f"cluster {cluster.name!r} has no Apple VM node pool (platform: "
             f"apple-vm) for this llama-server service; gen runs llama-server in a cluster "
-            "only on Apple VM nodes", svc.located.at(where), where,
+            "only on Apple VM nodes", svc.located.at(where), key_path=where,
             hint="pin node_pool to an apple-vm pool, or list another cluster",
         )
         return
     if service.auth.api_key is None:
-        yield Finding(
+        yield finding(
             "GEN608", "llama-server needs an API key: the pod reads it with --api-key-file",
-            svc.located.at("auth"), "auth.api_key",
+            svc.located.at("auth"), key_path="auth.api_key",
             hint="auth.api_key: {name: <secret>, key: <key>}",
         )
     if decided.args_error is not None:  # a blank served_model_name, a literal --api-key
-        yield Finding("GEN608", decided.args_error, svc.located.at("serving"), "serving")
+        yield finding("GEN608", decided.args_error, svc.located.at("serving"), key_path="serving")
     yield from _engine_findings(svc)
     if len({p.vm.resource_name for p in pools}) > 1:
-        yield Finding(
+        yield finding(
             "GEN607", "the Apple VM pools this service may use advertise different device "
             "resources; one Deployment can request only one", svc.located.at("node_pool"),
-            "node_pool", hint="pin node_pool to one pool",
+            key_path="node_pool", hint="pin node_pool to one pool",
         )
     if service.gpu is not None and service.gpu.count != 1:
-        yield Finding(
+        yield finding(
             "GEN607", f"a krunkit VM node has one Venus GPU; gpu.count {service.gpu.count} "
-            "cannot be met by one pod", svc.located.at("gpu", "count"), "gpu.count",
+            "cannot be met by one pod", svc.located.at("gpu", "count"), key_path="gpu.count",
             hint="gpu.count: 1; add replicas to use more VM nodes",
         )
     memory = parse_quantity(service.resources.memory)
@@ -190,10 +190,10 @@ def _llama_findings(cluster: ClusterPlan, svc: ServicePlan,
     for pool, report in zip(pools, decided.fits, strict=True):
         vm = pool.vm
         if memory >= vm.vm_memory_gb * GIB:
-            yield Finding(
+            yield finding(
                 "GEN607", f"resources.memory {service.resources.memory} does not fit the "
                 f"{vm.vm_memory_gb} GB VM nodes of pool {pool.name!r}",
-                svc.located.at("resources", "memory"), "resources.memory",
+                svc.located.at("resources", "memory"), key_path="resources.memory",
                 hint="llama-server keeps the model in GPU memory; a few GiB of RAM suffice",
             )
         device = pool.device
@@ -228,17 +228,17 @@ def _mac_findings(svc: ServicePlan, decided: MacDecision) -> Iterator[Finding]:
     if not decided.devices_known:
         return
     if service.engine == "vllm-mlx" and service.serving.max_model_len is not None:
-        yield Finding(
+        yield finding(
             "GEN608", "vllm-mlx has no max-model-len flag (its --max-kv-size truncates the "
             "context instead)", svc.located.at("serving", "max_model_len"),
-            "serving.max_model_len",
+            key_path="serving.max_model_len",
             hint="remove serving.max_model_len, or use engine llama-server or vllm-metal",
         )
         return
     error = decided.server_error or decided.plist_error
     if error is not None:
-        yield Finding("GEN608", f"engine {service.engine} on macOS: {error}",
-                      svc.located.at("serving"), "serving")
+        yield finding("GEN608", f"engine {service.engine} on macOS: {error}",
+                      svc.located.at("serving"), key_path="serving")
     yield from _fit_findings(svc, devices)
 
 
@@ -249,9 +249,9 @@ def _gguf_finding(svc: ServicePlan) -> Finding | None:
     service = svc.service
     if service.engine != "llama-server" or gguf_file(service) is not None:
         return None
-    return Finding(
+    return finding(
         "GEN611", f"llama-server loads one GGUF file, and model {service.model!r} names none; "
-        "gen does not guess the file name", svc.located.at("model"), "model",
+        "gen does not guess the file name", svc.located.at("model"), key_path="model",
         hint="set gguf_file to the file on the model volume, e.g. gguf_file: "
         "Meta-Llama-3.1-8B-Instruct-Q8_0.gguf (or end model in /<file>.gguf)",
     )
@@ -261,12 +261,12 @@ def _located_vllm_on_apple(cluster: ClusterPlan, svc: ServicePlan,
                            pools: tuple[VMPoolDecision, ...]) -> Finding:
     names = ", ".join(repr(p.name) for p in pools)
     where = "node_pool" if svc.service.node_pool else "engine"
-    return Finding(
+    return finding(
         "GEN601",
         f"vLLM cannot use the Apple GPU of pool {names} in cluster {cluster.name!r}: the "
         "nodes are Linux VMs whose GPU is Vulkan (Mesa Venus); vLLM has no Vulkan backend, "
         "and vllm-metal needs macOS and Metal, which no Linux pod has",
-        svc.located.at(where), where, hint=_TWO_PATHS,
+        svc.located.at(where), key_path=where, hint=_TWO_PATHS,
     )
 
 
@@ -274,11 +274,11 @@ def _argocd(cluster: ClusterPlan, svc: ServicePlan) -> Finding | None:
     gitops = cluster.cluster.gitops
     if gitops is None or gitops.engine != "argocd":
         return None
-    return Finding(
+    return finding(
         "GEN610",
         f"cluster {cluster.name!r} is synced by Argo CD, whose default resource.exclusions "
         "(argocd-cm) skip EndpointSlice: the Service to the Macs would have no endpoints",
-        svc.located.at("clusters"), "clusters", severity=Severity.WARNING,
+        svc.located.at("clusters"), key_path="clusters",
         hint="remove discovery.k8s.io/EndpointSlice from resource.exclusions in argocd-cm",
     )
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gen.errors import CELCompileError, Finding, Severity
+from gen.errors import CELCompileError, Finding
 from gen.fleet.plan import ClusterPlan, Plan
 from gen.k8s.versions import runtime_config_needed
+from gen.rules import finding
 
 MAX_SELECTORS = 32
 """Most selectors a DeviceClass or a device request may have: ``DeviceSelectorsMaxSize``
@@ -26,31 +27,31 @@ def _version_findings(cluster: ClusterPlan) -> list[Finding]:
     if spec.allocation != "dra":
         return []
     if cluster.minor < 31:
-        return [Finding(
+        return [finding(
             "GEN201",
             f"Kubernetes 1.{cluster.minor} has no structured-parameters DRA "
             "(resource.k8s.io/v1alpha3 arrived in 1.31)",
-            where, "allocation", hint="use allocation: device-plugin on this cluster",
+            where, key_path="allocation", hint="use allocation: device-plugin on this cluster",
         )]
     findings = []
     data = cluster.located.document.data
     needed = runtime_config_needed(cluster.minor)
     if needed is not None:
         if needed not in spec.runtime_config:
-            findings.append(Finding(
+            findings.append(finding(
                 "GEN201",
                 f"gen renders {needed} for Kubernetes 1.{cluster.minor}, which the API server "
                 f"serves only with --runtime-config={needed}=true",
                 cluster.located.at("runtime_config") if "runtime_config" in data else where,
-                "runtime_config",
+                key_path="runtime_config",
                 hint=f"enable it on the API server and add '{needed}' to runtime_config",
             ))
         if not spec.feature_gates.get("DynamicResourceAllocation", False):
-            findings.append(Finding(
+            findings.append(finding(
                 "GEN201",
                 f"DynamicResourceAllocation is off by default on 1.{cluster.minor}",
                 cluster.located.at("feature_gates") if "feature_gates" in data else where,
-                "feature_gates",
+                key_path="feature_gates",
                 hint="set the gate on apiserver, controller-manager, scheduler and kubelet, "
                 "then declare DynamicResourceAllocation: true",
             ))
@@ -103,12 +104,12 @@ def _declared_gate_findings(cluster: ClusterPlan) -> list[Finding]:
                     else "remove it from feature_gates and from the components' flags")
         else:
             hint = "remove it: the gate cannot be changed on this release"
-        findings.append(Finding(
+        findings.append(finding(
             "GEN220",
             f"kube-apiserver, kube-scheduler, kube-controller-manager and kubelet of "
             f"Kubernetes 1.{cluster.minor} refuse to start with --feature-gates={gate}="
             f"{str(value).lower()}: {refusal} ({state.source})",
-            cluster.located.at("feature_gates", gate), f"feature_gates.{gate}",
+            cluster.located.at("feature_gates", gate), key_path=f"feature_gates.{gate}",
             hint=hint, cluster=cluster.name,
         ))
     return findings
@@ -125,14 +126,14 @@ def _runtime_config_findings(cluster: ClusterPlan) -> list[Finding]:
         lifecycle = table.api_version(entry, cluster.minor)
         if lifecycle is None or lifecycle.removed is None or lifecycle.served(cluster.minor):
             continue
-        findings.append(Finding(
+        findings.append(finding(
             "GEN221",
             f"Kubernetes 1.{cluster.minor} no longer serves {entry} (removed in "
             f"1.{lifecycle.removed}; {lifecycle.source}): --runtime-config={entry}=true does "
             "not bring it back, and anything that applies or reads it fails with 'the server "
             "could not find the requested resource'",
-            cluster.located.at("runtime_config", index), f"runtime_config[{index}]",
-            severity=Severity.WARNING, cluster=cluster.name,
+            cluster.located.at("runtime_config", index), key_path=f"runtime_config[{index}]",
+            cluster=cluster.name,
             hint="remove the entry and move what still uses it to resource.k8s.io/v1 (gen "
             f"renders {cluster.dra_api_version or 'resource.k8s.io/v1'} for this cluster)",
         ))
@@ -150,12 +151,12 @@ def _service_findings(cluster: ClusterPlan) -> list[Finding]:
             why = _gate(cluster, "DRAPrioritizedList")
             if why:
                 declared = cluster.cluster.feature_gates.get("DRAPrioritizedList") is False
-                findings.append(Finding(
+                findings.append(finding(
                     "GEN202",
                     f"gpu.alternatives renders firstAvailable, but {why}: the API server "
                     "silently drops the field and then refuses the ResourceClaimTemplate "
                     "('exactly one of `exactly` or `firstAvailable` is required')",
-                    svc.located.at("gpu", "alternatives"), "gpu.alternatives",
+                    svc.located.at("gpu", "alternatives"), key_path="gpu.alternatives",
                     hint="enable DRAPrioritizedList (1.33) or remove the alternatives",
                     related=(replace(
                         cluster.located.at("feature_gates", "DRAPrioritizedList"),
@@ -169,24 +170,24 @@ def _service_findings(cluster: ClusterPlan) -> list[Finding]:
             if gpu_class.extended_resource_name:
                 why = _gate(cluster, "DRAExtendedResource")
                 if why:
-                    findings.append(Finding(
+                    findings.append(finding(
                         "GEN202",
                         f"extendedResourceName of class {gpu_class.name!r} needs "
                         f"DRAExtendedResource, but {why}: the API server would drop it "
                         f"(cluster {cluster.name})",
-                        located.at("extended_resource_name"), "extended_resource_name",
+                        located.at("extended_resource_name"), key_path="extended_resource_name",
                     ))
             if gpu_class.sharing is not None:
                 gate = ("TimeSlicingSettings" if gpu_class.sharing.strategy == "time-slicing"
                         else "MPSSupport")
                 if not gates.get(gate, False):
-                    findings.append(Finding(
+                    findings.append(finding(
                         "GEN207",
                         f"class {gpu_class.name!r} shares devices with "
                         f"{gpu_class.sharing.strategy}, which the NVIDIA DRA driver rejects "
                         f"unless its {gate} feature gate is on (cluster {cluster.name}): "
                         f"'unknown GPU sharing strategy'",
-                        located.at("sharing", "strategy"), "sharing.strategy",
+                        located.at("sharing", "strategy"), key_path="sharing.strategy",
                         hint=f"set dra_driver.feature_gates.{gate}: true in cluster "
                         f"{cluster.name!r}",
                     ))
@@ -236,7 +237,7 @@ def _selector_findings(plan: Plan) -> list[Finding]:
                 raw = j - 1
                 where = located.at("cel", raw) if raw >= 0 else located.at("match")
                 key = f"cel[{raw}]" if raw >= 0 else "match"
-                findings.append(Finding("GEN203", message, where, key))
+                findings.append(finding("GEN203", message, where, key_path=key))
     for svc_located in plan.profiles.services.values():
         gpu = svc_located.value.gpu
         if gpu is None:
@@ -247,9 +248,9 @@ def _selector_findings(plan: Plan) -> list[Finding]:
         for j, expression in enumerate(gpu.selectors):
             message = _first_compile_error(expression, svc_minors)
             if message is not None:
-                findings.append(Finding(
+                findings.append(finding(
                     "GEN203", message, svc_located.at("gpu", "selectors", j),
-                    f"gpu.selectors[{j}]",
+                    key_path=f"gpu.selectors[{j}]",
                 ))
     return findings
 
@@ -271,12 +272,11 @@ def check_clusters(plan: Plan) -> list[Finding]:
         elif any(s.service.gpu and s.service.gpu.alternatives for s in cluster.services):
             for svc in cluster.services:
                 if svc.service.gpu and svc.service.gpu.alternatives:
-                    findings.append(Finding(
+                    findings.append(finding(
                         "GEN208",
                         f"cluster {cluster.name!r} uses the device plugin: alternatives "
                         "(firstAvailable) need DRA and are ignored",
-                        svc.located.at("gpu", "alternatives"), "gpu.alternatives",
-                        severity=Severity.WARNING,
+                        svc.located.at("gpu", "alternatives"), key_path="gpu.alternatives",
                     ))
         findings += _chart_floor(cluster)
         if cluster.dra_api_version is None:
@@ -344,13 +344,13 @@ def _quota_bypasses(cluster: ClusterPlan) -> list[Finding]:
             pool, shapes = shared[0]
             device = shape_summary(matcher.inventory(by_pool[pool]).shapes[shapes[0]])
             located = cluster.gpu_classes[other]
-            findings.append(Finding(
+            findings.append(finding(
                 "GEN218",
                 f"the quota on class {quota.gpu_class!r} in namespace {quota.namespace!r} can "
                 f"be bypassed: class {other!r} selects the same devices ({device} on pool "
                 f"{pool!r}), and claims of {other!r} are not counted by this quota",
                 cluster.located.at("quotas", index, "gpu_class"),
-                f"quotas[{index}].gpu_class", severity=Severity.WARNING,
+                key_path=f"quotas[{index}].gpu_class",
                 related=(replace(located.document.location, note=f"class {other!r}"),),
                 cluster=cluster.name,
                 hint=f"add a quota on class {other!r} in namespace {quota.namespace!r}, or "
@@ -388,13 +388,13 @@ def _quota_shortfalls(cluster: ClusterPlan) -> list[Finding]:
             continue
         parts = ", ".join(f"{svc.service.name} {replicas}×{count}"
                           for svc, replicas, count in users)
-        findings.append(Finding(
+        findings.append(finding(
             "GEN219",
             f"the quota allows {quota.devices} device(s) of class {quota.gpu_class!r} in "
             f"namespace {quota.namespace!r}, but its services claim {demand} at their minimum "
             f"replicas ({parts}): admission refuses the claims beyond {quota.devices}, and "
             "their pods never start",
-            cluster.located.at("quotas", index, "devices"), f"quotas[{index}].devices",
+            cluster.located.at("quotas", index, "devices"), key_path=f"quotas[{index}].devices",
             related=tuple(replace(svc.located.at("gpu", "gpu_class"),
                                   note=f"{svc.service.name} claims {replicas * count}")
                           for svc, replicas, count in users),
@@ -412,12 +412,12 @@ def _chart_floor(cluster: ClusterPlan) -> list[Finding]:
     version = tuple(int(p) for p in spec.dra_driver.version.lstrip("v").split("."))
     if not (version >= (25, 3, 1) or (version[0] == 0 and version >= (0, 4, 0))):
         return []
-    return [Finding(
+    return [finding(
         "GEN215",
         f"the NVIDIA DRA driver chart {spec.dra_driver.version} requires Kubernetes >= "
         f"1.{DRA_CHART_KUBE_FLOOR} (its kubeVersion); Helm refuses to install it on "
         f"1.{cluster.minor}",
-        cluster.located.at("kubernetes_version"), "kubernetes_version",
+        cluster.located.at("kubernetes_version"), key_path="kubernetes_version",
         hint="upgrade the cluster to 1.32 or newer, or use allocation: device-plugin",
         related=(replace(cluster.located.at("dra_driver", "version")
                          if "dra_driver" in cluster.located.document.data
@@ -438,22 +438,23 @@ def _selector_counts(plan: Plan) -> list[Finding]:
         count = len(class_cel(located.value))
         if name in dra_classes and count > MAX_SELECTORS:
             first = MAX_SELECTORS - 1  # selector #0 is the structured match
-            findings.append(Finding(
+            findings.append(finding(
                 "GEN216",
                 f"the DeviceClass would have {count} selectors (the structured match and "
                 f"{count - 1} cel entries); Kubernetes allows at most {MAX_SELECTORS}, so the "
                 "API server refuses it",
-                located.at("cel", first), f"cel[{first}]",
+                located.at("cel", first), key_path=f"cel[{first}]",
                 hint="join conditions with && into fewer expressions",
             ))
     for svc in plan.profiles.services.values():
         gpu = svc.value.gpu
         if gpu is not None and len(gpu.selectors) > MAX_SELECTORS:
-            findings.append(Finding(
+            findings.append(finding(
                 "GEN216",
                 f"the request has {len(gpu.selectors)} selectors; Kubernetes allows at most "
                 f"{MAX_SELECTORS}, so the API server refuses the claim template",
-                svc.at("gpu", "selectors", MAX_SELECTORS), f"gpu.selectors[{MAX_SELECTORS}]",
+                svc.at("gpu", "selectors", MAX_SELECTORS),
+                key_path=f"gpu.selectors[{MAX_SELECTORS}]",
                 hint="join conditions with && into fewer expressions",
                 service=svc.value.name,
             ))
@@ -480,20 +481,20 @@ def _device_plugin_drops(cluster: ClusterPlan) -> list[Finding]:
                             f"allocation_mode All becomes a request for {gpu.count} "
                             "device(s)"))
         for path, key, what in dropped:
-            findings.append(Finding(
-                "GEN217", f"{what}: {why}", svc.located.at(*path), key,
-                severity=Severity.WARNING, service=svc.service.name, cluster=cluster.name,
+            findings.append(finding(
+                "GEN217", f"{what}: {why}", svc.located.at(*path), key_path=key,
+                service=svc.service.name, cluster=cluster.name,
                 hint="remove it, or run the service on a DRA cluster",
             ))
         gpu_class = svc.gpu_class
         if gpu_class is not None and gpu_class.cel:
             located = cluster.gpu_classes[gpu_class.name]
-            findings.append(Finding(
+            findings.append(finding(
                 "GEN217",
                 f"the CEL selectors of class {gpu_class.name!r} (cel) are not rendered: "
                 f"service {svc.service.name!r} gets any device of its node pools, also those "
                 f"the expressions exclude; {why}",
-                located.at("cel"), "cel", severity=Severity.WARNING,
+                located.at("cel"), key_path="cel",
                 related=(replace(svc.located.at("gpu", "gpu_class"),
                                  note=f"used by service {svc.service.name!r}"),),
                 service=svc.service.name, cluster=cluster.name,
@@ -503,12 +504,12 @@ def _device_plugin_drops(cluster: ClusterPlan) -> list[Finding]:
             ))
         if gpu_class is not None and gpu_class.sharing is not None:
             located = cluster.gpu_classes[gpu_class.name]
-            findings.append(Finding(
+            findings.append(finding(
                 "GEN217",
                 f"class {gpu_class.name!r} shares devices through the DRA driver "
                 f"({gpu_class.sharing.strategy}), which service {svc.service.name!r} does not "
                 f"get: {why}",
-                located.at("sharing"), "sharing", severity=Severity.WARNING,
+                located.at("sharing"), key_path="sharing",
                 related=(replace(svc.located.at("gpu"),
                                  note=f"used by service {svc.service.name!r}"),),
                 service=svc.service.name, cluster=cluster.name,

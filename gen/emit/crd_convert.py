@@ -42,6 +42,7 @@ from typing import Any
 
 from gen.errors import Finding, SourceLocation
 from gen.fleet.loader import Document, format_key_path, parse_text
+from gen.rules import finding
 
 __all__ = [
     "OBJECT_META_REF",
@@ -142,18 +143,18 @@ def read_crds(text: str, path: str) -> tuple[list[CRDSchema], list[Finding]]:
     """The CRD versions in one file's text (``path`` as shown), and a located finding for each
     document that is not a usable CRD."""
     documents, findings = parse_text(text, path)
-    findings = [Finding(RULE, f"cannot read the CRD file: {f.message}", f.location)
+    findings = [finding(RULE, f"cannot read the CRD file: {f.message}", f.location)
                 for f in findings]
     schemas: list[CRDSchema] = []
     for doc in documents:
         for crd, where, key_path in _crd_documents(doc):
             if not isinstance(crd, Mapping):
-                findings.append(Finding(RULE, "not a CustomResourceDefinition (not a mapping)",
-                                        where, key_path))
+                findings.append(finding(RULE, "not a CustomResourceDefinition (not a mapping)",
+                                        where, key_path=key_path))
                 continue
             found, problems = crd_schemas(crd, path, where)
             schemas += found
-            findings += [Finding(RULE, p, where, key_path,
+            findings += [finding(RULE, p, where, key_path=key_path,
                                  hint="put CRDs here as `kubectl get crd NAME -o yaml` prints them")
                          for p in problems]
     return schemas, findings

@@ -46,8 +46,9 @@ from gen.emit.crd_convert import (
     to_json_schema,
 )
 from gen.emit.crd_rules import unevaluable_rules
-from gen.errors import Finding, Severity, SourceLocation
+from gen.errors import Finding, SourceLocation
 from gen.fleet.loader import display_path, format_key_path
+from gen.rules import finding
 
 __all__ = [
     "CRDSet",
@@ -347,7 +348,7 @@ def load_crd_dir(folder: Path | None, base: Path | None = None) -> tuple[CRDSet,
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as err:
-            findings.append(Finding("GEN023", f"cannot read the CRD file: {err}",
+            findings.append(finding("GEN023", f"cannot read the CRD file: {err}",
                                     SourceLocation(shown)))
             continue
         found, problems = read_crds(text, shown)
@@ -361,11 +362,10 @@ def load_crd_dir(folder: Path | None, base: Path | None = None) -> tuple[CRDSet,
 def _unevaluable(schema: CRDSchema, path: tuple[str | int, ...], rule: str,
                  why: str) -> Finding:
     version = schema.api_version.rpartition("/")[2]
-    return Finding(
+    return finding(
         "GEN025", f"gen cannot evaluate the rule {rule!r} of {schema.kind} {version}: {why}",
-        schema.location, format_key_path(["spec", "versions", version, "schema",
-                                          "openAPIV3Schema", *path]),
-        Severity.WARNING,
+        schema.location, key_path=format_key_path(["spec", "versions", version, "schema",
+                                                   "openAPIV3Schema", *path]),
         hint="objects of this kind are not checked against this rule; the API server checks "
              "them when they are applied")
 
@@ -375,7 +375,7 @@ def _unique(schemas: Iterable[CRDSchema], findings: list[Finding]) -> tuple[CRDS
     for schema in schemas:
         key = (schema.api_version, schema.kind)
         if key in seen:
-            findings.append(Finding(
+            findings.append(finding(
                 "GEN023", f"a second CRD for {schema.kind} {schema.api_version} (the first is "
                 f"{seen[key].location or seen[key].source})", schema.location,
                 hint="keep one CRD per kind in the CRD folder"))

@@ -41,6 +41,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gen import rules
 from gen.caches import memoize
 from gen.errors import Finding, KubeconformError, Severity, SourceLocation, ToolNotFoundError
 from gen.pins import pin
@@ -413,12 +414,12 @@ def _resource_findings(
     related = (profile,) if profile is not None else ()
 
     def finding(
-        message: str, *, key_path: str = "", severity: Severity = Severity.ERROR, hint: str = ""
+        message: str, *, key_path: str = "", severity: Severity | None = None, hint: str = ""
     ) -> Finding:
-        return Finding(
-            rule=RULE,
-            message=message,
-            location=location,
+        return rules.finding(
+            RULE,
+            message,
+            location,
             key_path=key_path,
             severity=severity,
             hint=hint,

@@ -522,7 +522,8 @@ def check_out_dir(out_dir: Path, label: str, profiles_dir: Path) -> None:
     Raises:
         OutputError: with one finding located at the ``--out`` path, rule GEN000.
     """
-    from gen.errors import Finding, SourceLocation
+    from gen.errors import SourceLocation
+    from gen.rules import finding
 
     problem = _target_problem(out_dir)
     if problem is None:
@@ -535,7 +536,7 @@ def check_out_dir(out_dir: Path, label: str, profiles_dir: Path) -> None:
             problem = (f"it holds the profiles folder {os.fspath(profiles_dir)!r}: out/ is "
                        "the tree Argo CD or Flux syncs, replaced as a whole on each render")
     if problem is not None:
-        raise OutputError(findings=[Finding(
+        raise OutputError(findings=[finding(
             "GEN000", f"--out {label!r} cannot be used: {problem}", SourceLocation(label),
             hint="give --out a folder of its own (default: out/ beside profiles/)",
         )])

@@ -30,6 +30,7 @@ from gen.emit import skeleton, yamlfast
 from gen.errors import Finding, SourceLocation, TemplateError
 from gen.fleet.generated import YAML_HEADER
 from gen.fleet.plan import STAGES, ClusterPlan, FileSpec, ManifestSpec
+from gen.rules import finding
 
 __all__ = [
     "BUILTIN_TEMPLATES",
@@ -301,13 +302,13 @@ def render_manifest(
         docs, body = (None, None) if shaped is None else shaped
         text = template.render(**spec.context) if docs is None else ""
     except jinja2.TemplateNotFound as err:
-        raise TemplateError(findings=[Finding(
+        raise TemplateError(findings=[finding(
             "GEN010", f"template {err.name!r} not found", spec.origin,
         )]) from None
     except (jinja2.TemplateError, TypeError, ValueError, AttributeError, KeyError) as err:
         where = _template_location(err, env, spec.template)
         where = SourceLocation(_display_template(where.path), where.line)
-        raise TemplateError(findings=[Finding(
+        raise TemplateError(findings=[finding(
             "GEN010", f"{type(err).__name__}: {err}", where,
             hint=f"rendering for the profile at {spec.origin}",
         )]) from None
@@ -322,13 +323,13 @@ def render_manifest(
             0,
         )
         detail = f" (rendered line {mark.line + 1})" if mark is not None else ""
-        raise TemplateError(findings=[Finding(
+        raise TemplateError(findings=[finding(
             "GEN011", f"template output is not valid YAML{detail}: {err}", where,
             hint=f"rendering for the profile at {spec.origin}",
         )]) from None
     problem = _check_object(docs)
     if problem is not None:
-        raise TemplateError(findings=[Finding(
+        raise TemplateError(findings=[finding(
             "GEN011", problem,
             SourceLocation(_display_template(template.filename or spec.template)),
             hint=f"rendering for the profile at {spec.origin}",
@@ -395,7 +396,7 @@ def render_cluster(
             continue
         where = str(obj.path)
         if where in seen:
-            errors.append(Finding(
+            errors.append(finding(
                 "GEN012",
                 f"two objects render to {where}: {obj.kind} {obj.data['metadata']['name']!r}",
                 spec.origin, related=(seen[where].origin,),

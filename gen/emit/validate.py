@@ -43,6 +43,7 @@ from gen.emit.crd_schemas import CRDSet, json_schema
 from gen.errors import Finding, SourceLocation
 from gen.fleet.loader import format_key_path
 from gen.k8s import names
+from gen.rules import finding
 
 __all__ = ["SchemaValidator", "compiled", "metadata_findings", "schema_version_for", "warm"]
 
@@ -241,14 +242,14 @@ def _custom_findings(validator: Any, data: Mapping[str, Any], crd: CRDSchema,
     prepared = checks.prepare(data)
     if not validator.is_valid(prepared):
         what = f"{crd.kind} does not match its CRD ({crd.source})"
-        return [Finding("GEN020", f"{what}: {error.message}", where,
-                        format_key_path(list(error.instance_path)),
+        return [finding("GEN020", f"{what}: {error.message}", where,
+                        key_path=format_key_path(list(error.instance_path)),
                         related=_with_crd(related, crd))
                 for error in validator.iter_errors(prepared)]
     # A rule gen cannot compile is reported once, at its CRD (GEN025, by load_crd_dir).
     errors = checks.errors(prepared)
-    return [Finding("GEN024", f"{crd.kind} breaks a rule of its CRD ({crd.source}): "
-                    f"{error.message}", where, format_key_path(list(error.path)),
+    return [finding("GEN024", f"{crd.kind} breaks a rule of its CRD ({crd.source}): "
+                    f"{error.message}", where, key_path=format_key_path(list(error.path)),
                     related=_with_crd(related, crd))
             for error in errors if error.evaluated] if errors else []
 
@@ -263,7 +264,7 @@ def _findings(validator: Any, data: Mapping[str, Any], minor: int, where: Source
     api_version = str(data.get("apiVersion", ""))
     kind = str(data.get("kind", ""))
     if validator is None:
-        return [Finding(
+        return [finding(
             "GEN020",
             f"no schema for {kind} {api_version} in Kubernetes 1.{minor} and no CRD for it: "
             "the cluster's API server does not serve it",
@@ -272,9 +273,9 @@ def _findings(validator: Any, data: Mapping[str, Any], minor: int, where: Source
                  "for a custom resource, put its CRD in crds/ beside profiles/ (or --crds)",
         )]
     return [
-        Finding(
+        finding(
             "GEN020", f"{kind} does not match the 1.{minor} schema: {error.message}",
-            where, format_key_path(list(error.instance_path)), related=related,
+            where, key_path=format_key_path(list(error.instance_path)), related=related,
         )
         for error in validator.iter_errors(data)
     ]
@@ -298,7 +299,7 @@ def metadata_findings(data: Mapping[str, Any], where: SourceLocation,
         _strings(meta.get("labels")), _strings(meta.get("annotations")),
         tuple((i, v) for i, v in enumerate(finalizers if isinstance(finalizers, list) else ())
               if isinstance(v, str)))
-    return [Finding("GEN022", message, where, key_path, related=related)
+    return [finding("GEN022", message, where, key_path=key_path, related=related)
             for key_path, message in errors]
 
 

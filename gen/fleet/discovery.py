@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from gen.errors import Finding, SourceLocation
+from gen.rules import finding
 
 __all__ = [
     "CONFIG_FILE",
@@ -53,7 +54,7 @@ def discover(root: Path, repo: Path | None = None) -> tuple[list[Path], list[Fin
 
     def refuse(link: Path, why: str) -> None:
         shown = display_path(link, repo_real, resolve=False)
-        problems.append(Finding(
+        problems.append(finding(
             "GEN001", why, SourceLocation(shown),
             hint="make the link point at a file inside the fleet repository, or remove it",
         ))

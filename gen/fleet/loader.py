@@ -43,6 +43,7 @@ from gen.fleet.discovery import (
     json_files,
     profile_files,
 )
+from gen.rules import finding
 
 __all__ = [
     "CONFIG_FILE",
@@ -246,13 +247,14 @@ def _key_problem(key_node: yaml.Node, path: KeyPath, here: SourceLocation) -> Fi
             return None
         raw = key_node.value
         what = _TAG_WORDS.get(str(key_node.tag), f"a {key_node.tag}")
-        return Finding(
+        return finding(
             "GEN002", f"key {raw!r} is read by YAML as {what}, not as a name",
-            here, format_key_path(path),
+            here, key_path=format_key_path(path),
             hint=f"quote it: '{raw}':" if "'" not in raw else f'quote it: "{raw}":',
         )
-    return Finding(
-        "GEN002", "a key must be a name, not a list or a mapping", here, format_key_path(path),
+    return finding(
+        "GEN002", "a key must be a name, not a list or a mapping", here,
+        key_path=format_key_path(path),
     )
 
 
@@ -280,9 +282,9 @@ def _walk(
             if problem is not None:
                 findings.append(problem)
             if key in seen and key != "<<":
-                findings.append(Finding(
+                findings.append(finding(
                     "GEN001", f"duplicate key {key!r} (first at line {seen[key].line})",
-                    here, format_key_path((*path, key)),
+                    here, key_path=format_key_path((*path, key)),
                     hint="YAML keeps only the last value; remove one of them",
                 ))
             seen[key] = here
@@ -362,14 +364,14 @@ def parse_text(text: str, path: str) -> tuple[list[Document], list[Finding]]:
                     raise _TooBig
                 _walk(node, (), path, positions, [MAX_NODES], 0, findings, scalars)
             except _TooBig:
-                findings.append(Finding(
+                findings.append(finding(
                     "GEN001", f"document expands to more than {MAX_NODES} nodes",
                     where, hint="YAML aliases that expand exponentially are refused",
                 ))
                 index += 1
                 continue
             except _TooDeep as deep:
-                findings.append(Finding(
+                findings.append(finding(
                     "GEN001", f"nesting deeper than {MAX_DEPTH} levels", deep.where,
                 ))
                 index += 1
@@ -386,7 +388,7 @@ def parse_text(text: str, path: str) -> tuple[list[Document], list[Finding]]:
     except yaml.MarkedYAMLError as err:
         findings.append(_syntax_finding(err, path, text))
     except (yaml.YAMLError, RecursionError) as err:
-        findings.append(Finding("GEN001", f"YAML error: {err}", SourceLocation(path)))
+        findings.append(finding("GEN001", f"YAML error: {err}", SourceLocation(path)))
     finally:
         loader.dispose()
     return documents, findings
@@ -404,14 +406,14 @@ def _syntax_finding(err: yaml.MarkedYAMLError, path: str, text: str = "") -> Fin
     if "quoted scalar" in context and err.context_mark is not None:
         end = err.problem_mark
         reached = f" (reached line {end.line + 1})" if end is not None else ""
-        return Finding(
+        return finding(
             "GEN001", f"YAML syntax error: the quoted string that starts here is never "
             f"closed{reached}", loc, hint="close the quote on the same value",
         )
     runaway = _runaway_quote(text, err.problem_mark) if text else None
     if runaway is not None:
         start, end_line = runaway
-        return Finding(
+        return finding(
             "GEN001", f"YAML syntax error: the quoted string that starts here runs on to "
             f"line {end_line}, over lines that look like keys: a closing quote is missing",
             _mark(path, start),
@@ -419,7 +421,7 @@ def _syntax_finding(err: yaml.MarkedYAMLError, path: str, text: str = "") -> Fin
         )
     if context:
         problem = f"{problem} ({context})"
-    return Finding("GEN001", f"YAML syntax error: {problem}", loc)
+    return finding("GEN001", f"YAML syntax error: {problem}", loc)
 
 
 _KEY_LINE = re.compile(r"\n[ \t]*[-\w./]+:[ \t]")
@@ -451,19 +453,19 @@ def _position(raw: bytes, offset: int, path: str) -> SourceLocation:
 
 def _decode(raw: bytes, path: str, size: int = 0) -> tuple[str | None, Finding | None]:
     if len(raw) > MAX_FILE_BYTES:
-        return None, Finding(
+        return None, finding(
             "GEN001", f"file is {max(size, len(raw))} bytes; the limit is {MAX_FILE_BYTES}",
             SourceLocation(path),
         )
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
-        return None, Finding(
+        return None, finding(
             "GEN001", f"not UTF-8: byte 0x{raw[err.start]:02x} at offset {err.start}",
             _position(raw, err.start, path),
         )
     if "\x00" in text:
-        return None, Finding(
+        return None, finding(
             "GEN001", "file contains NUL bytes", _position(raw, raw.index(b"\x00"), path),
         )
     return text, None
@@ -496,11 +498,11 @@ def _missing_folder(root: Path) -> Finding | None:
     if root.is_dir():
         return None
     if root.exists():
-        return Finding(
+        return finding(
             "GEN001", f"{shown!r} is a file, not a folder of profiles", SourceLocation(shown),
             hint="profiles live in a folder of *.yaml files; give it with --profiles DIR",
         )
-    return Finding(
+    return finding(
         "GEN001", f"profiles folder {shown!r} does not exist", SourceLocation(shown),
         hint="run gen in a fleet repository (one with a profiles/ folder), give "
         "--profiles DIR, or create one with 'gen init DIR'",
@@ -525,7 +527,7 @@ def load_documents(root: Path, *, base: Path | None = None) -> list[Document]:
                 ch if _bad_name(ch) is None else ascii(ch)[1:-1]
                 for ch in os.fsencode(shown).decode("utf-8", "backslashreplace")
             )
-            findings.append(Finding(
+            findings.append(finding(
                 "GEN001", bad, SourceLocation(printable), hint="rename the file",
             ))
             continue
@@ -533,7 +535,7 @@ def load_documents(root: Path, *, base: Path | None = None) -> list[Document]:
             raw, size = _read(file)
         except OSError as err:
             findings.append(
-                Finding("GEN001", f"cannot read: {err.strerror}", SourceLocation(shown))
+                finding("GEN001", f"cannot read: {err.strerror}", SourceLocation(shown))
             )
             continue
         text, problem = _decode(raw, shown, size)

@@ -26,6 +26,7 @@ from gen.fleet.suppress import (
 )
 from gen.fleet.suppression import Suppression
 from gen.models import ModelProfile, profile_adapter
+from gen.rules import finding
 
 __all__ = [
     "Located",
@@ -45,11 +46,11 @@ def secret_findings(doc: Document) -> list[Finding]:
     from gen.redact import literal_secrets
 
     return [
-        Finding(
+        finding(
             "GEN501",
             f"this value looks like {what}; profiles are committed to Git and must not hold "
             "secrets",
-            doc.locate(path)[0], format_key_path(path),
+            doc.locate(path)[0], key_path=format_key_path(path),
             hint="revoke it, and keep it in a Secret: a service references its own by name "
             "(auth.hf_token / auth.api_key: {name, key}); a Git repository's credentials go "
             "in the GitOps engine's repository Secret",
@@ -75,7 +76,7 @@ def validate_documents(documents: Iterable[Document]) -> ProfileSet:
     suppressions: list[Suppression] = []
     for doc in documents:
         if not isinstance(doc.data, dict):
-            findings.append(Finding(
+            findings.append(finding(
                 "GEN002", "a profile document must be a mapping with a 'kind' key",
                 doc.location,
             ))
@@ -94,9 +95,9 @@ def validate_documents(documents: Iterable[Document]) -> ProfileSet:
         slot = slots[_SLOTS[value.kind]]
         if value.name in slot:
             first = slot[value.name].document.location
-            findings.append(Finding(
+            findings.append(finding(
                 "GEN002", f"duplicate {value.kind} {value.name!r} (first defined at {first})",
-                doc.locate(("name",))[0], "name",
+                doc.locate(("name",))[0], key_path="name",
             ))
             continue
         slot[value.name] = Located(value, doc)
@@ -145,9 +146,9 @@ def _model_configs(root: Path, base: Path | None,
             continue
         target = (source.parent / config).resolve()
         if Path(config).is_absolute() or not target.is_relative_to(inside):
-            findings.append(Finding(
+            findings.append(finding(
                 "GEN002", f"{config!r} is outside the profiles folder",
-                located.at("config"), "config",
+                located.at("config"), key_path="config",
                 hint="keep the config.json in the fleet repository, under profiles/, and "
                 "give its path relative to this file",
             ))

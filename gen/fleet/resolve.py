@@ -16,6 +16,7 @@ from gen.errors import Finding, SourceLocation, UnresolvedReferenceError
 from gen.fleet.plan import ClusterPlan, Plan, PoolPlan, ServicePlan
 from gen.fleet.profiles import Located, ProfileSet
 from gen.k8s.versions import dra_api_version, kubernetes_minor
+from gen.rules import finding
 
 if TYPE_CHECKING:
     from gen.models import Cluster, GPUClass, InferenceService
@@ -36,8 +37,9 @@ def _known(names: Iterable[str], wanted: str) -> str:
 def _not_found(what: str, name: str, known: Iterable[str], where: SourceLocation,
                key_path: str, scope: str = "") -> Finding:
     """GEN003 ``<what> 'name' not found[ in <scope>]; did you mean ...? known: ...``."""
-    return Finding(
-        "GEN003", f"{what} {name!r} not found{scope}; " + _known(known, name), where, key_path
+    return finding(
+        "GEN003", f"{what} {name!r} not found{scope}; " + _known(known, name), where,
+        key_path=key_path,
     )
 
 
@@ -57,9 +59,9 @@ def _resolve_pools(
             try:
                 gpu = catalog.lookup(pool.gpu)
             except CatalogLookupError as err:
-                findings.append(Finding(
+                findings.append(finding(
                     "GEN003", err.message, located.at("node_pools", i, "gpu"),
-                    f"node_pools[{i}].gpu", hint="see 'gen catalog gpus'",
+                    key_path=f"node_pools[{i}].gpu", hint="see 'gen catalog gpus'",
                 ))
                 continue
         layout = None
@@ -77,14 +79,15 @@ def _resolve_pools(
             try:
                 layout_gpu = catalog.lookup(layout.gpu)
             except CatalogLookupError as err:
-                findings.append(Finding("GEN003", err.message, ref.at("gpu"), "gpu"))
+                findings.append(finding("GEN003", err.message, ref.at("gpu"), key_path="gpu"))
                 continue
             if layout_gpu.id != gpu.id:
-                findings.append(Finding(
+                findings.append(finding(
                     "GEN003",
                     f"MIG layout {layout.name!r} is for {layout_gpu.id}, but pool "
                     f"{pool.name!r} has {gpu.id}",
-                    located.at("node_pools", i, "mig_layout"), f"node_pools[{i}].mig_layout",
+                    located.at("node_pools", i, "mig_layout"),
+                    key_path=f"node_pools[{i}].mig_layout",
                 ))
                 continue
             if layout.profiles is not None:
@@ -110,7 +113,7 @@ def _model_catalog(profiles: ProfileSet, findings: list[Finding]) -> ModelCatalo
         try:
             extra.append(LLMSpec.from_profile(m.value, profiles.model_configs.get(name)))
         except ValueError as err:  # the catalog's own consistency rules
-            findings.append(Finding("GEN002", str(err), m.document.location))
+            findings.append(finding("GEN002", str(err), m.document.location))
     return model_catalog().with_extra(extra)
 
 
@@ -141,8 +144,9 @@ def _gpu_missing(svc_located: Located[InferenceService], pools: Sequence[PoolPla
     if reachable and not nvidia:
         return None
     where = f" (pool {nvidia[0]!r} of cluster {cluster!r} is NVIDIA)" if nvidia else ""
-    return Finding(
-        "GEN002", f"'gpu' is required for engine vllm{where}", svc_located.at("gpu"), "gpu",
+    return finding(
+        "GEN002", f"'gpu' is required for engine vllm{where}", svc_located.at("gpu"),
+        key_path="gpu",
         hint="add 'gpu: {gpu_class: <GPUClass>, count: 1}', or 'mac_hosts' for native "
         "macOS serving (engines vllm-metal, vllm-mlx, llama-server)",
     )
@@ -183,8 +187,8 @@ def _resolve_service(
     try:
         model = models.lookup(svc.model)
     except CatalogLookupError as err:
-        findings.append(Finding(
-            "GEN003", err.message, svc_located.at("model"), "model",
+        findings.append(finding(
+            "GEN003", err.message, svc_located.at("model"), key_path="model",
             hint="add a 'kind: Model' profile with its architecture numbers",
         ))
     return gpu_class, alternatives, model

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from gen.errors import Finding
 from gen.fleet.loader import Document, KeyPath, format_key_path
 from gen.models import Cluster, GPUClass, InferenceService, MIGLayout, ModelProfile
+from gen.rules import finding
 
 __all__ = ["did_you_mean", "pydantic_findings"]
 
@@ -37,7 +38,7 @@ def pydantic_findings(err: ValidationError, doc: Document) -> list[Finding]:
         if issue["type"] == "missing":
             shown.extend(missing)
         findings.append(
-            Finding("GEN002", message, where, format_key_path(shown), hint=hint)
+            finding("GEN002", message, where, key_path=format_key_path(shown), hint=hint)
         )
     return findings
 

@@ -38,12 +38,13 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field, ValidationError
 
-from gen.errors import Finding, ProfileValidationError, Severity, SourceLocation
+from gen.errors import Finding, ProfileValidationError, SourceLocation
 from gen.fleet.loader import CONFIG_FILE, Document, fleet_config_repo, parse_text
 from gen.fleet.schema_findings import did_you_mean, pydantic_findings
 from gen.fleet.suppression import About, Suppression
 from gen.models._base import Spec
 from gen.models._types import DNSLabel, Reason, RuleId
+from gen.rules import finding
 
 if TYPE_CHECKING:
     from gen.fleet.profile_set import ProfileSet
@@ -129,7 +130,7 @@ def load_fleet_config(repo: Path, shown: str = CONFIG_FILE) -> list[Suppression]
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise ProfileValidationError(f"cannot read {shown}", findings=[
-            Finding("GEN001", f"cannot read: {err}", SourceLocation(shown))]) from None
+            finding("GEN001", f"cannot read: {err}", SourceLocation(shown))]) from None
     documents, problems = parse_text(text, shown)
     if problems:
         raise ProfileValidationError(f"cannot read {shown}", findings=problems)
@@ -172,22 +173,22 @@ def _problems(suppressions: Sequence[Suppression], known: Iterable[str]) -> tupl
     problems: list[Finding] = []
     for s in suppressions:
         if not s.rule:
-            problems.append(Finding(
+            problems.append(finding(
                 "GEN005", "the suppression names no rule", s.location,
                 hint="write '# gen: ignore[GEN303] why the rule does not apply here'",
             ))
         elif s.rule not in rules:
-            problems.append(Finding(
+            problems.append(finding(
                 "GEN005", f"unknown rule id {s.rule!r}{_rule_guess(s.rule, rules)}",
                 s.location, hint="docs/lint-rules.md lists every rule",
             ))
         elif s.rule in UNSUPPRESSIBLE:
-            problems.append(Finding(
+            problems.append(finding(
                 "GEN005", f"{s.rule} cannot be suppressed", s.location,
                 hint="only lint rules can be silenced; fix the input instead",
             ))
         elif not s.reason.strip():
-            problems.append(Finding(
+            problems.append(finding(
                 "GEN005", f"the suppression of {s.rule} gives no reason", s.location,
                 hint=f"say why the rule does not apply: '# gen: ignore[{s.rule}] reason'",
             ))
@@ -238,20 +239,19 @@ def apply_suppressions(
     kept: list[Finding] = []
     silenced: list[tuple[Finding, Suppression]] = []
     used: set[int] = set()
-    for finding in findings:
-        about = owner(finding)
-        hits = [i for i, s in enumerate(usable) if s.matches(finding, about)]
+    for found in findings:
+        about = owner(found)
+        hits = [i for i, s in enumerate(usable) if s.matches(found, about)]
         if not hits:
-            kept.append(finding)
+            kept.append(found)
         else:
             used.update(hits)
-            silenced.append((finding, usable[hits[0]]))
+            silenced.append((found, usable[hits[0]]))
     if report_unused:
         for i, s in enumerate(usable):
             if i not in used:
-                problems.append(Finding(
+                problems.append(finding(
                     "GEN004", f"the suppression of {s.rule} matches no finding", s.location,
-                    severity=Severity.WARNING,
                     hint="remove it: the problem it silenced is gone (or it is on the "
                     "wrong line)",
                 ))

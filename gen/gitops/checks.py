@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-from gen.errors import Finding, Severity, SourceLocation
+from gen.errors import Finding, SourceLocation
 from gen.fleet.manifests import has_addon, model_cache_storage
 from gen.fleet.plan import ClusterPlan, Plan, ServicePlan
 from gen.gitops.fleet import fleet_view
+from gen.rules import finding
 
 __all__ = ["check", "check_clusters", "fleet_modes"]
 
@@ -19,23 +20,24 @@ def _addons(cluster: ClusterPlan) -> list[Finding]:
     monitoring = cluster.cluster.monitoring
     if (monitoring.service_monitors and "service_monitors" in monitoring.model_fields_set
             and not has_addon(cluster, "prometheus-operator")):
-        findings.append(Finding(
+        findings.append(finding(
             "GEN700",
             f"cluster {cluster.name!r} asks for ServiceMonitors but does not declare the "
             "Prometheus Operator: without its CRD, Argo CD's dry run fails the whole sync "
             "and Flux the whole workloads stage",
-            cluster.located.at("monitoring", "service_monitors"), "monitoring.service_monitors",
+            cluster.located.at("monitoring", "service_monitors"),
+            key_path="monitoring.service_monitors",
             hint="add 'prometheus-operator' to the cluster's addons once it is installed, "
             "or set service_monitors: false", cluster=cluster.name,
         ))
     for svc in cluster.services:
         if svc.service.autoscaling is not None and not has_addon(cluster, "keda"):
-            findings.append(Finding(
+            findings.append(finding(
                 "GEN701",
                 f"service {svc.service.name!r} autoscales in cluster {cluster.name!r}, which "
                 "does not declare KEDA: its ScaledObject would fail the sync (no CRD) and "
                 "nothing would scale it",
-                svc.located.at("autoscaling"), "autoscaling",
+                svc.located.at("autoscaling"), key_path="autoscaling",
                 hint="add 'keda' to the cluster's addons once KEDA is installed there, or "
                 "remove autoscaling and set replicas",
                 related=(cluster.located.at("addons"),),
@@ -83,12 +85,12 @@ def _storage(cluster: ClusterPlan, svc: ServicePlan) -> Finding | None:
         if mode not in ("ReadWriteMany", "ReadOnlyMany"):
             return None
         where, key = _mode_location(svc, at_storage=True)
-        return Finding(
+        return finding(
             "GEN704",
             f"the model cache of service {service.name!r} needs {mode}{why} and names no "
             f"StorageClass, and cluster {cluster.name!r} declares no default one: most "
             "default classes are block storage, on which the PVC and the pods stay Pending",
-            where, key, severity=Severity.WARNING,
+            where, key_path=key,
             hint="name a class that offers it (storage.storage_class, or the cluster's "
             "storage.model_cache_class), declare the default class with its access modes "
             "(storage.classes: [{name, access_modes, default: true}]), or one replica with "
@@ -101,12 +103,12 @@ def _storage(cluster: ClusterPlan, svc: ServicePlan) -> Finding | None:
     if klass is None or klass not in declared or mode in declared[klass].access_modes:
         return None
     where, key = _mode_location(svc, at_storage=False)
-    return Finding(
+    return finding(
         "GEN702",
         f"the model cache of service {service.name!r} needs {mode}{why}, which StorageClass "
         f"{klass!r} of cluster {cluster.name!r} does not provide "
         f"({', '.join(declared[klass].access_modes)}): the PVC stays Pending",
-        where, key,
+        where, key_path=key,
         hint="name a class that offers it (storage.storage_class), or one replica with "
         "ReadWriteOnce", related=(cluster.located.at("storage"),),
         service=service.name, cluster=cluster.name,
@@ -126,11 +128,12 @@ def _undeclared_classes(cluster: ClusterPlan) -> list[Finding]:
     findings: list[Finding] = []
     if storage.model_cache_class is not None and storage.model_cache_class not in declared:
         name = storage.model_cache_class
-        findings.append(Finding(
+        findings.append(finding(
             "GEN705",
             f"model_cache_class {name!r} is not a StorageClass cluster {cluster.name!r} "
             f"declares{did_you_mean(name, declared)}: the model-cache PVCs never bind",
-            cluster.located.at("storage", "model_cache_class"), "storage.model_cache_class",
+            cluster.located.at("storage", "model_cache_class"),
+            key_path="storage.model_cache_class",
             hint=f"declared classes: {listed}; add the class to storage.classes if it exists",
             cluster=cluster.name,
         ))
@@ -138,12 +141,12 @@ def _undeclared_classes(cluster: ClusterPlan) -> list[Finding]:
         named = svc.service.storage.storage_class
         if named is None or named in declared or svc.service.mac_hosts:
             continue
-        findings.append(Finding(
+        findings.append(finding(
             "GEN705",
             f"StorageClass {named!r} of service {svc.service.name!r} is not one cluster "
             f"{cluster.name!r} declares{did_you_mean(named, declared)}: its model-cache PVC "
             "never binds",
-            svc.located.at("storage", "storage_class"), "storage.storage_class",
+            svc.located.at("storage", "storage_class"), key_path="storage.storage_class",
             hint=f"declared classes: {listed}; add the class to the cluster's storage.classes "
             "if it exists there", related=(cluster.located.at("storage", "classes"),),
             service=svc.service.name, cluster=cluster.name,
@@ -182,13 +185,13 @@ def fleet_modes(plan: Plan) -> list[Finding]:
             others = [m for other, m in explicit if other != mode]
             other_modes = sorted({other for other, _ in explicit if other != mode})
             names = ", ".join(repr(m.name) for m in others)
-            findings.append(Finding(
+            findings.append(finding(
                 "GEN703",
                 f"cluster {member.name!r} sets fleet_mode {mode!r}, but {names}, synced by "
                 f"the same Argo CD root {group.root!r}, "
                 f"{'sets' if len(others) == 1 else 'set'} "
                 f"{' or '.join(repr(m) for m in other_modes)}",
-                member.located.at("gitops", "fleet_mode"), "gitops.fleet_mode",
+                member.located.at("gitops", "fleet_mode"), key_path="gitops.fleet_mode",
                 hint="one root Application delivers its clusters one way: give them the "
                 "same fleet_mode (or leave it 'auto')",
                 related=tuple(m.located.at("gitops", "fleet_mode") for m in others),

@@ -10,6 +10,7 @@ from gen.errors import Finding, Severity, SourceLocation
 from gen.fleet.plan import ClusterPlan, Plan
 from gen.models import MIGLayout
 from gen.models.cluster import NodePool
+from gen.rules import finding
 
 
 def _counts_of(layout: MIGLayout, indices: tuple[int, ...]) -> tuple[
@@ -55,19 +56,19 @@ def check_clusters(plan: Plan) -> list[Finding]:
             where = cluster.located.at("node_pools", i, "mig_layout")
             key = f"node_pools[{i}].mig_layout"
             if not pool_plan.gpu.mig_capable:
-                findings.append(Finding(
-                    "GEN104", f"{pool_plan.gpu.name} does not support MIG", where, key,
+                findings.append(finding(
+                    "GEN104", f"{pool_plan.gpu.name} does not support MIG", where, key_path=key,
                     hint="remove mig_layout, or use a MIG-capable GPU (gen catalog gpus)",
                 ))
                 continue
             for indices, result in pool_plan.mig_checks:
                 bad_index = [g for g in indices if g >= pool.gpus_per_node]
                 if bad_index:
-                    findings.append(Finding(
+                    findings.append(finding(
                         "GEN101",
                         f"layout {layout.name!r} names GPU index {bad_index[0]}, but nodes "
                         f"of pool {pool.name!r} have {pool.gpus_per_node} GPUs",
-                        where, key,
+                        where, key_path=key,
                     ))
                 counts, counts_path = _counts_of(layout, indices)
                 for error in result.errors:
@@ -80,16 +81,16 @@ def check_clusters(plan: Plan) -> list[Finding]:
                                                       error)
                         related = (replace(where, note=f"used by pool {pool.name!r} of "
                                            f"cluster {cluster.name!r}"),)
-                    findings.append(Finding(
+                    findings.append(finding(
                         rule, f"layout {layout.name!r} on {pool_plan.gpu.name}: {error}",
-                        at, at_key, related=related,
+                        at, key_path=at_key, related=related,
                         hint="check with: gen mig check --gpu "
                         f"{pool_plan.gpu.id} " + " ".join(
                             f"{p}={c}" for p, c in sorted(counts.items())
                         ),
                     ))
                 findings.extend(
-                    Finding("GEN101", f"layout {layout.name!r}: {w}", where, key,
+                    finding("GEN101", f"layout {layout.name!r}: {w}", where, key_path=key,
                             severity=Severity.WARNING)
                     for w in result.warnings
                 )
@@ -97,11 +98,11 @@ def check_clusters(plan: Plan) -> list[Finding]:
             if uncovered:
                 findings.append(_uncovered_finding(plan, cluster, i, uncovered))
             if pool.previous_mig_layout and pool.previous_mig_layout != layout.name:
-                findings.append(Finding(
+                findings.append(finding(
                     "GEN103",
                     f"pool {pool.name!r} changes MIG layout {pool.previous_mig_layout!r} → "
                     f"{layout.name!r}: running GPU pods are killed when mig-manager applies it",
-                    where, key, severity=Severity.WARNING,
+                    where, key_path=key,
                     hint=f"follow out/_reports/{cluster.name}/mig-runbook.md "
                     f"(or 'gen explain --runbook --cluster {cluster.name}'); then remove "
                     "previous_mig_layout",
@@ -126,13 +127,13 @@ def _uncovered_finding(plan: Plan, cluster: ClusterPlan, index: int,
     located = plan.profiles.mig_layouts[pool.mig_layout]
     gpus = ", ".join(str(g) for g in uncovered)
     named = pool.gpus_per_node - len(uncovered)
-    return Finding(
+    return finding(
         "GEN105",
         f"layout {pool.mig_layout!r} configures {named} of the {pool.gpus_per_node} GPUs of "
         f"each node of pool {pool.name!r}: mig-parted leaves GPU"
         f"{'s' if len(uncovered) > 1 else ''} {gpus} in whatever MIG mode and instances "
         "they had, which no profile says",
-        located.at("per_gpu"), "per_gpu",
+        located.at("per_gpu"), key_path="per_gpu",
         hint=f"add an entry for GPU{'s' if len(uncovered) > 1 else ''} [{gpus}]: "
         "'profiles: {}' keeps them whole GPUs (MIG off), or give their MIG profiles",
         related=(replace(cluster.located.at("node_pools", index, "mig_layout"),
@@ -155,9 +156,9 @@ def unused_layouts(plan: Plan) -> list[Finding]:
         if name in used or gpu is None:
             continue  # used layouts are checked on their pools; GEN003 names unknown GPUs
         if not gpu.mig_capable:
-            findings.append(Finding(
+            findings.append(finding(
                 "GEN104", f"layout {name!r} is for {gpu.name}, which does not support MIG",
-                located.at("gpu"), "gpu",
+                located.at("gpu"), key_path="gpu",
             ))
             continue
         for j, counts in enumerate(layout.all_counts()):
@@ -165,9 +166,9 @@ def unused_layouts(plan: Plan) -> list[Finding]:
                 "per_gpu", j, "profiles")
             for error in check_layout(gpu, counts).errors:
                 at, key = _layout_location(plan, name, path, counts, error)
-                findings.append(Finding(
+                findings.append(finding(
                     "GEN101", f"layout {name!r} on {gpu.name} (used by no pool yet): {error}",
-                    at, key, hint="check with: gen mig check --gpu "
+                    at, key_path=key, hint="check with: gen mig check --gpu "
                     f"{gpu.id} " + " ".join(f"{p}={c}" for p, c in sorted(counts.items())),
                 ))
     return findings
@@ -186,12 +187,12 @@ def _dynamic_findings(cluster: ClusterPlan) -> list[Finding]:
     findings: list[Finding] = []
     if not pools:
         if declared:
-            findings.append(Finding(
+            findings.append(finding(
                 "GEN114",
                 f"cluster {cluster.name!r} declares the DRA driver's {dm.DRIVER_GATE} gate but "
                 "no pool says 'mig: dynamic': gen does not pass the gate on (the driver would "
                 "take over MIG on every MIG-capable node and tear down static MIG devices)",
-                gate_at, gate_key,
+                gate_at, key_path=gate_key,
                 hint="remove the gate, or set 'mig: dynamic' on the pools it is for "
                 "(gen then sets the gate itself)",
             ))
@@ -199,11 +200,11 @@ def _dynamic_findings(cluster: ClusterPlan) -> list[Finding]:
     first = pools[0][0]
     if spec.allocation != "dra":
         for i, pool in pools:
-            findings.append(Finding(
+            findings.append(finding(
                 "GEN110",
                 f"pool {pool.name!r} is 'mig: dynamic', which needs DRA; cluster "
                 f"{cluster.name!r} uses the device plugin",
-                at("node_pools", i, "mig"), f"node_pools[{i}].mig",
+                at("node_pools", i, "mig"), key_path=f"node_pools[{i}].mig",
                 hint="use allocation: dra, or a static mig_layout",
             ))
         return findings
@@ -223,9 +224,9 @@ def _dynamic_pool_findings(cluster: ClusterPlan, pools: list[tuple[int, NodePool
     for i, pool in pools:
         pool_plan = cluster.pools[i]
         if pool_plan.gpu is not None and not pool_plan.gpu.mig_capable:
-            findings.append(Finding(
+            findings.append(finding(
                 "GEN111", f"pool {pool.name!r} is 'mig: dynamic' but {pool_plan.gpu.name} "
-                "does not support MIG", at("node_pools", i, "mig"), f"node_pools[{i}].mig",
+                "does not support MIG", at("node_pools", i, "mig"), key_path=f"node_pools[{i}].mig",
                 hint="remove 'mig: dynamic' (the GPU is published whole)",
             ))
         if pool.labels.get(dm.MIG_MANAGER_LABEL) != "false":
@@ -234,12 +235,12 @@ def _dynamic_pool_findings(cluster: ClusterPlan, pools: list[tuple[int, NodePool
                      if dm.MIG_MANAGER_LABEL in pool.labels
                      else at("node_pools", i, "labels") if pool.labels
                      else at("node_pools", i, "mig"))
-            findings.append(Finding(
+            findings.append(finding(
                 "GEN118",
                 f"pool {pool.name!r} is 'mig: dynamic', but the GPU Operator's mig-manager "
                 "runs on MIG-capable nodes and applies its default 'all-disabled' config, "
                 "fighting the DRA driver over MIG mode",
-                where, f"node_pools[{i}].labels",
+                where, key_path=f"node_pools[{i}].labels",
                 hint=f"label the nodes {dm.MIG_MANAGER_LABEL}=\"false\" and declare it in "
                 "labels (the operator then leaves mig-manager off them)",
             ))
@@ -262,41 +263,42 @@ def _version_findings(cluster: ClusterPlan, first: int) -> list[Finding]:
             where, key = at("feature_gates"), "feature_gates"
         else:
             where, key = at("kubernetes_version"), "kubernetes_version"
-        findings.append(Finding(
+        findings.append(finding(
             "GEN112",
             f"pool {spec.node_pools[first].name!r} is 'mig: dynamic', but {problem}",
-            where, key,
+            where, key_path=key,
             hint=(f"upgrade to 1.{dm.k8s_gate_default_on()}, or enable {dm.K8S_GATE} on the "
                   f"kube-apiserver and kube-scheduler (1.{dm.k8s_gate_since()}+) and declare "
                   f"{dm.K8S_GATE}: true"),
             related=(at("node_pools", first, "mig"),),
         ))
     if not dm.chart_supports_dynamic_mig(spec.dra_driver.version):
-        findings.append(Finding(
+        findings.append(finding(
             "GEN113",
             f"DRA driver chart {spec.dra_driver.version} has no {dm.DRIVER_GATE} feature gate "
             f"(it arrived in 25.12.0); pool {spec.node_pools[first].name!r} is 'mig: dynamic'",
-            at("dra_driver", "version"), "dra_driver.version",
+            at("dra_driver", "version"), key_path="dra_driver.version",
             hint="use chart 25.12.0 or later (v0.4.0+ of kubernetes-sigs/dra-driver-nvidia-gpu "
             "also publishes nodes without MIG GPUs)",
         ))
     declared = spec.dra_driver.feature_gates.get(dm.DRIVER_GATE)
     if declared is False:
-        findings.append(Finding(
+        findings.append(finding(
             "GEN114",
             f"the DRA driver's {dm.DRIVER_GATE} gate is declared off, but pool "
             f"{spec.node_pools[first].name!r} is 'mig: dynamic'",
             at("dra_driver", "feature_gates", dm.DRIVER_GATE),
-            f"dra_driver.feature_gates.{dm.DRIVER_GATE}",
+            key_path=f"dra_driver.feature_gates.{dm.DRIVER_GATE}",
             hint="remove the declaration: gen sets the gate for dynamic pools",
         ))
     for gate in dm.CONFLICTING_DRIVER_GATES:
         if spec.dra_driver.feature_gates.get(gate):
-            findings.append(Finding(
+            findings.append(finding(
                 "GEN119",
                 f"the DRA driver refuses to start with {dm.DRIVER_GATE} and {gate} both on "
                 "(ValidateFeatureGates: 'currently mutually exclusive')",
-                at("dra_driver", "feature_gates", gate), f"dra_driver.feature_gates.{gate}",
+                at("dra_driver", "feature_gates", gate),
+                key_path=f"dra_driver.feature_gates.{gate}",
                 hint=f"turn {gate} off in a cluster with dynamic MIG pools",
             ))
     return findings
@@ -315,35 +317,35 @@ def _pools_beside_dynamic(cluster: ClusterPlan, first: int) -> list[Finding]:
         if pool.platform != "nvidia" or gpu is None or pool.mig == "dynamic":
             continue
         if pool_plan.mig_layout is not None:
-            findings.append(Finding(
+            findings.append(finding(
                 "GEN116",
                 f"pool {pool.name!r} has the static MIG layout {pool_plan.mig_layout.name!r}, "
                 f"but the DRA driver of cluster {cluster.name!r} runs with {dm.DRIVER_GATE} "
                 f"(pool {dynamic_name!r}): the gate is chart-wide, and the driver destroys "
                 "MIG devices it did not create and announces the GPU as partitionable",
-                at("node_pools", i, "mig_layout"), f"node_pools[{i}].mig_layout",
+                at("node_pools", i, "mig_layout"), key_path=f"node_pools[{i}].mig_layout",
                 hint="make this pool 'mig: dynamic' too, or move static and dynamic MIG "
                 "pools to separate clusters",
                 related=(at("node_pools", first, "mig"),),
             ))
         elif gpu.mig_capable:
-            findings.append(Finding(
+            findings.append(finding(
                 "GEN117",
                 f"pool {pool.name!r} ({gpu.name}) is published as a partitionable GPU (the full "
                 f"GPU and every MIG slice) once the driver runs with {dm.DRIVER_GATE} for "
                 f"pool {dynamic_name!r}; its full GPU then reports the largest profile's "
                 "memory, not the board's",
-                at("node_pools", i, "gpu"), f"node_pools[{i}].gpu",
+                at("node_pools", i, "gpu"), key_path=f"node_pools[{i}].gpu",
                 hint="declare 'mig: dynamic' on this pool so gen simulates what it publishes",
                 related=(at("node_pools", first, "mig"),),
             ))
         elif not dm.chart_fixes_issue_1092(spec.dra_driver.version):
-            findings.append(Finding(
+            findings.append(finding(
                 "GEN115",
                 f"pool {pool.name!r} ({gpu.name}, no MIG) publishes no ResourceSlice at all on "
                 f"DRA driver chart {spec.dra_driver.version} with {dm.DRIVER_GATE} on "
                 "(dra-driver-nvidia-gpu issue 1092, fixed by PR 1113 in v0.4.0)",
-                at("node_pools", i, "gpu"), f"node_pools[{i}].gpu",
+                at("node_pools", i, "gpu"), key_path=f"node_pools[{i}].gpu",
                 hint="upgrade dra_driver.version to 0.4.0 or later, or run this pool in a "
                 "cluster without dynamic MIG",
                 related=(at("dra_driver", "version"), at("node_pools", first, "mig")),

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from gen.errors import Finding, Severity
+from gen.errors import Finding
 from gen.fleet.plan import Plan
 from gen.fleet.profiles import secret_findings
+from gen.rules import finding
 
 
 def check(plan: Plan) -> list[Finding]:
@@ -19,9 +20,9 @@ def check(plan: Plan) -> list[Finding]:
     for located in profiles.services.values():
         reason = located.value.pod_security.privileged_reason
         if reason:
-            findings.append(Finding(
+            findings.append(finding(
                 "GEN502", f"opts out of Pod Security 'restricted': {reason}",
                 located.at("pod_security", "privileged_reason"),
-                "pod_security.privileged_reason", severity=Severity.INFO,
+                key_path="pod_security.privileged_reason",
             ))
     return findings

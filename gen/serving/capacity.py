@@ -18,6 +18,7 @@ from typing import Literal
 from gen.errors import Finding
 from gen.fleet.manifests import extended_resource_name
 from gen.fleet.plan import ClusterPlan, Plan, PoolPlan
+from gen.rules import finding
 
 __all__ = ["check", "units_per_node"]
 
@@ -88,11 +89,12 @@ def _cluster_findings(cluster: ClusterPlan) -> list[Finding]:
         alone = sum(supply[p.pool.name] // gpu.count * p.pool.nodes for p in pools)
         others = (f"; other services take the rest (alone it would fit {alone})"
                   if alone >= replicas else "")
-        findings.append(Finding(
+        where, key = svc.replicas_at()
+        findings.append(finding(
             "GEN330",
             f"{replicas} replica(s) × {gpu.count} {resource} cannot all run at once on cluster "
             f"{cluster.name!r}: its node pools hold {placed}{others}; the rest stay Pending",
-            *svc.replicas_at(),
+            where, key_path=key,
             hint="lower the replicas, ask for fewer devices per replica, or add nodes",
             related=tuple(
                 replace(p.located_at, note=f"pool {p.pool.name!r}: {p.pool.nodes} node(s) × "

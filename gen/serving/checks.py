@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from gen.errors import Finding, Severity
 from gen.fleet.plan import ClusterPlan, Plan, ServicePlan
+from gen.rules import finding
 
 if TYPE_CHECKING:
     from gen.serving.fit import FitReport
@@ -35,10 +36,10 @@ def _fit(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
                     f"{', '.join(sorted({p.gpu.product_name for p in whole if p.gpu}))})")
         else:
             what = "full (non-MIG) GPUs"
-        findings.append(Finding(
+        findings.append(finding(
             "GEN304",
             f"no node pool of cluster {cluster.name!r} offers {what} for this service",
-            svc.located.at("gpu", "gpu_class"), "gpu.gpu_class",
+            svc.located.at("gpu", "gpu_class"), key_path="gpu.gpu_class",
             hint="add a pool (or a MIG layout with that profile), or change the GPU class",
         ))
         return findings
@@ -59,8 +60,9 @@ def _fit(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
             continue
         parallel = [e for e in report.errors if _PARALLEL.search(e)]
         if parallel:
-            findings.append(Finding(
-                "GEN302", "; ".join(parallel), svc.located.at("parallelism"), "parallelism",
+            findings.append(finding(
+                "GEN302", "; ".join(parallel), svc.located.at("parallelism"),
+                key_path="parallelism",
                 hint=f"{service.model} has {svc.model.attention_heads if svc.model else '?'} "
                 f"attention heads and {svc.model.kv_heads if svc.model else '?'} KV heads; "
                 "TP×PP must fit the devices of the claim (gpu.count)",
@@ -77,11 +79,11 @@ def _fit(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
                       f"(one {resolved}-token conversation per replica): {errors}")
         hint = (f"the largest max_model_len that fits is {best}" if best
                 else "use more or larger devices, a quantized model, or kv_cache_dtype: fp8")
-        findings.append(Finding(
+        findings.append(finding(
             "GEN301",
             f"{service.model} does not fit {cand.name} (pool {cand.pool.name!r}, cluster "
             f"{cluster.name!r}): {errors}",
-            where_len, "serving.max_model_len" if length else "model", hint=hint,
+            where_len, key_path="serving.max_model_len" if length else "model", hint=hint,
         ))
     return findings
 
@@ -109,12 +111,12 @@ def _too_big(cluster: ClusterPlan, svc: ServicePlan, cand: Any, report: FitRepor
         what = (f"the weights ({need:.1f} GiB per GPU) and vLLM's runtime overhead "
                 f"({report.overhead / GIB:.1f} GiB) leave no room for the KV cache")
     model = svc.located.at("model")
-    return Finding(
+    return finding(
         "GEN301",
         f"{svc.service.model} does not fit {cand.name} (pool {cand.pool.name!r}, cluster "
         f"{cluster.name!r}) at any context length: {what}, and vLLM may use "
         f"{budget:.1f} GiB of each ({report.gpus} GPU(s), TP={report.tensor_parallel})",
-        where, key,
+        where, key_path=key,
         related=(dataclasses.replace(model, note="the model"),),
         hint="give each replica more or larger GPUs (gpu.count with parallelism.tensor, or "
         "another gpu_class), or serve a quantized checkpoint of the model",
@@ -124,13 +126,13 @@ def _too_big(cluster: ClusterPlan, svc: ServicePlan, cand: Any, report: FitRepor
 def _setting_findings(svc: ServicePlan, reports: list[tuple[Any, FitReport]]) -> list[Finding]:
     """GEN305/GEN306: settings vLLM refuses whatever the device (reported once per service)."""
     errors = {e for _, r in reports for e in r.errors}
-    out = [Finding("GEN305", e, svc.located.at("serving", "quantization"),
-                   "serving.quantization",
+    out = [finding("GEN305", e, svc.located.at("serving", "quantization"),
+                   key_path="serving.quantization",
                    hint="omit quantization (vLLM reads the checkpoint's own) or use a checkpoint "
                    "of that method")
            for e in sorted(errors) if _QUANTIZATION.search(e)]
-    out += [Finding("GEN306", e, svc.located.at("serving", "max_num_batched_tokens"),
-                    "serving.max_num_batched_tokens",
+    out += [finding("GEN306", e, svc.located.at("serving", "max_num_batched_tokens"),
+                    key_path="serving.max_num_batched_tokens",
                     hint="raise max_num_batched_tokens to at least max_num_seqs")
             for e in sorted(errors) if _SCHEDULER.search(e)]
     return out
@@ -152,9 +154,9 @@ def _cuda(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
     info = image.info
     where = svc.located.at(*image.key)
     if info is None:
-        return [Finding(
+        return [finding(
             "GEN303", f"cannot tell which CUDA runtime {image.reference} ships; driver "
-            "compatibility is unchecked", where, image.field,
+            "compatibility is unchecked", where, key_path=image.field,
             severity=Severity.WARNING,
             hint="use a vllm/vllm-openai release tag gen knows, or name the upstream tag a "
             "mirrored image copies in serving.image_of",
@@ -173,14 +175,14 @@ def _cuda(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
         older = compatible_image("vllm", driver)
         pin = (f"pin {older.image} (CUDA {older.cuda_version}, driver ≥ {older.min_driver})"
                if older is not None else "pin an image built for an older CUDA")
-        findings.append(Finding(
+        findings.append(finding(
             "GEN303",
             f"{image.reference} ships CUDA {info.cuda_version}, which needs NVIDIA driver "
             f"≥ {info.min_driver}; pool {pool.name!r} of cluster {cluster.name!r} has "
             f"{driver}: 'CUDA driver version is insufficient for CUDA runtime version'",
             where if image.explicit else cluster.located.at("node_pools", index,
                                                             "driver_version"),
-            image.field if image.explicit else f"node_pools[{index}].driver_version",
+            key_path=image.field if image.explicit else f"node_pools[{index}].driver_version",
             hint=f"upgrade the pool's driver to ≥ {info.min_driver}, or {pin}",
         ))
     return findings
@@ -198,9 +200,9 @@ def check(plan: Plan) -> list[Finding]:
                 continue
             found: list[Finding] = []
             if not svc.pools:
-                found.append(Finding(
+                found.append(finding(
                     "GEN304", f"cluster {cluster.name!r} has no NVIDIA node pool",
-                    svc.located.at("clusters"), "clusters",
+                    svc.located.at("clusters"), key_path="clusters",
                 ))
             else:
                 found += check_service(svc)

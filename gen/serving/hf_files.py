@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gen.errors import Finding, ModelConfigError, SourceLocation
+from gen.errors import ModelConfigError, SourceLocation
+from gen.rules import finding
 
 __all__ = [
     "Checkpoint",
@@ -63,7 +64,8 @@ def located_error(shown: str, message: str, *, line: int = 0, column: int = 0, k
                   hint: str = "") -> ModelConfigError:
     """A :class:`ModelConfigError` with one GEN002 finding at ``shown:line:column``."""
     location = SourceLocation(shown, line, column)
-    return ModelConfigError(findings=[Finding("GEN002", message, location, key, hint=hint)])
+    return ModelConfigError(findings=[finding("GEN002", message, location, key_path=key,
+                                              hint=hint)])
 
 
 def find_model_files(path: Path, shown: str | None = None) -> ModelFiles:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from gen.errors import Finding, Severity
+from gen.errors import Finding
+from gen.rules import finding
 from gen.serving.vllm_releases import (
     REPOSITORY,
     VllmRelease,
@@ -93,8 +94,9 @@ def _flag_findings(svc: ServicePlan, release: VllmRelease, version: VllmVersion,
             name = token.split("=", 1)[0]
             history = flag_history(name)
             why = _why_missing(f"option {name}", version, (history.added, history.removed))
-            findings.append(Finding(
-                "GEN307", f"{why} (vllm serve exits with 'unrecognized arguments')", where, key,
+            findings.append(finding(
+                "GEN307", f"{why} (vllm serve exits with 'unrecognized arguments')", where,
+                key_path=key,
                 hint=f"drop it, or run a vLLM release that has it (facts: {source})",
             ))
             continue
@@ -112,8 +114,8 @@ def _flag_findings(svc: ServicePlan, release: VllmRelease, version: VllmVersion,
             continue
         if value not in _values(release, group):
             why = _why_missing(f"{option} {value}", version, _value_history(group, value))
-            findings.append(Finding(
-                "GEN307", f"{why} (vllm serve exits with 'invalid choice')", where, key,
+            findings.append(finding(
+                "GEN307", f"{why} (vllm serve exits with 'invalid choice')", where, key_path=key,
                 hint=f"choose one of vLLM {version}'s values (facts: {source})",
             ))
     return findings
@@ -127,9 +129,9 @@ def _quantization(svc: ServicePlan, release: VllmRelease, version: VllmVersion,
     history = _value_history("quantizations", method)
     moved = (" (bitsandbytes left vLLM's core for the vllm-bnb-plugin package: "
              "vllm-project/vllm#43529)" if method == "bitsandbytes" else "")
-    return [Finding(
+    return [finding(
         "GEN307", f"{_why_missing(f'--quantization {method}', version, history)}{moved}",
-        svc.located.at("serving", "quantization"), "serving.quantization",
+        svc.located.at("serving", "quantization"), key_path="serving.quantization",
         hint=f"use a checkpoint quantized another way, or an image of a release that has it "
         f"(facts: {source})",
     )]
@@ -147,19 +149,19 @@ def check_service(svc: ServicePlan) -> list[Finding]:
     known = known_releases()
     release = release_for(version)
     if release is None:
-        return [Finding(
+        return [finding(
             "GEN308", f"{image.reference} runs vLLM {version}, older than any release gen has "
             f"facts for ({known[0].version}–{known[-1].version}): its options, choices and "
-            "defaults are unchecked", where, key, severity=Severity.WARNING,
+            "defaults are unchecked", where, key_path=key,
             hint=f"use vLLM {known[0].version} or later",
         )]
     findings: list[Finding] = []
     newest = known[-1].version
     if version.release[:2] > newest.release[:2]:
-        findings.append(Finding(
+        findings.append(finding(
             "GEN308", f"{image.reference} runs vLLM {version}, newer than the newest release "
             f"gen has facts for ({newest}): its options and defaults are checked as {newest}'s",
-            where, key, severity=Severity.WARNING,
+            where, key_path=key,
             hint="upgrade gen, or pin the release gen knows",
         ))
     source = f"{REPOSITORY} @ v{release.version}, see docs/vllm-versions.md"

@@ -35,8 +35,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from gen.errors import Finding, Severity, SourceLocation
+from gen.errors import Finding, SourceLocation
 from gen.fleet.plan import ClusterPlan
+from gen.rules import finding
 from gen.verify.objects import OutObject
 from gen.verify.state import ApplyAnswer, ClusterAPI, ServedKind
 
@@ -95,10 +96,11 @@ class _Context:
             self.discovery[api_version] = self.api.served(api_version)
         return self.discovery[api_version]
 
-    def finding(self, obj: OutObject, rule: str, message: str, hint: str, key_path: str = "",
-                severity: Severity = Severity.ERROR) -> Finding:
-        return Finding(rule, message, obj.origin, key_path, severity, hint,
-                       (SourceLocation(obj.shown, note="rendered to"),), cluster=self.cluster.name)
+    def finding(self, obj: OutObject, rule: str, message: str, hint: str,
+                key_path: str = "") -> Finding:
+        return finding(rule, message, obj.origin, key_path=key_path, hint=hint,
+                       related=(SourceLocation(obj.shown, note="rendered to"),),
+                       cluster=self.cluster.name)
 
 
 def _not_served(ctx: _Context, obj: OutObject) -> Finding:
@@ -108,7 +110,7 @@ def _not_served(ctx: _Context, obj: OutObject) -> Finding:
         return ctx.finding(
             obj, "GEN803", f"{obj.title} not checked: its CRD is created by this apply "
             "(a dry-run does not create it)",
-            "apply the CRD first, then run gen verify again", severity=Severity.INFO)
+            "apply the CRD first, then run gen verify again")
     ctx.report.not_served += 1
     if _is_custom(obj.api_version):
         return ctx.finding(
@@ -169,7 +171,7 @@ def _apply_one(ctx: _Context, obj: OutObject) -> list[Finding]:
         ctx.report.accepted += 1
         return [ctx.finding(
             obj, "GEN804", f"the API server accepts {obj.title} with a warning: {warning}",
-            "act on the warning before the cluster's next upgrade", severity=Severity.WARNING)
+            "act on the warning before the cluster's next upgrade")
             for warning in answer.warnings]
     ns = obj.namespace
     if ns and ns not in ctx.existing and ns in ctx.created and _missing_namespace(answer, ns):
@@ -178,7 +180,7 @@ def _apply_one(ctx: _Context, obj: OutObject) -> list[Finding]:
             obj, "GEN803", f"{obj.title} not checked: its namespace {ns!r} is created by "
             "this apply (a dry-run does not create it)",
             f"once the namespace exists (kubectl create namespace {ns}), gen verify checks "
-            "the objects in it", severity=Severity.INFO)]
+            "the objects in it")]
     return _refused(ctx, obj, answer)
 
 

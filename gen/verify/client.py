@@ -38,7 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from gen._version import __version__
-from gen.errors import ClusterAccessError, Finding
+from gen.errors import ClusterAccessError
+from gen.rules import finding
 from gen.verify.state import ApplyAnswer, ServedKind
 
 __all__ = ["FIELD_MANAGER", "KubeClient", "connect"]
@@ -72,7 +73,7 @@ class Request:
 
 def _error(message: str, hint: str = "") -> ClusterAccessError:
     """A :class:`ClusterAccessError` carrying one GEN800 finding (``error GEN800: ...``)."""
-    return ClusterAccessError(findings=[Finding("GEN800", message, hint=hint)])
+    return ClusterAccessError(findings=[finding("GEN800", message, hint=hint)])
 
 
 class _Captured(logging.Handler):

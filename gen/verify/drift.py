@@ -41,9 +41,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from gen.dra.simulate import DRIVER, is_dynamic
-from gen.errors import Finding, Severity, SourceLocation
+from gen.errors import Finding, SourceLocation
 from gen.fleet.plan import ClusterPlan, PoolPlan
 from gen.k8s.quantity import QuantityFormat, format_quantity
+from gen.rules import finding
 from gen.verify.inventory import (
     GPU_RESOURCE,
     MIG_CONFIG_LABEL,
@@ -104,7 +105,7 @@ class _Where:
         return self.cluster.located.at("node_pools", i, *key), path
 
     def finding(self, rule: str, pool: PoolPlan, keys: Sequence[str], message: str,
-                hint: str, severity: Severity = Severity.ERROR) -> Finding:
+                hint: str) -> Finding:
         """A finding at the first of ``keys`` the pool's YAML has (else the pool itself)."""
         location, path = self.pool(pool)
         for key in keys:
@@ -112,8 +113,8 @@ class _Where:
             if here != location:
                 location, path = here, key_path
                 break
-        return Finding(rule, f"pool {pool.name!r}: {message}", location, path, severity,
-                       hint, cluster=self.cluster.name)
+        return finding(rule, f"pool {pool.name!r}: {message}", location, key_path=path,
+                       hint=hint, cluster=self.cluster.name)
 
 
 def assign_nodes(cluster: ClusterPlan, nodes: Iterable[NodeState]) -> PoolNodes:
@@ -126,8 +127,7 @@ def assign_nodes(cluster: ClusterPlan, nodes: Iterable[NodeState]) -> PoolNodes:
             findings.append(where.finding(
                 "GEN819", pool, ("labels",),
                 "has no labels, so its nodes cannot be told from others: not checked",
-                "give the pool the labels its nodes carry (gen also pins its workloads by them)",
-                Severity.WARNING))
+                "give the pool the labels its nodes carry (gen also pins its workloads by them)"))
     by_pool: dict[str, list[NodeState]] = {p.name: [] for p in cluster.pools}
     unassigned: list[NodeState] = []
     ambiguous: dict[tuple[str, ...], list[str]] = {}
@@ -149,7 +149,7 @@ def assign_nodes(cluster: ClusterPlan, nodes: Iterable[NodeState]) -> PoolNodes:
             "GEN819", pool, ("labels",),
             f"node(s) {_names(node_names)} carry the labels of pools "
             f"{', '.join(repr(n) for n in names)} alike: not checked",
-            "give each pool a label the others do not have", Severity.WARNING))
+            "give each pool a label the others do not have"))
     return PoolNodes({k: tuple(v) for k, v in by_pool.items()}, tuple(unassigned),
                      tuple(findings))
 
@@ -169,12 +169,12 @@ def _version_finding(cluster: ClusterPlan, version: str) -> list[Finding]:
     declared = version_minor(cluster.kubernetes_version)
     if server is None or declared is None or server == declared:
         return []
-    return [Finding(
+    return [finding(
         "GEN810",
         f"the API server runs Kubernetes {version}; the profile says "
         f"{cluster.cluster.kubernetes_version}: gen renders and lints for "
         f"{declared[0]}.{declared[1]}",
-        cluster.located.at("kubernetes_version"), "kubernetes_version",
+        cluster.located.at("kubernetes_version"), key_path="kubernetes_version",
         hint=f"set kubernetes_version: \"{version.lstrip('v').split('-')[0].split('+')[0]}\" "
         "and run gen lint && gen render",
         cluster=cluster.name,
@@ -436,10 +436,10 @@ def drift(cluster: ClusterPlan, state: ClusterState) -> list[Finding]:
     by_node = slices_of(state, DRIVER)
     dra = cluster.cluster.allocation == "dra"
     if dra and state.slices is None:
-        findings.append(Finding(
+        findings.append(finding(
             "GEN817", "the cluster serves no ResourceSlice API (resource.k8s.io): the profile "
             "says allocation: dra, so no GPU claim can be allocated",
-            cluster.located.at("allocation"), "allocation",
+            cluster.located.at("allocation"), key_path="allocation",
             hint="enable DRA on the cluster, or set allocation: device-plugin",
             cluster=cluster.name))
     for pool in cluster.pools:
@@ -459,12 +459,12 @@ def drift(cluster: ClusterPlan, state: ClusterState) -> list[Finding]:
             findings += _plugin_findings(where, pool, nodes)
     strays = [n.name for n in assigned.unassigned if _gpu_node(n, by_node)]
     if strays:
-        findings.append(Finding(
+        findings.append(finding(
             "GEN818",
             f"node(s) {_names(strays)} have NVIDIA GPUs but carry the labels of no pool of "
             "the profile: gen's workloads never land there, and its capacity checks do not "
             "count them",
-            cluster.located.at("node_pools"), "node_pools", Severity.WARNING,
+            cluster.located.at("node_pools"), key_path="node_pools",
             hint="declare a pool for them with the labels they carry, or label them as an "
             "existing pool's nodes",
             cluster=cluster.name))

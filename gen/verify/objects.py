@@ -23,6 +23,7 @@ import yaml
 
 from gen.errors import Finding, SourceLocation
 from gen.fleet.plan import ClusterPlan
+from gen.rules import finding
 
 __all__ = ["OutObject", "origins", "read_out"]
 
@@ -85,7 +86,7 @@ def read_out(cluster: ClusterPlan, out_dir: Path, templates_dir: Path | None
     not one Kubernetes object (GEN801, at the file)."""
     folder = out_dir / cluster.name
     if not folder.is_dir():
-        return [], [Finding(
+        return [], [finding(
             "GEN801", f"{_shown(out_dir, PurePosixPath(cluster.name))}/ does not exist: "
             "nothing to verify", cluster.located.document.location,
             hint=f"run gen render --cluster {cluster.name} first", cluster=cluster.name)]
@@ -104,14 +105,14 @@ def read_out(cluster: ClusterPlan, out_dir: Path, templates_dir: Path | None
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
             mark = getattr(err, "problem_mark", None)
             detail = f" (line {mark.line + 1})" if mark is not None else ""
-            findings.append(Finding(
+            findings.append(finding(
                 "GEN801", f"{shown} cannot be read{detail}: {type(err).__name__}", origin,
                 related=(SourceLocation(shown, note="the file"),),
                 hint="run gen render to rewrite it", cluster=cluster.name))
             continue
         if len(docs) != 1 or not isinstance(docs[0], dict) or not docs[0].get("kind") \
                 or not docs[0].get("apiVersion") or not (docs[0].get("metadata") or {}).get("name"):
-            findings.append(Finding(
+            findings.append(finding(
                 "GEN801", f"{shown} is not one Kubernetes object (apiVersion, kind, "
                 "metadata.name)", origin, related=(SourceLocation(shown, note="the file"),),
                 hint="run gen render to rewrite it", cluster=cluster.name))
