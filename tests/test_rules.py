@@ -155,16 +155,6 @@ def test_finding_takes_the_registry_default_unless_told() -> None:
         finding("GEN999", "msg")
 
 
-# The DRA capacity and serving-fit work (issue 29) converts these files to finding() itself;
-# the merge of that work removes this allowlist.
-_CONVERTED_ELSEWHERE = frozenset({
-    "gen/dra/allocator.py",
-    "gen/dra/satisfiability.py",
-    "gen/dra/explain.py",
-    "gen/dra/capacity.py",
-    "gen/serving/fit.py",
-    "gen/serving/memory.py",
-})
 _FINDING_HOMES = frozenset({"gen/errors.py", "gen/rules.py"})
 """Where ``Finding`` is defined, and the factory that builds it from the registry."""
 
@@ -216,11 +206,11 @@ def restated_defaults(source: str) -> list[str]:
 
 
 def _scan(check: Callable[[str], list[str]]) -> dict[str, list[str]]:
-    """File → what ``check`` reports in it, over gen/ outside the allowlists."""
+    """File → what ``check`` reports in it, over gen/ (but the homes of ``Finding``)."""
     found: dict[str, list[str]] = {}
     for path in sorted((REPO / "gen").rglob("*.py")):
         shown = path.relative_to(REPO).as_posix()
-        if shown in _FINDING_HOMES or shown in _CONVERTED_ELSEWHERE:
+        if shown in _FINDING_HOMES:
             continue
         hits = check(path.read_text(encoding="utf-8"))
         if hits:
