@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 BENCH = Path(__file__).resolve().parent
@@ -34,7 +34,9 @@ from fleet import write_fleet  # noqa: E402 - beside this script
 from plot import svg_chart  # noqa: E402
 
 if TYPE_CHECKING:
+    from gen.emit.cache import CacheRecord
     from gen.emit.render import RenderedObject
+    from gen.fleet.plan import Plan
 
 SIZES = {  # name: (clusters, services per cluster)
     "small": (2, 8),
@@ -157,12 +159,7 @@ def _bench_cache(args: list[str], root: Path, profiles_dir: Path) -> dict[str, A
     cached no-op spends its time (in process)."""
     from gen.emit.cache import FLEET_RECORD, render_digest, vouched_outputs
     from gen.emit.output import compute_changes
-    from gen.pipeline import (
-        _fingerprints,
-        _reusable,
-        load_plan,
-        run_checks,
-    )
+    from gen.pipeline import load_plan, run_checks
 
     out = ["--out", str(root / "out")]
     row: dict[str, Any] = {
@@ -194,7 +191,7 @@ def _bench_cache(args: list[str], root: Path, profiles_dir: Path) -> dict[str, A
     run_checks(plan)
     phases["lint"] = time.perf_counter() - start
     start = time.perf_counter()
-    fingerprints = _fingerprints(plan, None)
+    fingerprints = _fingerprints(plan)
     phases["fingerprint"] = time.perf_counter() - start
     start = time.perf_counter()
     reused = _reusable(plan, root / "out", fingerprints, validate=True)
@@ -210,6 +207,43 @@ def _bench_cache(args: list[str], root: Path, profiles_dir: Path) -> dict[str, A
     first.write_text(first.read_text().replace("replicas: 2", "replicas: 3", 1))
     row["gen_render_one_change_s"] = _gen([*args, *out], root)
     return row
+
+
+def _fingerprints(plan: Plan) -> dict[str, str | None]:
+    """Every cluster's fingerprint (None: it cannot be cached), through the loader a render
+    of the built-in templates uses."""
+    from gen.emit.cache import Fingerprinter
+    from gen.emit.render import make_environment
+
+    fingerprinter = Fingerprinter(make_environment(None))
+    return {c.name: fingerprinter.fingerprint(c) for c in plan.clusters}
+
+
+def _reusable(
+    plan: Plan, out_dir: Path, fingerprints: dict[str, str | None], validate: bool,
+) -> dict[str, tuple[CacheRecord, bytes, dict[PurePosixPath, bytes]]]:
+    """The clusters the render cache vouches for, each looked up in turn here (a render
+    looks up each cluster in its worker): cluster → (its record, the record's bytes, its
+    files as read from out/). Each needs a record with the fingerprint it has now,
+    validated if this render validates, and every recorded file in out/ with the bytes
+    recorded."""
+    from gen.emit.cache import read_record, verified_files
+
+    reused: dict[str, tuple[CacheRecord, bytes, dict[PurePosixPath, bytes]]] = {}
+    for cluster in plan.clusters:
+        fingerprint = fingerprints.get(cluster.name)
+        if fingerprint is None:
+            continue
+        found = read_record(out_dir, cluster.name)
+        if found is None:
+            continue
+        record, data = found
+        if record.fingerprint != fingerprint or (validate and not record.validated):
+            continue
+        files = verified_files(out_dir, record)
+        if files is not None:
+            reused[cluster.name] = (record, data, files)
+    return reused
 
 
 def _bare_write(outputs: dict[Any, bytes], folder: Path) -> float:

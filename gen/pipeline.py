@@ -4,16 +4,18 @@ Library users call :func:`lint` or :func:`render`; the CLI is a thin layer over 
 
 This module is also the capability registry. Each capability package (``gen.nvidia``,
 ``gen.dra``, ``gen.serving``, ``gen.apple``, ``gen.gitops``, ``gen.security``) exposes
-its builders and checks; :func:`build_cluster` runs the builders in the order their
-outputs depend on each other, and :func:`_checks` lists every capability's check, which
-:func:`check_parts` splits by what each part reads (one cluster, or the fleet). The
-capabilities never import each other: they meet here and in the Plan (``gen.fleet``).
+its builders and checks: :func:`decisions` and :func:`builders` list the builders' steps
+in the order their outputs depend on each other (:func:`build_cluster` walks them), and
+:func:`check_parts` lists every capability's check, split by what each part reads (one
+cluster, or the fleet). The capabilities never import each other: they meet here and in the
+Plan (``gen.fleet``).
 
 :func:`render` loads and resolves once, then builds, lints, fingerprints, renders and
-validates each cluster in a worker (:class:`_ClusterTask`), or takes it from its record in
-``out/.gen-cache/`` when its pre-build key matches (:func:`gen.emit.cache.prebuild_key`),
-while the parent runs the fleet-wide checks; suppressions are then applied once over every
-finding. :func:`lint` and :func:`load_plan` build the whole fleet here, serially.
+validates each cluster in a worker (:class:`gen._render_task.ClusterTask`), or takes it from
+its record in ``out/.gen-cache/`` when its pre-build key matches
+(:func:`gen.emit.cache.prebuild_key`), while the parent runs the fleet-wide checks;
+suppressions are then applied once over every finding. :func:`lint` and :func:`load_plan`
+build the whole fleet here, serially, and check it with the same parts.
 """
 
 from __future__ import annotations
@@ -25,6 +27,21 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
+from gen._render_task import (
+    CacheUse,
+    ClusterFindings,
+    ClusterTask,
+    Progress,
+    RenderOptions,
+    Stages,
+    collected,
+    kept_findings,
+    lint_findings,
+    merged_findings,
+    render_built,
+    run_cluster_tasks,
+    sorted_by_path,
+)
 from gen.emit.cache import (
     CACHE_GITIGNORE,
     CACHE_GITIGNORE_BYTES,
@@ -35,9 +52,7 @@ from gen.emit.cache import (
     fast_path,
     fleet_record_of,
     kept_records,
-    new_record,
     read_trusted,
-    record_path,
     render_digest,
     stale_records,
     trust_bytes,
@@ -52,35 +67,38 @@ from gen.emit.output import (
 )
 from gen.errors import (
     Finding,
-    LintError,
     ManifestValidationError,
     Severity,
     SourceLocation,
     StaleOutputError,
-    TemplateError,
-    WorkerError,
+    UnresolvedReferenceError,
     sort_findings,
 )
-from gen.fleet.plan import ClusterPlan, Plan
+from gen.fleet.plan import Built, ClusterPlan, Plan
 
 if TYPE_CHECKING:
-    from gen.emit.cache import CacheRecord
     from gen.emit.crd_schemas import CRDSet
+    from gen.fleet.profiles import ProfileSet
     from gen.fleet.suppress import SuppressionReport
 
 __all__ = [
+    "BuildStep",
     "CheckPart",
     "CheckScope",
+    "Decision",
     "Progress",
     "RenderResult",
     "Validator",
     "build_cluster",
     "build_manifests",
     "build_one",
+    "builders",
     "check_parts",
     "check_report",
     "cluster_checks",
     "cluster_fingerprints",
+    "decisions",
+    "declared_reads",
     "default_jobs",
     "fast_render",
     "fleet_checks",
@@ -97,43 +115,80 @@ __all__ = [
 Validator = Literal["auto", "embedded", "kubeconform", "none"]
 
 
-def build_cluster(plan: ClusterPlan) -> ClusterPlan:
-    """The cluster plan with its manifests and files filled in, capability by capability.
+@dataclass(frozen=True)
+class Decision:
+    """One decision recorded in a cluster plan before the builders run (:func:`decisions`)."""
 
-    The order is the data flow: MIG decides the strategy the serving builder reads; the
-    GitOps builder wraps everything built before it.
-    """
-    import dataclasses
+    name: str
+    decide: Callable[[ClusterPlan], ClusterPlan]
+    """The cluster plan with the decision recorded."""
 
+
+@dataclass(frozen=True)
+class BuildStep:
+    """One builder of a cluster (:func:`builders`)."""
+
+    name: str
+    build: Callable[[ClusterPlan], Built]
+    """Its objects and files for the cluster plan, which holds (``manifests``, ``files``)
+    what the steps before it built."""
+
+
+def decisions() -> tuple[Decision, ...]:
+    """What the builders read beside the profiles, in the order each reads the ones before:
+    the pools each class's raw CEL refuses (placement reads them), the MIG strategy, the
+    Apple Silicon decisions, the claim templates' names (the serving builder reads them)."""
     from gen.apple import build as apple
     from gen.dra import build as dra
     from gen.dra.admission import cel_refusals
-    from gen.fleet.manifests import namespaces
     from gen.fleet.placement import with_refused_classes
+    from gen.nvidia import build as nvidia
+
+    replace = dataclasses.replace
+    return (
+        Decision("cel refusals", lambda plan: with_refused_classes(plan, cel_refusals(plan))),
+        Decision("mig strategy", lambda plan: replace(plan, mig_strategy=nvidia.strategy(plan))),
+        Decision("apple", lambda plan: replace(plan, apple=apple.decide(plan))),
+        Decision("claim templates",
+                 lambda plan: replace(plan, claim_templates=dra.claim_templates(plan))),
+    )
+
+
+def builders() -> tuple[BuildStep, ...]:
+    """Every builder, in data-flow order: GitOps last, since it wraps what the others built
+    (it reads their objects from the plan's ``manifests``)."""
+    from gen.apple import build as apple
+    from gen.dra import build as dra
+    from gen.fleet.manifests import namespaces
     from gen.gitops import build as gitops
     from gen.nvidia import build as nvidia
     from gen.serving import build as serving
 
-    # Pools each class's raw CEL rejects, as data placement reads (gen.dra.admission).
-    plan = with_refused_classes(plan, cel_refusals(plan))
-    plan = dataclasses.replace(plan, mig_strategy=nvidia.strategy(plan))
-    plan = dataclasses.replace(plan, apple=apple.decide(plan))
-    plan = dataclasses.replace(plan, claim_templates=dra.claim_templates(plan))
-    specs = namespaces(plan)
-    mig_specs, files = nvidia.build(plan)
-    specs += mig_specs
-    specs += dra.build(plan)
-    specs += serving.build(plan)
-    apple.extend_cluster(plan, specs, files)
-    specs += gitops.build(plan, specs)
-    files += gitops.files(plan)
-    return dataclasses.replace(plan, manifests=tuple(specs), files=tuple(files))
+    return (
+        BuildStep("namespaces", lambda plan: Built(namespaces(plan))),
+        BuildStep("mig", nvidia.build),
+        BuildStep("dra", dra.build),
+        BuildStep("serving", serving.build),
+        BuildStep("apple", apple.build),
+        BuildStep("gitops", gitops.build),
+    )
+
+
+def build_cluster(plan: ClusterPlan) -> ClusterPlan:
+    """The cluster plan with its decisions recorded (:func:`decisions`) and its manifests
+    and files filled in, builder by builder (:func:`builders`)."""
+    for decision in decisions():
+        plan = decision.decide(plan)
+    plan = dataclasses.replace(plan, manifests=(), files=())
+    for step in builders():
+        specs, files = step.build(plan)
+        plan = dataclasses.replace(plan, manifests=(*plan.manifests, *specs),
+                                   files=(*plan.files, *files))
+    return plan
 
 
 def build_manifests(plan: Plan) -> Plan:
     """Fill in every cluster's manifests."""
-    import dataclasses
-
     from gen.gitops.fleet import fleet_view
 
     view = fleet_view(plan.clusters)
@@ -141,41 +196,26 @@ def build_manifests(plan: Plan) -> Plan:
         build_cluster(dataclasses.replace(c, gitops_fleet=view)) for c in plan.clusters))
 
 
-Check = Callable[[Plan], list[Finding]]
-"""A capability's lint rules: the findings they raise on a Plan."""
-
-
-def _checks() -> tuple[Check, ...]:
-    from gen.apple.checks import check as apple_check
-    from gen.dra.capacity import check as satisfiability_check
-    from gen.dra.checks import check as dra_check
-    from gen.gitops.checks import check as gitops_check
-    from gen.nvidia.checks import check as mig_check
-    from gen.security.checks import check as security_check
-    from gen.serving.capacity import check as capacity_check
-    from gen.serving.checks import check as serving_check
-
-    return (mig_check, dra_check, serving_check, security_check, satisfiability_check,
-            apple_check, gitops_check, capacity_check)
-
-
 CheckScope = Literal["cluster", "once", "fleet"]
 """What a part of a check reads, and so where it runs (:func:`check_parts`):
 
 - ``cluster``: one built cluster (a Plan holding it alone, with the fleet's profiles); run by
   the worker that builds that cluster, and reused from its record when its pre-build key
-  matches (:func:`gen.emit.cache.prebuild_key`: what else of ``plan.profiles`` it reads
-  must be in that key);
+  matches (:func:`gen.emit.cache.prebuild_key`): what else of ``plan.profiles`` it reads,
+  its ``reads`` declares, and the key holds;
 - ``once``: as ``cluster``, but each finding list is keyed by what it is about, and of the
   lists with the same key only the first cluster's (in plan order) counts;
 - ``fleet``: the whole resolved fleet, before any build: run once by the parent, while the
   workers build (it may read nothing the builders decide)."""
 
+Reads = Callable[[ClusterPlan, "ProfileSet"], Mapping[str, Any]]
+"""What a part reads of the fleet's profiles beside its cluster, by a name of its own."""
+
 
 @dataclass(frozen=True)
 class CheckPart:
-    """One part of a capability's lint rules (:func:`_checks` lists the whole checks, each
-    the sum of its parts)."""
+    """One part of a capability's lint rules; a capability's rules are the sum of its
+    parts."""
 
     check: str
     """The capability check it is part of."""
@@ -184,10 +224,19 @@ class CheckPart:
     """For ``cluster`` (on a one-cluster Plan) and ``fleet`` (on the resolved Plan)."""
     once: Callable[[ClusterPlan], Mapping[str, list[Finding]]] | None = None
     """For ``once``: the cluster's finding lists by what they are about."""
+    reads: Reads | None = None
+    """For ``cluster``: what it reads of ``plan.profiles`` beyond the cluster's own
+    profiles (None: nothing). A cluster's pre-build key holds it."""
+
+
+def _mig_layouts(cluster: ClusterPlan, profiles: ProfileSet) -> Mapping[str, Any]:
+    """The MIG layouts the cluster's pools name, by name."""
+    names = sorted({p.mig_layout.name for p in cluster.pools if p.mig_layout})
+    return {"layouts": [profiles.mig_layouts.get(name) for name in names]}
 
 
 def check_parts() -> tuple[CheckPart, ...]:
-    """Every check split by scope, in :func:`_checks` order."""
+    """Every capability's check, split by scope."""
     from gen.apple import checks as apple
     from gen.dra import capacity as dra_capacity
     from gen.dra import checks as dra
@@ -198,7 +247,7 @@ def check_parts() -> tuple[CheckPart, ...]:
     from gen.serving import checks as serving
 
     return (
-        CheckPart("mig", "cluster", mig.check_clusters),
+        CheckPart("mig", "cluster", mig.check_clusters, reads=_mig_layouts),
         CheckPart("mig", "fleet", mig.unused_layouts),
         CheckPart("dra", "cluster", dra.check_clusters),
         CheckPart("dra", "fleet", dra.check_fleet),
@@ -213,24 +262,34 @@ def check_parts() -> tuple[CheckPart, ...]:
     )
 
 
-ClusterFindings = tuple[list[Finding], dict[str, list[Finding]]]
-"""One cluster's findings of the ``cluster`` parts, and of the ``once`` parts by key."""
+def declared_reads(cluster: ClusterPlan, profiles: ProfileSet) -> dict[str, Any]:
+    """What the ``cluster`` parts declare they read of ``profiles`` beside ``cluster``
+    (:attr:`CheckPart.reads`), by name: part of the cluster's pre-build key."""
+    reads: dict[str, Any] = {}
+    for part in check_parts():
+        if part.reads is not None:
+            reads.update(part.reads(cluster, profiles))
+    return reads
 
 
 def cluster_checks(plan: Plan, cluster: ClusterPlan) -> ClusterFindings:
     """The ``cluster`` and ``once`` parts of every check on one built ``cluster`` of
     ``plan`` (whose other clusters are not looked at)."""
-    import dataclasses
+    return _local_checks(dataclasses.replace(plan, clusters=(cluster,), findings=()))
 
-    one = dataclasses.replace(plan, clusters=(cluster,), findings=())
+
+def _local_checks(plan: Plan) -> ClusterFindings:
+    """The ``cluster`` and ``once`` parts of every check on the built clusters of ``plan``
+    together (of the ``once`` lists with the same key, the first cluster's)."""
     findings: list[Finding] = []
     once: dict[str, list[Finding]] = {}
     for part in check_parts():
         if part.scope == "cluster" and part.run is not None:
-            findings.extend(part.run(one))
+            findings.extend(part.run(plan))
         elif part.scope == "once" and part.once is not None:
-            for key, found in part.once(cluster).items():
-                once[f"{part.check}:{key}"] = list(found)
+            for cluster in plan.clusters:
+                for key, found in part.once(cluster).items():
+                    once.setdefault(f"{part.check}:{key}", list(found))
     return findings, once
 
 
@@ -240,45 +299,36 @@ def fleet_checks(plan: Plan) -> list[Finding]:
             for f in part.run(plan)]
 
 
-def merged_findings(plan: Plan, clusters: Iterable[ClusterFindings],
-                    fleet: Iterable[Finding]) -> list[Finding]:
-    """Every finding of every check, from the parts: resolve's, each cluster's (in plan
-    order; of the ``once`` lists with the same key, the first), the fleet's. The same
-    findings as :func:`check_report` gathers from the whole checks, not in the same order."""
-    findings: list[Finding] = list(plan.findings)
-    once: dict[str, list[Finding]] = {}
-    for found, keyed in clusters:
-        findings.extend(found)
-        for key, items in keyed.items():
-            once.setdefault(key, items)
-    findings.extend(fleet)
-    for items in once.values():
-        findings.extend(items)
-    return findings
+def _warm_stages() -> None:
+    """Import what the decisions, the builders and the checks import on first use."""
+    decisions()
+    builders()
+    check_parts()
 
 
-def _suppressed(plan: Plan, findings: Iterable[Finding], *, whole: bool) -> SuppressionReport:
-    from gen.fleet.suppress import apply_suppressions
-    from gen.rules import RULES
+def build_one(cluster: ClusterPlan, root: Path) -> ClusterPlan:
+    """One cluster of :func:`resolve_fleet` built (:func:`build_cluster`), with its
+    provenance file."""
+    from gen.gitops.provenance import with_provenance
 
-    return apply_suppressions(findings, plan.profiles.suppressions, RULES,
-                              report_unused=whole, profiles=plan.profiles)
+    return with_provenance(build_cluster(cluster), root)
+
+
+def _stages() -> Stages:
+    """What a render's worker runs on each cluster, and its parent on the fleet."""
+    return Stages(build=build_one, check=cluster_checks, reads=declared_reads,
+                  fleet=fleet_checks, warm=_warm_stages)
 
 
 def check_report(plan: Plan) -> SuppressionReport:
-    """All findings of all capabilities' rules (and those resolve recorded in the Plan),
-    split by the fleet's suppressions (:mod:`gen.fleet.suppress`) into those that count
-    and those silenced. Unused suppressions are reported only when the plan holds every
-    cluster (a ``--cluster`` render checks part of the fleet)."""
-    from gen.fleet.suppress import apply_suppressions
-    from gen.rules import RULES
-
-    findings: list[Finding] = list(plan.findings)
-    for check in _checks():
-        findings.extend(check(plan))
+    """All findings of all capabilities' rules (and those resolve recorded in the Plan) on a
+    built plan, from the parts a render runs (here each part once, on every cluster
+    together), split by the fleet's suppressions (:mod:`gen.fleet.suppress`) into those
+    that count and those silenced. Unused suppressions are reported only when the plan
+    holds every cluster (a ``--cluster`` render checks part of the fleet)."""
+    findings = merged_findings(plan, [_local_checks(plan)], fleet_checks(plan))
     whole = {c.name for c in plan.clusters} == set(plan.profiles.clusters)
-    return apply_suppressions(findings, plan.profiles.suppressions, RULES,
-                              report_unused=whole, profiles=plan.profiles)
+    return kept_findings(plan, findings, whole=whole)
 
 
 def run_checks(plan: Plan) -> list[Finding]:
@@ -289,8 +339,6 @@ def run_checks(plan: Plan) -> list[Finding]:
 def load_plan(profiles_dir: Path, *, base: Path | None = None) -> Plan:
     """Load, validate and resolve the profiles; build every cluster's manifest list, and
     its provenance file (:mod:`gen.gitops.provenance`)."""
-    import dataclasses
-
     plan, root = resolve_fleet(profiles_dir, base=base)
     return dataclasses.replace(plan, clusters=tuple(
         build_one(c, root) for c in plan.clusters))
@@ -301,8 +349,6 @@ def resolve_fleet(profiles_dir: Path, *, base: Path | None = None) -> tuple[Plan
     reads (:func:`gen.gitops.fleet.fleet_view`) recorded in each cluster, nothing built;
     and the folder the profile paths shown in the output are relative to
     (:func:`build_one` reads the profile files there)."""
-    import dataclasses
-
     from gen.fleet.profiles import load_profiles
     from gen.fleet.resolve import build_plan
     from gen.gitops.fleet import fleet_view
@@ -313,14 +359,6 @@ def resolve_fleet(profiles_dir: Path, *, base: Path | None = None) -> tuple[Plan
     root = base if base is not None else profiles_dir.resolve().parent
     return dataclasses.replace(plan, clusters=tuple(
         dataclasses.replace(c, gitops_fleet=view) for c in plan.clusters)), root
-
-
-def build_one(cluster: ClusterPlan, root: Path) -> ClusterPlan:
-    """One cluster of :func:`resolve_fleet` built (:func:`build_cluster`), with its
-    provenance file."""
-    from gen.gitops.provenance import with_provenance
-
-    return with_provenance(build_cluster(cluster), root)
 
 
 def lint(profiles_dir: Path, *, base: Path | None = None,
@@ -336,8 +374,6 @@ def lint_report(profiles_dir: Path, *, base: Path | None = None,
                 crds_dir: Path | None = None) -> SuppressionReport:
     """:func:`lint` with the suppressed findings too, each with what silenced it. The
     findings about the CRDs of ``crds_dir`` cannot be suppressed (they are input errors)."""
-    import dataclasses
-
     from gen.emit.crd_schemas import load_crd_dir
 
     report = check_report(load_plan(profiles_dir, base=base))
@@ -373,302 +409,6 @@ MAX_DEFAULT_JOBS = 8
 """The default never starts more workers than this (each holds a cluster's objects, and a
 container's CPU quota can be far below the CPUs it sees); ``--jobs`` can go higher."""
 
-Progress = Callable[[str, int, int], None]
-"""``progress(cluster, done, total)``: called as each cluster finishes rendering."""
-
-
-@dataclass
-class _ClusterOutput:
-    files: dict[PurePosixPath, bytes]
-    findings: list[Finding]
-    template_findings: tuple[Finding, ...]
-    objects: int
-
-
-class _RenderCluster:
-    """Render and validate cluster ``i`` of a plan: the task each worker runs.
-
-    Picklable (for spawned workers); the Jinja environment and the compiled schemas are
-    built lazily, once per process, or ahead of time by :meth:`prepare` in a parent that
-    then forks its workers, which inherit both.
-    """
-
-    def __init__(self, plan: Plan, templates_dir: Path | None, out_label: str,
-                 validate: bool, crds: CRDSet | None = None) -> None:
-        self.plan = plan
-        self.crds = crds
-        self.templates_dir = templates_dir
-        self.out_label = out_label
-        self.validate = validate
-        self._env: Any = None
-        self._schema: Any = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_env": None, "_schema": None}
-
-    def _setup(self) -> None:
-        from gen.emit.render import make_environment
-        from gen.emit.validate import SchemaValidator
-
-        if self._env is None:
-            self._env = make_environment(self.templates_dir)
-            self._schema = SchemaValidator(self.crds) if self.validate else None
-
-    def prepare(self) -> None:
-        """Build the environment and compile the validators the plan needs, here.
-
-        The (apiVersion, kind) of a template's output is known only once it is rendered, so
-        one manifest per (schema version, DRA API version, template) is rendered to learn
-        it. A template that fails is skipped: its cluster's task reports the error, and a
-        validator missed here is compiled by the worker that needs it.
-        """
-        from gen.emit.render import render_manifest
-        from gen.emit.validate import schema_version_for, warm
-
-        self._setup()
-        if not self.validate:
-            return
-        probed: set[tuple[int, str | None, str]] = set()
-        keys: set[tuple[int, str, str]] = set()
-        for cluster in self.plan.clusters:
-            minor = schema_version_for(cluster.minor)
-            for spec in cluster.manifests:
-                probe = (minor, cluster.dra_api_version, spec.template)
-                if probe in probed:
-                    continue
-                probed.add(probe)
-                try:
-                    obj = render_manifest(self._env, cluster.name, spec)
-                except TemplateError:
-                    continue
-                keys.add((cluster.minor, obj.api_version, obj.kind))
-        warm(sorted(keys), self.crds)
-
-    def __call__(self, index: int) -> _ClusterOutput:
-        return self.render_built(self.plan.clusters[index])
-
-    def render_built(self, cluster: ClusterPlan) -> _ClusterOutput:
-        """Render and validate one built cluster."""
-        from gen.emit.render import kustomizations, render_cluster
-
-        self._setup()
-        try:
-            objects, files = render_cluster(self._env, cluster)
-        except TemplateError as err:
-            return _ClusterOutput({}, [], err.findings, 0)
-        outputs: dict[PurePosixPath, bytes] = {}
-        findings: list[Finding] = []
-        for obj in objects:
-            outputs[obj.path] = obj.text.encode("utf-8")
-            if self._schema is not None:
-                where = SourceLocation(f"{self.out_label}/{obj.path}")
-                findings.extend(self._schema.validate(obj.data, cluster.minor, where, obj.origin))
-        for path, text in kustomizations(cluster.name, objects).items():
-            outputs[path] = text.encode("utf-8")
-        for file in files:
-            outputs[file.path] = file.content
-        return _ClusterOutput(outputs, findings, (), len(objects))
-
-
-@dataclass
-class _TaskOutput:
-    """What the worker of one cluster sends back to a render: its per-cluster findings and,
-    when it is rendered, its files, findings and record (never its built plan)."""
-
-    lint: list[Finding]
-    once: dict[str, list[Finding]]
-    files: Mapping[PurePosixPath, bytes] = dataclasses.field(default_factory=dict)
-    findings: list[Finding] = dataclasses.field(default_factory=list)
-    """Schema validation findings."""
-    template_findings: tuple[Finding, ...] = ()
-    objects: int = 0
-    record: bytes | None = None
-    """The cluster's record as out/ should hold it (None: it gets none)."""
-    reused: bool = False
-    """Its files are the bytes just read from out/ (the render cache vouched for them)."""
-    rendered: bool = False
-    """Its files are in ``files`` (it was selected and its lint let it render)."""
-    built: bool = True
-    """False when the pre-build key matched: nothing was built, linted or rendered."""
-    build_error: Exception | None = None
-    """What building or checking it raised (the render raises it, first cluster first)."""
-    render_error: Exception | None = None
-    """What rendering it raised, beside a template error (raised after the lint errors)."""
-
-
-_TASK_MODULES = (
-    "gen.apple.build", "gen.dra.build", "gen.dra.admission", "gen.fleet.manifests",
-    "gen.fleet.placement", "gen.gitops.build", "gen.nvidia.build", "gen.serving.build",
-    "gen.gitops.provenance", "gen.fleet.suppress", "gen.emit.render", "gen.emit.validate",
-    "gen.emit.crd_rules",
-)
-"""What :func:`build_cluster`, the checks and the render import on first use."""
-
-
-class _ClusterTask:
-    """Cluster ``i`` of a resolved plan, from its cached record or built, checked,
-    fingerprinted, rendered and validated: the task each worker of :func:`render` runs.
-
-    Picklable (spawned workers get it pickled once): the resolved plan and the options;
-    the Jinja environment, the validators and the fingerprinter are made once per process.
-    ``selected``: the clusters the render renders (the others are only linted).
-    ``records``: the render makes records (fingerprints and pre-build keys);
-    ``reuse``: it may take a cluster from its record.
-    """
-
-    def __init__(self, plan: Plan, root: Path, out_dir: Path, templates_dir: Path | None,
-                 out_label: str, validate: bool, crds: CRDSet | None,
-                 selected: frozenset[str], records: bool, reuse: bool,
-                 prebuild_extra: Mapping[str, Any] | None,
-                 vouched: frozenset[str] = frozenset()) -> None:
-        self.plan = plan
-        self.root = root
-        self.out_dir = out_dir
-        self.templates_dir = templates_dir
-        self.out_label = out_label
-        self.validate = validate
-        self.crds = crds
-        self.selected = selected
-        self.records = records
-        self.reuse = reuse
-        self.prebuild_extra = prebuild_extra
-        self.vouched = vouched
-        """The records this checkout's trust list vouches for (gen.emit.cache.read_trusted)."""
-        self._render: _RenderCluster | None = None
-        self._fingerprinter: Any = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_render": None, "_fingerprinter": None}
-
-    def _renderer(self) -> _RenderCluster:
-        if self._render is None:
-            self._render = _RenderCluster(self.plan, self.templates_dir, self.out_label,
-                                          self.validate, self.crds)
-            self._render._setup()
-        return self._render
-
-    def prepare(self) -> None:
-        """Before forking: import what every task uses and compile every template the
-        render's loader can find, here, once, so that each worker inherits them instead of
-        importing and compiling its own copy. The validators are compiled by the workers
-        (which kinds a cluster needs is known only once it is built). Nothing here changes
-        what a task computes: a worker that finds a template missing compiles it itself."""
-        import importlib
-
-        import jinja2
-
-        import gen.emit.cache
-
-        for module in _TASK_MODULES:
-            importlib.import_module(module)
-        check_parts()
-        env = self._renderer()._env
-        for name in env.list_templates(extensions=("j2",)):
-            try:
-                env.get_template(name)
-            except jinja2.TemplateError:
-                continue  # its task reports it, at the template's line
-        gen.emit.cache.code_digest()
-
-    def _fingerprint(self, cluster: ClusterPlan) -> str | None:
-        from gen.emit.cache import Fingerprinter
-
-        if self._fingerprinter is None:
-            self._fingerprinter = Fingerprinter(
-                self._renderer()._env, self.crds.digest() if self.crds is not None else "")
-        fingerprint: str | None = self._fingerprinter.fingerprint(cluster)
-        return fingerprint
-
-    def _key(self, cluster: ClusterPlan) -> tuple[str, frozenset[str]] | None:
-        from gen.emit.cache import prebuild_key
-
-        if self.prebuild_extra is None:
-            return None
-        layouts = sorted({p.mig_layout.name for p in cluster.pools if p.mig_layout})
-        extra = {**self.prebuild_extra, "layouts": [
-            self.plan.profiles.mig_layouts.get(name) for name in layouts]}
-        return prebuild_key(cluster, extra, self.root)
-
-    def __call__(self, index: int) -> _TaskOutput:
-        from gen.emit.cache import (
-            read_lint_record,
-            record_bytes,
-            same_but_env,
-            trusted,
-            verified_files,
-        )
-
-        resolved = self.plan.clusters[index]
-        name = resolved.name
-        selected = name in self.selected
-        keyed = self._key(resolved) if self.records else None
-        found = read_lint_record(self.out_dir, name) if self.reuse else None
-        # out/'s record, kept byte for byte if the new one differs only in its env.
-        previous = found.data if found is not None else None
-        if found is not None and not trusted(found.record, found.data, self.vouched):
-            found = None  # written by another gen or other libraries: checked by rendering
-        validated_ok = found is not None and (found.record.validated or not self.validate)
-        if found is not None and keyed is not None and found.prebuild == keyed[0]:
-            hit = _TaskOutput(list(found.findings), {k: list(v) for k, v in found.once.items()},
-                              built=False)
-            if not selected:
-                return hit
-            files = verified_files(self.out_dir, found.record) if validated_ok else None
-            if files is not None:
-                hit.files, hit.objects, hit.record = files, found.record.objects, found.data
-                hit.reused = True
-                return hit
-        try:
-            cluster = build_one(resolved, self.root)
-            lint, once = cluster_checks(self.plan, cluster)
-        except Exception as err:  # noqa: BLE001 - raised by the parent, in plan order
-            return _TaskOutput([], {}, build_error=err)
-        out = _TaskOutput(lint, once)
-        if not selected:
-            return out
-        fingerprint = self._fingerprint(cluster) if self.records else None
-        # The pre-build key vouches for the cluster only if it hashed every profile file
-        # the provenance file reads (the origins of its objects and files).
-        origins = {cluster.located.document.path, *(m.origin.path for m in cluster.manifests),
-                   *(f.origin.path for f in cluster.files)} - {""}
-        prebuild = keyed[0] if keyed is not None and origins <= keyed[1] else None
-
-        def record(objects: int, files: Mapping[PurePosixPath, bytes]) -> bytes | None:
-            if fingerprint is None:
-                return None
-            made = record_bytes(new_record(name, fingerprint, self.validate, objects, files),
-                                prebuild, lint, once)
-            return previous if previous is not None and same_but_env(previous, made) else made
-
-        if (found is not None and fingerprint is not None and validated_ok
-                and found.record.fingerprint == fingerprint):
-            files = verified_files(self.out_dir, found.record)
-            if files is not None:
-                out.files, out.objects, out.reused = files, found.record.objects, True
-                out.record = record(found.record.objects, files)
-                return out
-        if self._errors(lint, once):
-            return out  # the render stops at the lint errors: no use rendering
-        try:
-            result = self._renderer().render_built(cluster)
-        except Exception as err:  # noqa: BLE001 - raised by the parent after the lint errors
-            out.render_error = err
-            return out
-        out.files, out.findings = result.files, result.findings
-        out.template_findings, out.objects = result.template_findings, result.objects
-        out.rendered = True
-        if not result.template_findings:
-            out.record = record(result.objects, result.files)
-        return out
-
-    def _errors(self, lint: list[Finding], once: dict[str, list[Finding]]) -> bool:
-        """Whether this cluster's own findings hold an error no suppression silences."""
-        findings = [*lint, *(f for found in once.values() for f in found)]
-        if not any(f.severity is Severity.ERROR for f in findings):
-            return False
-        kept = _suppressed(self.plan, findings, whole=False).findings
-        return any(f.severity is Severity.ERROR for f in kept)
-
 
 def default_jobs(plan: Plan) -> int:
     """Worker processes for a render of ``plan``: one per CPU (at most
@@ -689,6 +429,7 @@ def _estimated_manifests(plan: Plan) -> int:
     return sum(10 + 6 * len(c.services) for c in plan.clusters)
 
 
+
 def render_outputs(
     plan: Plan,
     *,
@@ -699,68 +440,16 @@ def render_outputs(
     progress: Progress | None = None,
     crds: CRDSet | None = None,
 ) -> tuple[dict[PurePosixPath, bytes], list[Finding], int]:
-    """Render and validate every cluster of the plan; return the files and findings.
+    """Render and validate every cluster of a built plan; return the files, the schema
+    findings and the object count. Nothing is checked, read from out/ or written.
 
     Clusters are independent: with ``jobs`` > 1 (default: :func:`default_jobs`) they are
     rendered in that many worker processes. The result does not depend on ``jobs``.
     Template errors of every cluster are raised together as one :class:`TemplateError`.
     Custom resources are validated against ``crds`` (default: the bundled CRDs).
     """
-    results = _render_clusters(plan, templates_dir=templates_dir, out_label=out_label,
-                               validator=validator, jobs=jobs, progress=progress, crds=crds)
-    outputs: dict[PurePosixPath, bytes] = {}
-    findings: list[Finding] = []
-    for result in results:
-        outputs.update(result.files)
-        findings.extend(result.findings)
-    count = sum(r.objects for r in results)
-    return dict(sorted(outputs.items(), key=lambda kv: str(kv[0]))), findings, count
-
-
-def _render_clusters(
-    plan: Plan,
-    *,
-    templates_dir: Path | None,
-    out_label: str,
-    validator: Validator,
-    jobs: int | None,
-    progress: Progress | None,
-    crds: CRDSet | None = None,
-) -> list[_ClusterOutput]:
-    """Each cluster's files and findings, in plan order (see :func:`render_outputs`)."""
-    from gen.emit.parallel import forks, run_tasks
-
-    task = _RenderCluster(plan, templates_dir, out_label,
-                          validate=validator in ("auto", "embedded", "kubeconform"), crds=crds)
-    results: dict[int, _ClusterOutput] = {}
-    total = len(plan.clusters)
-    jobs = default_jobs(plan) if jobs is None else jobs
-    if min(jobs, total) > 1 and forks():
-        # Compile the schemas once, before forking: every worker inherits them. Spawned
-        # workers compile their own (jsonschema-rs validators do not pickle).
-        task.prepare()
-
-    def collect(index: int, result: _ClusterOutput) -> None:
-        results[index] = result
-        if progress is not None:
-            progress(plan.clusters[index].name, len(results), total)
-
-    try:
-        run_tasks(task, total, jobs, collect)
-    except WorkerError as err:
-        if err.task is None:
-            raise
-        raise WorkerError(
-            f"{err.message} while rendering cluster {plan.clusters[err.task].name!r}; "
-            "nothing was written (out of memory? try --jobs 1)"
-        ) from None
-    template_findings = [f for i in sorted(results) for f in results[i].template_findings]
-    if template_findings:
-        raise TemplateError(
-            f"rendering failed: {len(template_findings)} template error(s)",
-            findings=template_findings,
-        )
-    return [results[i] for i in sorted(results)]
+    options = RenderOptions(templates_dir, out_label, validator != "none", crds)
+    return render_built(plan, options, default_jobs(plan) if jobs is None else jobs, progress)
 
 
 def _kubeconform(
@@ -798,6 +487,7 @@ def _kubeconform(
                     files, cluster.kubernetes_version, binary=binary, where=where, crds=crds,
                 ))
     return findings
+
 
 
 def render(
@@ -838,14 +528,16 @@ def render(
 
     Custom resources are validated against the bundled upstream CRDs and those of
     ``crds_dir`` (:func:`gen.emit.crd_schemas.load_crd_dir`); a CRD file gen cannot use is
-    a lint error (``GEN023``).
+    a lint error (``GEN023``). An unknown cluster in ``clusters`` is an
+    :class:`UnresolvedReferenceError`, raised after the lint errors.
     """
 
     out_label = _label(out_dir, base)
     check_out_dir(out_dir, out_label, profiles_dir)
+    make_records = not (check and no_cache)  # a --check --no-cache neither reads nor makes them
     # A --cluster render neither takes nor writes the fleet record; it keeps the one out/
     # has, which stays valid exactly while out/ still holds every file it lists.
-    digest = None if (check and no_cache) or clusters else render_digest(
+    digest = None if not make_records or clusters else render_digest(
         profiles_dir, templates_dir, base, clusters, validator, crds_dir)
     if digest is not None and not no_cache:
         fast = _fast_result(vouched_outputs(out_dir, digest))
@@ -855,27 +547,28 @@ def render(
 
     whole, root = resolve_fleet(profiles_dir, base=base)
     crds, crd_findings = load_crd_dir(crds_dir, base)
-    known = {c.name for c in whole.clusters}
-    selected = frozenset(c for c in clusters if c in known) if clusters else frozenset(known)
-    if clusters and not set(clusters) <= known:
-        selected = frozenset()  # plan.select raises, once the lint has had its say
-    validate = validator != "none"
-    make_records = not (check and no_cache)
-    vouched = read_trusted(out_dir) if not no_cache else frozenset()
-    task = _ClusterTask(
-        whole, root, out_dir, templates_dir, out_label, validate, crds, selected,
-        records=make_records, reuse=not no_cache,
+    try:
+        plan, unknown = whole.select(clusters), None
+    except UnresolvedReferenceError as err:
+        plan, unknown = dataclasses.replace(whole, clusters=()), err  # raised after the lint
+    selected = frozenset(c.name for c in plan.clusters)
+    options = RenderOptions(templates_dir, out_label, validator != "none", crds)
+    cache = CacheUse(
+        out_dir, records=make_records, reuse=not no_cache,
         prebuild_extra=_prebuild_extra(templates_dir, crds) if make_records else None,
-        vouched=vouched,
-    )
-    done, fleet = _run_cluster_tasks(task, jobs, progress)
-    lint_findings = _lint_findings(whole, done, fleet, crd_findings)
-    plan = whole.select(clusters)
-    results = [done[i] for i in sorted(done) if whole.clusters[i].name in selected]
-    outputs, findings, records, reused, count = _collected(plan, results)
-    outputs = dict(sorted(outputs.items(), key=lambda kv: str(kv[0])))
+        vouched=read_trusted(out_dir) if not no_cache else frozenset())
+    task = ClusterTask(whole, _stages(), root=root, selected=selected, options=options,
+                       cache=cache)
+    done, fleet = run_cluster_tasks(task, default_jobs(whole) if jobs is None else jobs,
+                                    progress)
+    lint_found = lint_findings(whole, done, fleet, crd_findings)
+    if unknown is not None:
+        raise unknown
+    gathered = collected(plan, [done[i] for i in sorted(done)
+                                if whole.clusters[i].name in selected])
+    outputs, findings, records = gathered.outputs, gathered.findings, gathered.records
     if validator in ("auto", "kubeconform"):
-        findings.extend(_kubeconform(plan, [r.files for r in results],
+        findings.extend(_kubeconform(plan, gathered.per_cluster,
                                      required=validator == "kubeconform", crds=crds,
                                      out_label=out_label))
     bad = [f for f in findings if f.severity is Severity.ERROR]
@@ -888,94 +581,45 @@ def render(
     if clusters:
         outputs = _merge_unselected(outputs, out_dir, clusters)
         records = {**kept_records(out_dir, clusters), **records}
-    warnings = tuple(sort_findings(f for f in lint_findings if f.severity is not Severity.ERROR))
-    skipped = tuple(c.name for c in plan.clusters if c.name in reused)
+    warnings = tuple(sort_findings(f for f in lint_found if f.severity is not Severity.ERROR))
+    skipped = tuple(c.name for c in plan.clusters if c.name in gathered.from_out)
     if check:
-        verified = [p for files in reused.values() for p in files]
+        verified = [p for files in gathered.from_out.values() for p in files]
         changes = compute_changes(outputs, out_dir, verified=verified)
-        text = unified_diff(outputs, out_dir, changes) if diff and not changes.empty else ""
-        if not changes.empty:
-            raise StaleOutputError(
-                f"{out_label}/ is stale: {len(changes.added)} added, {len(changes.changed)} "
-                f"changed, {len(changes.removed)} removed; run 'gen render'\n"
-                + _annotated_summary(changes) + ("\n" + text if text else ""),
-            )
-        if make_records:
-            stale = stale_records(out_dir, records)
-            if stale:
-                raise StaleOutputError(
-                    f"{out_label}/ is stale: its manifests are current, but "
-                    f"{len(stale)} render-cache record(s) are not; run 'gen render' and "
-                    "commit them\n" + "\n".join(f"  {out_label}/{r}" for r in stale))
-        return RenderResult(outputs, changes, warnings, count, text, skipped)
+        _raise_stale(changes, outputs, out_dir, out_label, diff,
+                     records if make_records else None)
+        return RenderResult(outputs, changes, warnings, gathered.objects, skipped=skipped)
     records[CACHE_GITIGNORE] = CACHE_GITIGNORE_BYTES
     # Trusted from now on: the records checked here, and those of the clusters this
     # render left alone that the trust list already vouched for.
     records[TRUST_FILE] = trust_bytes(
         data for data in records.values()
-        if data in checked or hashlib.sha256(data).hexdigest() in vouched)
+        if data in checked or hashlib.sha256(data).hexdigest() in cache.vouched)
     if digest is not None:
-        records[FLEET_RECORD] = fleet_record_of(digest, (c.name for c in plan.clusters), count,
-                                                warnings, outputs, records)
+        records[FLEET_RECORD] = fleet_record_of(digest, (c.name for c in plan.clusters),
+                                                gathered.objects, warnings, outputs, records)
     changes = write_tree(outputs, out_dir, cache=dict(sorted(records.items())))
-    return RenderResult(outputs, changes, warnings, count, skipped=skipped)
+    return RenderResult(outputs, changes, warnings, gathered.objects, skipped=skipped)
 
 
-def _lint_findings(whole: Plan, done: Mapping[int, _TaskOutput],
-                   fleet: list[Finding] | Exception, crd_findings: Iterable[Finding],
-                   ) -> list[Finding]:
-    """The lint findings that count of a render whose tasks are ``done``: resolve's, the
-    clusters' and the fleet's, suppressed once over all of them, and the CRD folder's.
-    Raises, in this order, what a cluster's build or check raised (the first cluster's),
-    what the fleet checks raised, :class:`LintError` for the errors among them."""
-    for i in sorted(done):
-        error = done[i].build_error
-        if error is not None:
-            raise error
-    if isinstance(fleet, Exception):
-        raise fleet
-    merged = merged_findings(whole, ((done[i].lint, done[i].once) for i in sorted(done)),
-                             fleet)
-    lint_findings = [*_suppressed(whole, merged, whole=True).findings, *crd_findings]
-    errors = [f for f in lint_findings if f.severity is Severity.ERROR]
-    if errors:
-        raise LintError(f"{len(errors)} lint error(s); nothing was written", findings=errors)
-    return lint_findings
-
-
-def _collected(plan: Plan, results: Sequence[_TaskOutput]) -> tuple[
-        dict[PurePosixPath, bytes], list[Finding], dict[str, bytes],
-        dict[str, Mapping[PurePosixPath, bytes]], int]:
-    """The files (sorted), schema findings, records, reused clusters' files and object
-    count of the selected clusters' tasks (``results``, in ``plan`` order). Raises what a
-    cluster's render raised (the first cluster's), then every template error together as
-    one :class:`TemplateError`."""
-    for result in results:
-        if result.render_error is not None:
-            raise result.render_error
-    template_findings = [f for r in results for f in r.template_findings]
-    if template_findings:
-        raise TemplateError(
-            f"rendering failed: {len(template_findings)} template error(s)",
-            findings=template_findings,
+def _raise_stale(changes: Changes, outputs: Mapping[PurePosixPath, bytes], out_dir: Path,
+                 out_label: str, diff: bool, records: Mapping[str, bytes] | None) -> None:
+    """Raise :class:`StaleOutputError` when out/ differs from what a ``--check`` render
+    would write (with the diff when asked for), or, when ``records`` is given, when its
+    render-cache records do."""
+    if not changes.empty:
+        text = unified_diff(outputs, out_dir, changes) if diff else ""
+        raise StaleOutputError(
+            f"{out_label}/ is stale: {len(changes.added)} added, {len(changes.changed)} "
+            f"changed, {len(changes.removed)} removed; run 'gen render'\n"
+            + _annotated_summary(changes) + ("\n" + text if text else ""),
         )
-    outputs: dict[PurePosixPath, bytes] = {}
-    findings: list[Finding] = []
-    records: dict[str, bytes] = {}
-    reused: dict[str, Mapping[PurePosixPath, bytes]] = {}
-    count = 0
-    for cluster, result in zip(plan.clusters, results, strict=True):
-        # A reused cluster's files are the bytes just read from out/: by its record, the
-        # bytes a render of its unchanged inputs writes (gen.emit.cache).
-        outputs.update(result.files)
-        findings.extend(result.findings)
-        count += result.objects
-        if result.reused:
-            reused[cluster.name] = result.files
-        if result.record is not None:
-            records[record_path(cluster.name)] = result.record
-    return (dict(sorted(outputs.items(), key=lambda kv: str(kv[0]))), findings, records,
-            reused, count)
+    stale = stale_records(out_dir, records) if records is not None else []
+    if stale:
+        raise StaleOutputError(
+            f"{out_label}/ is stale: its manifests are current, but "
+            f"{len(stale)} render-cache record(s) are not; run 'gen render' and "
+            "commit them\n" + "\n".join(f"  {out_label}/{r}" for r in stale))
 
 
 def _prebuild_extra(templates_dir: Path | None, crds: CRDSet | None) -> dict[str, Any] | None:
@@ -990,49 +634,6 @@ def _prebuild_extra(templates_dir: Path | None, crds: CRDSet | None) -> dict[str
     return {"templates": overrides, "crds": crds.digest() if crds is not None else ""}
 
 
-def _run_cluster_tasks(
-    task: _ClusterTask, jobs: int | None, progress: Progress | None,
-) -> tuple[dict[int, _TaskOutput], list[Finding] | Exception]:
-    """Every cluster's task, in ``jobs`` worker processes (default: :func:`default_jobs`),
-    and meanwhile, here, the fleet-wide checks (their findings, or what they raised)."""
-    from gen.emit.parallel import forks, run_tasks
-
-    plan = task.plan
-    total = len(plan.clusters)
-    shown = sum(1 for c in plan.clusters if c.name in task.selected)
-    done: dict[int, _TaskOutput] = {}
-    ticks = 0
-    fleet: list[Finding] | Exception = []
-
-    def collect(index: int, result: _TaskOutput) -> None:
-        nonlocal ticks
-        done[index] = result
-        name = plan.clusters[index].name
-        if progress is not None and name in task.selected:
-            ticks += 1
-            progress(name, ticks, shown)
-
-    def meanwhile() -> None:
-        nonlocal fleet
-        try:
-            fleet = fleet_checks(plan)
-        except Exception as err:  # noqa: BLE001 - raised after the clusters' build errors
-            fleet = err
-
-    jobs = default_jobs(plan) if jobs is None else jobs
-    if min(jobs, total) > 1 and forks():
-        task.prepare()  # once here, inherited by every forked worker
-    try:
-        run_tasks(task, total, jobs, collect, meanwhile=meanwhile)
-    except WorkerError as err:
-        if err.task is None:
-            raise
-        raise WorkerError(
-            f"{err.message} while building and rendering cluster "
-            f"{plan.clusters[err.task].name!r}; nothing was written "
-            "(out of memory? try --jobs 1)"
-        ) from None
-    return done, fleet
 
 
 def fast_render(
@@ -1066,62 +667,28 @@ def cluster_fingerprints(
     of its inputs (None when they cannot be fingerprinted), the env of this gen (its
     version, code and libraries: a record is reused only with both), its GitOps engine
     and wave.
-    ``templates_dir`` and ``crds_dir`` as for :func:`render`: both count in a fingerprint."""
+    ``templates_dir`` and ``crds_dir`` as for :func:`render`: both count in a fingerprint
+    (the fingerprints are taken through the loader a render uses)."""
+    from gen.emit.cache import Fingerprinter
     from gen.emit.crd_schemas import load_crd_dir
+    from gen.emit.render import make_environment
 
     plan = load_plan(profiles_dir, base=base)
     crds, _ = load_crd_dir(crds_dir, base)
-    fingerprints = _fingerprints(plan, templates_dir, crds)
+    fingerprinter = Fingerprinter(make_environment(templates_dir),
+                                  crds.digest() if crds is not None else "")
     env = env_key()
     rows = []
     for cluster in sorted(plan.clusters, key=lambda c: c.name):
         gitops = cluster.cluster.gitops
         rows.append({
             "name": cluster.name,
-            "fingerprint": fingerprints[cluster.name],
+            "fingerprint": fingerprinter.fingerprint(cluster),
             "env": env,
             "engine": gitops.engine if gitops is not None else None,
             "wave": gitops.wave if gitops is not None else None,
         })
     return rows
-
-
-def _fingerprints(plan: Plan, templates_dir: Path | None,
-                  crds: CRDSet | None = None) -> dict[str, str | None]:
-    """Every cluster's fingerprint (None: it cannot be cached), through the loader the
-    render uses; the user CRDs (``crds``) decide verdicts, so they count."""
-    from gen.emit.cache import Fingerprinter
-    from gen.emit.render import make_environment
-
-    fingerprinter = Fingerprinter(make_environment(templates_dir),
-                                  crds.digest() if crds is not None else "")
-    return {c.name: fingerprinter.fingerprint(c) for c in plan.clusters}
-
-
-def _reusable(
-    plan: Plan, out_dir: Path, fingerprints: dict[str, str | None], validate: bool,
-) -> dict[str, tuple[CacheRecord, bytes, dict[PurePosixPath, bytes]]]:
-    """(For bench/run.py's phase timings; a render looks up each cluster in its worker.)
-    The clusters the cache vouches for: cluster → (its record, the record's bytes, its
-    files as read from out/). Each needs a record with the fingerprint it has now, validated if this
-    render validates, and every recorded file in out/ with the bytes recorded."""
-    from gen.emit.cache import read_record, verified_files
-
-    reused: dict[str, tuple[CacheRecord, bytes, dict[PurePosixPath, bytes]]] = {}
-    for cluster in plan.clusters:
-        fingerprint = fingerprints.get(cluster.name)
-        if fingerprint is None:
-            continue
-        found = read_record(out_dir, cluster.name)
-        if found is None:
-            continue
-        record, data = found
-        if record.fingerprint != fingerprint or (validate and not record.validated):
-            continue
-        files = verified_files(out_dir, record)
-        if files is not None:
-            reused[cluster.name] = (record, data, files)
-    return reused
 
 
 def _annotated_summary(changes: Changes) -> str:
@@ -1150,7 +717,7 @@ def _merge_unselected(
         owner = path.parts[1] if nested else path.parts[0]
         if owner not in selected and path not in merged:
             merged[path] = file.read_bytes()
-    return dict(sorted(merged.items(), key=lambda kv: str(kv[0])))
+    return sorted_by_path(merged)
 
 
 def _label(out_dir: Path, base: Path | None) -> str:

@@ -115,7 +115,8 @@ LAYERS = (
           "every other module of these packages (builders and checks), one package per "
           "capability"),
     Layer("emit", 4, ("gen.emit.*",), "render, YAML, validate, write, parallel"),
-    Layer("pipeline", 5, ("gen.pipeline",), "the façade and the capability registry"),
+    Layer("pipeline", 5, ("gen.pipeline", "gen._render_task"),
+          "the façade and the capability registry; the render's worker task"),
     Layer("verify", 5, ("gen.verify.*",),
           "`gen verify`, out/ and the built Plan against a live cluster (read-only; the only "
           "code that talks to a cluster, through the `kubernetes` client imported lazily)"),

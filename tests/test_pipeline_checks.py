@@ -1,7 +1,8 @@
-"""The checks split by scope (gen.pipeline.check_parts): each cluster's parts run on that
-cluster alone (as a render's worker runs them), the fleet parts once on the resolved fleet
-before any build, and together they find exactly what the whole checks find on the whole
-built fleet: every finding, as many times, and the same after the suppressions.
+"""The checks split by scope (gen.pipeline.check_parts, the one list of checks): each
+cluster's parts run on that cluster alone (as a render's worker runs them), the fleet parts
+once on the resolved fleet before any build, and together they find exactly what every part
+finds run once on the whole built fleet: every finding, as many times, and the same after
+the suppressions (gen.pipeline.check_report, lint's).
 
 Run on the example fleet, on every corpus case (tests/corpus) and variant, and on bench
 fleets."""
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from gen.errors import Finding, GenError
+from gen.fleet.plan import Plan
 from gen.pipeline import (
     build_one,
     check_parts,
@@ -38,12 +40,28 @@ def _ordered(findings: Iterable[Finding]) -> list[tuple[tuple[str, int, int, str
     return sorted((f.sort_key(), repr(f)) for f in findings)
 
 
+def _on_whole(whole: Plan) -> list[Finding]:
+    """Every part run once on the whole built fleet: the ``cluster`` and ``fleet`` parts on
+    every cluster together, the ``once`` lists of each cluster (of those with the same key,
+    the first cluster's), with what resolve recorded."""
+    findings = list(whole.findings)
+    once: dict[str, list[Finding]] = {}
+    for part in check_parts():
+        if part.once is not None:
+            for cluster in whole.clusters:
+                for key, found in part.once(cluster).items():
+                    once.setdefault(f"{part.check}:{key}", found)
+        elif part.run is not None:
+            findings.extend(part.run(whole))
+    return [*findings, *(f for found in once.values() for f in found)]
+
+
 def _assert_split_equals_whole(profiles: Path, base: Path) -> int:
-    """The parts on one-cluster plans and on the unbuilt fleet against the whole checks on
-    the built fleet: raw findings, those that count and those suppressed. Returns how many
-    findings there were (0 when the fleet does not load: nothing to compare)."""
+    """The parts on one-cluster plans and on the unbuilt fleet against every part on the
+    whole built fleet: raw findings, those that count and those suppressed (lint's report).
+    Returns how many findings there were (0 when the fleet does not load: nothing to
+    compare)."""
     from gen.fleet.suppress import apply_suppressions
-    from gen.pipeline import _checks
     from gen.rules import RULES
 
     try:
@@ -55,16 +73,17 @@ def _assert_split_equals_whole(profiles: Path, base: Path) -> int:
             for cluster in resolved.clusters:
                 build_one(cluster, root)
         return 0
-    raw_whole = [*whole.findings, *(f for check in _checks() for f in check(whole))]
+    raw_whole = _on_whole(whole)
     resolved, root = resolve_fleet(profiles, base=base)
     per_cluster = [cluster_checks(resolved, build_one(c, root)) for c in resolved.clusters]
     raw_split = merged_findings(resolved, per_cluster, fleet_checks(resolved))
     assert _ordered(raw_split) == _ordered(raw_whole)
     report = check_report(whole)
-    split = apply_suppressions(raw_split, resolved.profiles.suppressions, RULES,
-                               report_unused=True, profiles=resolved.profiles)
-    assert _ordered(split.findings) == _ordered(report.findings)
-    assert sorted(map(repr, split.suppressed)) == sorted(map(repr, report.suppressed))
+    for found in (raw_whole, raw_split):
+        split = apply_suppressions(found, resolved.profiles.suppressions, RULES,
+                                   report_unused=True, profiles=resolved.profiles)
+        assert _ordered(split.findings) == _ordered(report.findings)
+        assert sorted(map(repr, split.suppressed)) == sorted(map(repr, report.suppressed))
     return len(raw_whole)
 
 

@@ -1,5 +1,5 @@
 """A render builds, lints, fingerprints, renders and validates each cluster in its worker
-(gen.pipeline._ClusterTask): the result does not depend on how many workers, nor on whether
+(gen._render_task.ClusterTask): the result does not depend on how many workers, nor on whether
 they are forked or spawned; errors keep their order (lint, then template, then schema)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from gen import pipeline
+from gen import _render_task
 from gen.emit import parallel
 from gen.errors import LintError, TemplateError, WorkerError
 from gen.pipeline import RenderResult, render
@@ -129,14 +129,14 @@ def test_a_lint_error_in_an_unselected_cluster_stops_a_cluster_render(
 def test_a_dead_worker_names_its_cluster(fleet: Path, tmp_path: Path,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     root = _copy(fleet, tmp_path / "fleet")
-    real = pipeline._ClusterTask.__call__
+    real = _render_task.ClusterTask.__call__
 
-    def dies_on_second(self: pipeline._ClusterTask, index: int) -> Any:
+    def dies_on_second(self: _render_task.ClusterTask, index: int) -> Any:
         if index == 1:
             os.kill(os.getpid(), signal.SIGKILL)
         return real(self, index)
 
-    monkeypatch.setattr(pipeline._ClusterTask, "__call__", dies_on_second)
+    monkeypatch.setattr(_render_task.ClusterTask, "__call__", dies_on_second)
     with pytest.raises(WorkerError) as info:
         _render(root, jobs=2)
     assert "while building and rendering cluster 'c0001'" in str(info.value)

@@ -48,7 +48,15 @@ from gen.fleet.manifests import (
     progress_deadline_seconds,
     tolerations,
 )
-from gen.fleet.plan import HOSTS_DIR, ClusterPlan, FileSpec, ManifestSpec, PoolPlan, ServicePlan
+from gen.fleet.plan import (
+    HOSTS_DIR,
+    Built,
+    ClusterPlan,
+    FileSpec,
+    ManifestSpec,
+    PoolPlan,
+    ServicePlan,
+)
 
 if TYPE_CHECKING:
     from gen.apple.fit import AppleFitReport, AppleGPU
@@ -63,7 +71,6 @@ __all__ = [
     "MODELS_MOUNT",
     "build",
     "decide",
-    "extend_cluster",
 ]
 
 MIB = 1 << 20
@@ -466,7 +473,7 @@ Nothing in Kubernetes probes these hosts. When a Mac goes away for long, remove 
 # --------------------------------------------------------------------------- entry point
 
 
-def build(plan: ClusterPlan) -> tuple[list[ManifestSpec], list[FileSpec]]:
+def build(plan: ClusterPlan) -> Built:
     """Apple Silicon objects of one cluster, and the files for its services' Macs."""
     decided = decisions(plan)
     specs = _plugin_specs(plan, decided)
@@ -478,11 +485,4 @@ def build(plan: ClusterPlan) -> tuple[list[ManifestSpec], list[FileSpec]]:
             files += _mac_files(svc, decided.macs[service.name])
         elif service.engine == "llama-server":
             specs += _llama_specs(plan, svc, decided.llama[service.name])
-    return specs, files
-
-
-def extend_cluster(plan: ClusterPlan, specs: list[ManifestSpec], files: list[FileSpec]) -> None:
-    """Append :func:`build`'s objects and files to a cluster builder's lists."""
-    new_specs, new_files = build(plan)
-    specs.extend(new_specs)
-    files.extend(new_files)
+    return Built(specs, files)

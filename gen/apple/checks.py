@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 Device = tuple[str, "AppleGPU", str, "AppleFitReport | None"]
 """(where it is, the device, how to make room, the model's fit on it) for the fit rule."""
 
-__all__ = ["check", "check_clusters", "mac_findings"]
+__all__ = ["check_clusters", "mac_findings"]
 
 GIB = 1 << 30
 
@@ -283,20 +283,8 @@ def _argocd(cluster: ClusterPlan, svc: ServicePlan) -> Finding | None:
     )
 
 
-def check(plan: Plan) -> list[Finding]:
-    """GEN601–GEN611."""
-    findings = check_clusters(plan)
-    once: dict[str, list[Finding]] = {}
-    for cluster in plan.clusters:
-        for name, found in mac_findings(cluster).items():
-            once.setdefault(name, found)
-    for found in once.values():
-        findings += found
-    return findings
-
-
 def check_clusters(plan: Plan) -> list[Finding]:
-    """The rules on each cluster alone: everything but the native-Mac rules
+    """GEN601–GEN611 on each cluster alone: everything but the native-Mac rules
     (:func:`mac_findings`), which count once per service however many clusters it is in."""
     findings: list[Finding] = []
     for cluster in plan.clusters:
@@ -321,7 +309,7 @@ def check_clusters(plan: Plan) -> list[Finding]:
 def mac_findings(cluster: ClusterPlan) -> dict[str, list[Finding]]:
     """The native-Mac rules of each service of ``cluster`` on macOS hosts, by service name.
     A service in several clusters counts once: its findings from the first of them in plan
-    order (:func:`check`)."""
+    order (the ``once`` scope of :func:`gen.pipeline.check_parts`)."""
     decided = decisions(cluster)
     found: dict[str, list[Finding]] = {}
     for svc in cluster.services:

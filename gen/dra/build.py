@@ -11,7 +11,7 @@ from typing import Any
 
 from gen.dra.selectors import class_cel
 from gen.fleet.manifests import claim_template_name, extended_resource_name, labels, manifest
-from gen.fleet.plan import ClusterPlan, ManifestSpec, ServicePlan
+from gen.fleet.plan import Built, ClusterPlan, ManifestSpec, ServicePlan
 from gen.k8s.versions import flat_requests
 from gen.models import GPUClass
 
@@ -153,9 +153,13 @@ def claim_templates(plan: ClusterPlan) -> dict[str, str]:
     }
 
 
-def build(plan: ClusterPlan) -> list[ManifestSpec]:
+def build(plan: ClusterPlan) -> Built:
     """DeviceClasses, ResourceClaimTemplates and quotas of a DRA cluster; the quotas of a
     device-plugin cluster as extended-resource quotas."""
+    return Built(_specs(plan))
+
+
+def _specs(plan: ClusterPlan) -> list[ManifestSpec]:
     if plan.dra_api_version is None:
         return device_plugin_quotas(plan)
     specs = []

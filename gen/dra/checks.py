@@ -255,13 +255,10 @@ def _selector_findings(plan: Plan) -> list[Finding]:
     return findings
 
 
-def check(plan: Plan) -> list[Finding]:
-    """GEN201–GEN208, GEN215–GEN221 (satisfiability lives in gen.dra.satisfiability)."""
-    return [*check_clusters(plan), *check_fleet(plan)]
-
-
 def check_clusters(plan: Plan) -> list[Finding]:
-    """The rules on each cluster alone (versions, gates, the chart, quotas)."""
+    """GEN201–GEN208, GEN215–GEN221 (with :func:`check_fleet`; satisfiability lives in
+    gen.dra.satisfiability): the rules on each cluster alone (versions, gates, the chart,
+    quotas)."""
     findings: list[Finding] = []
     for cluster in plan.clusters:
         findings += _version_findings(cluster)

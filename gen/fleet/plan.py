@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gen.errors import Finding, SourceLocation, UnresolvedReferenceError
 
@@ -30,6 +30,7 @@ __all__ = [
     "REPORTS_DIR",
     "ROOT_DIR",
     "STAGES",
+    "Built",
     "ClusterPlan",
     "FileSpec",
     "ManifestSpec",
@@ -75,6 +76,14 @@ class FileSpec:
     path: PurePosixPath
     content: bytes
     origin: SourceLocation
+
+
+class Built(NamedTuple):
+    """What one capability's builder makes for a cluster (:func:`gen.pipeline.build_cluster`
+    walks the builders): its objects and its files."""
+
+    specs: Sequence[ManifestSpec] = ()
+    files: Sequence[FileSpec] = ()
 
 
 @dataclass(frozen=True)

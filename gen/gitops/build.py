@@ -34,6 +34,7 @@ from gen.fleet.plan import (
     META_DIR,
     ROOT_DIR,
     STAGES,
+    Built,
     ClusterPlan,
     FileSpec,
     ManifestSpec,
@@ -532,12 +533,17 @@ def _flux_bootstrap(
     return out
 
 
-def build(plan: ClusterPlan, specs: Sequence[ManifestSpec] = ()) -> list[ManifestSpec]:
-    """Bootstrap objects and platform charts of one cluster.
+def build(plan: ClusterPlan) -> Built:
+    """Bootstrap objects and platform charts of one cluster, and its :func:`files`.
 
-    ``specs`` are the manifests the other builders made for the cluster: a Flux
-    Kustomization is emitted only for a stage folder that will exist.
+    It wraps what the other builders made: ``plan.manifests`` holds their objects (the
+    builder runs last, :func:`gen.pipeline.build_cluster`), and a Flux Kustomization is
+    emitted only for a stage folder that will exist.
     """
+    return Built(_specs(plan, plan.manifests), files(plan))
+
+
+def _specs(plan: ClusterPlan, specs: Sequence[ManifestSpec]) -> list[ManifestSpec]:
     gitops = plan.cluster.gitops
     if gitops is None:
         return []

@@ -12,7 +12,7 @@ from gen.fleet.plan import ClusterPlan, Plan, ServicePlan
 from gen.gitops.fleet import fleet_view
 from gen.rules import finding
 
-__all__ = ["check", "check_clusters", "fleet_modes"]
+__all__ = ["check_clusters", "fleet_modes"]
 
 
 def _addons(cluster: ClusterPlan) -> list[Finding]:
@@ -198,11 +198,6 @@ def fleet_modes(plan: Plan) -> list[Finding]:
                 cluster=member.name,
             ))
     return findings
-
-
-def check(plan: Plan) -> list[Finding]:
-    """Every GitOps finding of the fleet."""
-    return [*check_clusters(plan), *fleet_modes(plan)]
 
 
 def check_clusters(plan: Plan) -> list[Finding]:

@@ -6,7 +6,7 @@ from pathlib import PurePosixPath
 
 from gen.fleet.generated import GENERATED_COMMENT
 from gen.fleet.manifests import MIG_CONFIGMAP_NAME, labels, manifest
-from gen.fleet.plan import REPORTS_DIR, ClusterPlan, FileSpec, ManifestSpec
+from gen.fleet.plan import REPORTS_DIR, Built, ClusterPlan, FileSpec
 
 CONFIG_KEY = "config.yaml"
 
@@ -106,13 +106,13 @@ def runbook(plan: ClusterPlan) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def build(plan: ClusterPlan) -> tuple[list[ManifestSpec], list[FileSpec]]:
+def build(plan: ClusterPlan) -> Built:
     """The ConfigMap, diagrams and runbook for a cluster with MIG pools."""
     from gen.nvidia.mig_svg import layout_svg
 
     text = config_document(plan)
     if text is None:
-        return [], []
+        return Built()
     origin = plan.located.document.location
     specs = [manifest(
         "mig/configmap.yaml.j2", origin, stage="gpu",
@@ -135,4 +135,4 @@ def build(plan: ClusterPlan) -> tuple[list[ManifestSpec], list[FileSpec]]:
             seen.add(path)
             title = f"{layout.name}{suffix} on {check.gpu.name}"
             files.append(FileSpec(path, layout_svg(check, title).encode(), pool.located_at))
-    return specs, files
+    return Built(specs, files)

@@ -37,14 +37,11 @@ def _layout_location(plan: Plan, name: str, path: tuple[str | int, ...],
     return located.at(*full), format_key_path(full)
 
 
-def check(plan: Plan) -> list[Finding]:
-    """GEN101–GEN104 (static layouts) and GEN110–GEN119 (dynamic MIG)."""
-    return [*check_clusters(plan), *unused_layouts(plan)]
-
-
 def check_clusters(plan: Plan) -> list[Finding]:
-    """The rules on each cluster's pools, cluster by cluster: a cluster's findings depend on
-    that cluster and on the layouts its pools name (``plan.profiles.mig_layouts``) only."""
+    """GEN101–GEN104 (static layouts) and GEN110–GEN119 (dynamic MIG; with
+    :func:`unused_layouts`) on each cluster's pools, cluster by cluster: a cluster's findings
+    depend on that cluster and on the layouts its pools name (``plan.profiles.mig_layouts``)
+    only."""
     findings: list[Finding] = []
     for cluster in plan.clusters:
         findings += _dynamic_findings(cluster)

@@ -23,7 +23,7 @@ from gen.fleet.manifests import (
     tolerations,
 )
 from gen.fleet.placement import candidates
-from gen.fleet.plan import ClusterPlan, ManifestSpec, ServicePlan
+from gen.fleet.plan import Built, ClusterPlan, ManifestSpec, ServicePlan
 from gen.fleet.sizing import resolved_max_model_len, serving_config
 
 PORT_NAME = "http"
@@ -252,10 +252,10 @@ def _label_safe(value: str) -> str:
     return text.strip("-_.") or "model"
 
 
-def build(plan: ClusterPlan) -> list[ManifestSpec]:
+def build(plan: ClusterPlan) -> Built:
     """vLLM objects of every in-cluster vLLM service of the cluster."""
     specs: list[ManifestSpec] = []
     for svc in plan.services:
         if svc.service.engine == "vllm" and svc.service.gpu is not None:
             specs.extend(build_service(plan, svc))
-    return specs
+    return Built(specs)

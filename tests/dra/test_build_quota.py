@@ -23,7 +23,7 @@ def _quotas(tmp_path: Path, cluster: str) -> list[tuple[str, str, dict[str, str]
     (plan,) = load_plan(root, base=tmp_path).clusters
     return sorted(
         (spec.context["namespace"], spec.context["name"], dict(spec.context["hard"]))
-        for spec in build(plan) if spec.template == "dra/resourcequota.yaml.j2"
+        for spec in build(plan).specs if spec.template == "dra/resourcequota.yaml.j2"
     )
 
 

@@ -137,16 +137,16 @@ def test_spawned_workers_render_the_same_fleet(fleet_plan: Plan,
 def test_a_dead_worker_names_its_cluster(fleet_plan: Plan,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """A render worker killed mid-cluster: the error says which cluster, and what to try."""
-    from gen import pipeline
+    from gen import _render_task
 
-    real = pipeline._RenderCluster.__call__
+    real = _render_task.BuiltClusterTask.__call__
 
-    def dies_on_second(self: pipeline._RenderCluster, index: int) -> pipeline._ClusterOutput:
+    def dies_on_second(self: _render_task.BuiltClusterTask, index: int) -> _render_task.Rendered:
         if index == 1:
             os.kill(os.getpid(), signal.SIGKILL)
         return real(self, index)
 
-    monkeypatch.setattr(pipeline._RenderCluster, "__call__", dies_on_second)
+    monkeypatch.setattr(_render_task.BuiltClusterTask, "__call__", dies_on_second)
     with pytest.raises(WorkerError) as info:
         render_outputs(fleet_plan, templates_dir=None, out_label="out", jobs=2)
     name = fleet_plan.clusters[1].name

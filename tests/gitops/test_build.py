@@ -523,7 +523,8 @@ def test_semver_dra_driver_comes_from_oci(tmp_path: Path) -> None:
 def test_cluster_without_gitops_gets_nothing(tmp_path: Path) -> None:
     """No gitops block: no bootstrap objects and no platform charts."""
     plan = _plan(tmp_path, {"profiles/c1.yaml": _cluster(engine=None)})
-    assert gitops.build(plan) == []
+    built = gitops.build(plan)
+    assert not built.specs and not built.files
 
 
 def test_flux_chain_skips_empty_stages(tmp_path: Path) -> None:
