@@ -10,11 +10,9 @@ seconds of the process (``time.process_time``: the set-up is single-threaded, an
 less of the other load on a shared machine than wall time), medians over the runs; the wall
 time's median is shown beside them.
 
-``--prepare`` times, in fresh processes too, compiling the validators a render of the bench
-fleet needs without rendering it all, as a parent could before it forks its workers: the
-environment and a :class:`~gen.emit.validate.SchemaValidator` made, one probe render per
-(schema minor, DRA API version, template) to learn the (apiVersion, kind) keys, then
-:func:`~gen.emit.validate.warm` on them.
+``--prepare`` times, in fresh processes too, what a parallel ``render_outputs`` does in the
+parent before it forks its workers (``gen._render_task.BuiltClusterTask.prepare``: one probe
+render per template and minor, then :func:`~gen.emit.validate.warm`), on the bench fleet.
 
 ``--parts`` also times, in one more fresh process, each part of that set-up on its own: the
 bundled CRDs read, each (apiVersion, kind)'s JSON Schema built (a CRD converted, or a
@@ -58,29 +56,18 @@ sys.path.insert(0, sys.argv[3])
 from pathlib import Path
 import gen.emit.validate as v
 assert v.__file__.startswith(sys.argv[2]), v.__file__
-from gen.emit.render import make_environment, render_manifest
-from gen.errors import TemplateError
 from gen.pipeline import build_manifests
 from gen.fleet.profiles import load_profiles
 from gen.fleet.resolve import build_plan
 plan = build_manifests(build_plan(load_profiles(Path(sys.argv[1]))))
+try:
+    from gen._render_task import BuiltClusterTask, RenderOptions
+    task = BuiltClusterTask(plan, RenderOptions(None, "out", validate=True))
+except ImportError:  # a checkout from before gen._render_task
+    from gen.pipeline import _RenderCluster
+    task = _RenderCluster(plan, None, "out", validate=True)
 wall, cpu = time.perf_counter(), time.process_time()
-env = make_environment(None)
-v.SchemaValidator()
-probed, keys = set(), set()
-for cluster in plan.clusters:
-    minor = v.schema_version_for(cluster.minor)
-    for spec in cluster.manifests:
-        probe = (minor, cluster.dra_api_version, spec.template)
-        if probe in probed:
-            continue
-        probed.add(probe)
-        try:
-            obj = render_manifest(env, cluster.name, spec)
-        except TemplateError:
-            continue  # a render reports it
-        keys.add((cluster.minor, obj.api_version, obj.kind))
-v.warm(sorted(keys))
+task.prepare()
 print(json.dumps({"prepare": time.process_time() - cpu,
                   "prepare wall": time.perf_counter() - wall}))
 """
@@ -185,7 +172,7 @@ def _prepare(trees: dict[str, Path], args: argparse.Namespace) -> None:
         cpu = statistics.median(float(r["prepare"]) for r in found)
         wall = statistics.median(float(r["prepare wall"]) for r in found)
         spread = ", ".join(f"{float(r['prepare']):.3f}" for r in found)
-        print(f"bench ({name}): validators prepared before a fork {cpu:.3f} s CPU (runs {spread}; "
+        print(f"bench ({name}): prepare() before the fork {cpu:.3f} s CPU (runs {spread}; "
               f"wall {wall:.3f} s)")
 
 

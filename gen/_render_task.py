@@ -212,6 +212,37 @@ class Renderer:
             except jinja2.TemplateError:
                 continue
 
+    def warm_validators(self, plan: Plan) -> None:
+        """Compile, here, the validators a render of the built ``plan`` needs (a parent does
+        it once before it forks its workers).
+
+        The (apiVersion, kind) of a template's output is known only once it is rendered, so
+        one manifest per (schema version, DRA API version, template) is rendered to learn
+        it. A template that fails is skipped: its cluster's task reports the error, and a
+        validator missed here is compiled by the worker that needs it.
+        """
+        from gen.emit.render import render_manifest
+        from gen.emit.validate import schema_version_for, warm
+
+        if self._validator() is None:
+            return
+        env = self.environment()
+        probed: set[tuple[int, str | None, str]] = set()
+        keys: set[tuple[int, str, str]] = set()
+        for cluster in plan.clusters:
+            minor = schema_version_for(cluster.minor)
+            for spec in cluster.manifests:
+                probe = (minor, cluster.dra_api_version, spec.template)
+                if probe in probed:
+                    continue
+                probed.add(probe)
+                try:
+                    obj = render_manifest(env, cluster.name, spec)
+                except TemplateError:
+                    continue
+                keys.add((cluster.minor, obj.api_version, obj.kind))
+        warm(sorted(keys), self.options.crds)
+
     def render(self, cluster: ClusterPlan) -> Rendered:
         """Render and validate one built cluster."""
         from gen.emit.render import kustomizations, render_cluster
@@ -417,8 +448,10 @@ class BuiltClusterTask:
         self.renderer = Renderer(options)
 
     def prepare(self) -> None:
-        """Before forking: compile every template once, here (see :class:`ClusterTask`)."""
-        self.renderer.compile_templates()
+        """Before forking: the environment made and the validators the plan needs compiled,
+        here, once; every forked worker inherits them (:meth:`Renderer.warm_validators`)."""
+        self.renderer.environment()
+        self.renderer.warm_validators(self.plan)
 
     def __call__(self, index: int) -> Rendered:
         return self.renderer.render(self.plan.clusters[index])

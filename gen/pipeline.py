@@ -31,6 +31,7 @@ from gen._render_task import (
     CacheUse,
     ClusterFindings,
     ClusterTask,
+    Gathered,
     Progress,
     RenderOptions,
     Stages,
@@ -86,6 +87,7 @@ __all__ = [
     "CheckPart",
     "CheckScope",
     "Decision",
+    "ProfileReads",
     "Progress",
     "RenderResult",
     "Validator",
@@ -202,14 +204,30 @@ CheckScope = Literal["cluster", "once", "fleet"]
 - ``cluster``: one built cluster (a Plan holding it alone, with the fleet's profiles); run by
   the worker that builds that cluster, and reused from its record when its pre-build key
   matches (:func:`gen.emit.cache.prebuild_key`): what else of ``plan.profiles`` it reads,
-  its ``reads`` declares, and the key holds;
+  its ``reads`` must declare (the key holds that);
 - ``once``: as ``cluster``, but each finding list is keyed by what it is about, and of the
   lists with the same key only the first cluster's (in plan order) counts;
 - ``fleet``: the whole resolved fleet, before any build: run once by the parent, while the
   workers build (it may read nothing the builders decide)."""
 
-Reads = Callable[[ClusterPlan, "ProfileSet"], Mapping[str, Any]]
-"""What a part reads of the fleet's profiles beside its cluster, by a name of its own."""
+
+@dataclass(frozen=True)
+class ProfileReads:
+    """What a ``cluster`` part reads of the fleet's profiles beyond its cluster's own: the
+    profiles of one section of ``plan.profiles`` that the cluster names. Its pre-build key
+    holds them (:func:`declared_reads`)."""
+
+    key: str
+    """Their name in the pre-build key."""
+    section: str
+    """The :class:`gen.fleet.profiles.ProfileSet` field they are in."""
+    names: Callable[[ClusterPlan], Iterable[str]]
+    """The names of those the (resolved) cluster reads."""
+
+    def read(self, cluster: ClusterPlan, profiles: ProfileSet) -> list[Any]:
+        """Those profiles, in name order (None for a name the fleet has no profile of)."""
+        section: Mapping[str, Any] = getattr(profiles, self.section)
+        return [section.get(name) for name in sorted(set(self.names(cluster)))]
 
 
 @dataclass(frozen=True)
@@ -224,15 +242,14 @@ class CheckPart:
     """For ``cluster`` (on a one-cluster Plan) and ``fleet`` (on the resolved Plan)."""
     once: Callable[[ClusterPlan], Mapping[str, list[Finding]]] | None = None
     """For ``once``: the cluster's finding lists by what they are about."""
-    reads: Reads | None = None
+    reads: ProfileReads | None = None
     """For ``cluster``: what it reads of ``plan.profiles`` beyond the cluster's own
-    profiles (None: nothing). A cluster's pre-build key holds it."""
+    profiles (None: nothing)."""
 
 
-def _mig_layouts(cluster: ClusterPlan, profiles: ProfileSet) -> Mapping[str, Any]:
-    """The MIG layouts the cluster's pools name, by name."""
-    names = sorted({p.mig_layout.name for p in cluster.pools if p.mig_layout})
-    return {"layouts": [profiles.mig_layouts.get(name) for name in names]}
+def _layout_names(cluster: ClusterPlan) -> Iterable[str]:
+    """The MIG layouts the cluster's pools name."""
+    return (p.mig_layout.name for p in cluster.pools if p.mig_layout)
 
 
 def check_parts() -> tuple[CheckPart, ...]:
@@ -247,7 +264,8 @@ def check_parts() -> tuple[CheckPart, ...]:
     from gen.serving import checks as serving
 
     return (
-        CheckPart("mig", "cluster", mig.check_clusters, reads=_mig_layouts),
+        CheckPart("mig", "cluster", mig.check_clusters,
+                  reads=ProfileReads("layouts", "mig_layouts", _layout_names)),
         CheckPart("mig", "fleet", mig.unused_layouts),
         CheckPart("dra", "cluster", dra.check_clusters),
         CheckPart("dra", "fleet", dra.check_fleet),
@@ -265,11 +283,8 @@ def check_parts() -> tuple[CheckPart, ...]:
 def declared_reads(cluster: ClusterPlan, profiles: ProfileSet) -> dict[str, Any]:
     """What the ``cluster`` parts declare they read of ``profiles`` beside ``cluster``
     (:attr:`CheckPart.reads`), by name: part of the cluster's pre-build key."""
-    reads: dict[str, Any] = {}
-    for part in check_parts():
-        if part.reads is not None:
-            reads.update(part.reads(cluster, profiles))
-    return reads
+    return {part.reads.key: part.reads.read(cluster, profiles)
+            for part in check_parts() if part.reads is not None}
 
 
 def cluster_checks(plan: Plan, cluster: ClusterPlan) -> ClusterFindings:
@@ -566,17 +581,8 @@ def render(
         raise unknown
     gathered = collected(plan, [done[i] for i in sorted(done)
                                 if whole.clusters[i].name in selected])
-    outputs, findings, records = gathered.outputs, gathered.findings, gathered.records
-    if validator in ("auto", "kubeconform"):
-        findings.extend(_kubeconform(plan, gathered.per_cluster,
-                                     required=validator == "kubeconform", crds=crds,
-                                     out_label=out_label))
-    bad = [f for f in findings if f.severity is Severity.ERROR]
-    if bad:
-        raise ManifestValidationError(
-            f"{len(bad)} schema error(s) in rendered manifests; nothing was written",
-            findings=bad,
-        )
+    _raise_schema_errors(plan, gathered, validator, crds, out_label)
+    outputs, records = gathered.outputs, gathered.records
     checked = set(records.values())  # rendered or verified here, under this env
     if clusters:
         outputs = _merge_unselected(outputs, out_dir, clusters)
@@ -600,6 +606,24 @@ def render(
                                                 gathered.objects, warnings, outputs, records)
     changes = write_tree(outputs, out_dir, cache=dict(sorted(records.items())))
     return RenderResult(outputs, changes, warnings, gathered.objects, skipped=skipped)
+
+
+def _raise_schema_errors(plan: Plan, gathered: Gathered, validator: Validator,
+                         crds: CRDSet | None, out_label: str) -> None:
+    """Raise :class:`ManifestValidationError` for the schema errors in the files of
+    ``plan``'s clusters: the embedded validator's (found by their tasks) and, when the
+    ``validator`` runs it, kubeconform's."""
+    findings = list(gathered.findings)
+    if validator in ("auto", "kubeconform"):
+        findings.extend(_kubeconform(plan, gathered.per_cluster,
+                                     required=validator == "kubeconform", crds=crds,
+                                     out_label=out_label))
+    bad = [f for f in findings if f.severity is Severity.ERROR]
+    if bad:
+        raise ManifestValidationError(
+            f"{len(bad)} schema error(s) in rendered manifests; nothing was written",
+            findings=bad,
+        )
 
 
 def _raise_stale(changes: Changes, outputs: Mapping[PurePosixPath, bytes], out_dir: Path,

@@ -4,20 +4,25 @@ once on the resolved fleet before any build, and together they find exactly what
 finds run once on the whole built fleet: every finding, as many times, and the same after
 the suppressions (gen.pipeline.check_report, lint's).
 
+Each cluster's parts also read no profile beyond its cluster's own that their
+``CheckPart.reads`` do not declare (a cluster's pre-build key holds only those).
+
 Run on the example fleet, on every corpus case (tests/corpus) and variant, and on bench
 fleets."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from gen.errors import Finding, GenError
-from gen.fleet.plan import Plan
+from gen.fleet.plan import ClusterPlan, Plan
 from gen.pipeline import (
     build_one,
     check_parts,
@@ -56,6 +61,43 @@ def _on_whole(whole: Plan) -> list[Finding]:
     return [*findings, *(f for found in once.values() for f in found)]
 
 
+class _Recorded(Mapping[str, object]):
+    """A section of the fleet's profiles that notes each name read (``*``: all of them)."""
+
+    def __init__(self, section: str, inner: Mapping[str, object],
+                 read: set[tuple[str, str]]) -> None:
+        self._section, self._inner, self._read = section, inner, read
+
+    def __getitem__(self, name: str) -> object:
+        self._read.add((self._section, name))
+        return self._inner[name]
+
+    def __iter__(self) -> Iterator[str]:
+        self._read.add((self._section, "*"))
+        return iter(self._inner)
+
+    def __len__(self) -> int:
+        self._read.add((self._section, "*"))
+        return len(self._inner)
+
+
+def _checked_alone(resolved: Plan, cluster: ClusterPlan, built: ClusterPlan) -> tuple[
+        list[Finding], dict[str, list[Finding]]]:
+    """:func:`cluster_checks` on ``built``, asserting that what it read of the profiles'
+    sections is what the parts declare for ``cluster`` (the resolved one)."""
+    read: set[tuple[str, str]] = set()
+    profiles = resolved.profiles
+    sections: dict[str, Any] = {
+        f.name: _Recorded(f.name, getattr(profiles, f.name), read)
+        for f in dataclasses.fields(profiles) if isinstance(getattr(profiles, f.name), Mapping)}
+    recorded = dataclasses.replace(profiles, **sections)
+    found = cluster_checks(dataclasses.replace(resolved, profiles=recorded), built)
+    declared = {(part.reads.section, name) for part in check_parts() if part.reads is not None
+                for name in part.reads.names(cluster)}
+    assert read <= declared, f"{cluster.name}: read, not declared: {sorted(read - declared)}"
+    return found
+
+
 def _assert_split_equals_whole(profiles: Path, base: Path) -> int:
     """The parts on one-cluster plans and on the unbuilt fleet against every part on the
     whole built fleet: raw findings, those that count and those suppressed (lint's report).
@@ -75,7 +117,7 @@ def _assert_split_equals_whole(profiles: Path, base: Path) -> int:
         return 0
     raw_whole = _on_whole(whole)
     resolved, root = resolve_fleet(profiles, base=base)
-    per_cluster = [cluster_checks(resolved, build_one(c, root)) for c in resolved.clusters]
+    per_cluster = [_checked_alone(resolved, c, build_one(c, root)) for c in resolved.clusters]
     raw_split = merged_findings(resolved, per_cluster, fleet_checks(resolved))
     assert _ordered(raw_split) == _ordered(raw_whole)
     report = check_report(whole)
@@ -95,6 +137,7 @@ def test_every_check_is_split_into_parts() -> None:
     for part in parts:
         assert (part.once is not None) == (part.scope == "once")
         assert (part.run is not None) == (part.scope != "once")
+        assert part.reads is None or part.scope == "cluster"
 
 
 def test_example_fleet(tmp_path: Path) -> None:
