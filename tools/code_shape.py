@@ -50,34 +50,27 @@ def function_sizes(root: Path = ROOT) -> list[tuple[str, int]]:
     return sorted(rows, key=lambda r: (-r[1], r[0]))
 
 
-def shape(top: int, root: Path = ROOT) -> dict[str, object]:
-    """The report as data."""
-    cycles = import_cycles(import_graph(root))
-    return {
-        "modules": [{"path": p, "lines": n} for p, n in module_sizes(root)[:top]],
-        "functions": [{"where": w, "lines": n} for w, n in function_sizes(root)[:top]],
-        "import_cycles": [list(c) for c in cycles],
-    }
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--top", type=int, default=10)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    data = shape(args.top)
+    modules = module_sizes()[:args.top]
+    functions = function_sizes()[:args.top]
+    cycles = import_cycles(import_graph(ROOT))
     if args.json:
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        sys.stdout.write(json.dumps({
+            "modules": [{"path": p, "lines": n} for p, n in modules],
+            "functions": [{"where": w, "lines": n} for w, n in functions],
+            "import_cycles": [list(c) for c in cycles],
+        }, indent=2) + "\n")
         return 0
     print("largest modules (lines):")
-    for row in data["modules"]:  # type: ignore[attr-defined]
-        print(f"  {row['lines']:5d}  {row['path']}")
+    print("\n".join(f"  {n:5d}  {p}" for p, n in modules))
     print("largest functions (lines):")
-    for row in data["functions"]:  # type: ignore[attr-defined]
-        print(f"  {row['lines']:5d}  {row['where']}")
-    cycles = data["import_cycles"]
-    print(f"import circles: {len(cycles)}")  # type: ignore[arg-type]
-    for cycle in cycles:  # type: ignore[attr-defined]
+    print("\n".join(f"  {n:5d}  {w}" for w, n in functions))
+    print(f"import circles: {len(cycles)}")
+    for cycle in cycles:
         print("  " + " <-> ".join(cycle))
     return 0
 
