@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from gen.models._base import ProfileKind, Spec
 from gen.models._types import DNSLabel, DNSSubdomain, ImageRef, LabelKey, Quantity
@@ -56,6 +56,85 @@ class Parallelism(Spec):
 
     tensor: int = Field(1, ge=1, le=64, description="Tensor-parallel size.")
     pipeline: int = Field(1, ge=1, le=64, description="Pipeline-parallel size.")
+
+
+PickerProfile = Literal["default", "prefix-cache", "load-aware"]
+"""How the endpoint picker scores a pool's pods (an ``EndpointPickerConfig`` scheduling profile,
+llm-d-router): ``default`` weighs queue depth, KV-cache use and prefix-cache hits, as llm-d's
+optimized baseline does; ``prefix-cache`` weighs prefix-cache hits most (long shared prompts);
+``load-aware`` weighs queue depth and KV-cache use only."""
+
+
+class Picker(Spec):
+    """The endpoint picker (llm-d-router's EPP) that the gateway asks which pod takes a request."""
+
+    replicas: int = Field(1, ge=1, le=16, description="Picker pods (one leads, the others "
+                          "stand by).")
+    profile: PickerProfile = Field("default", description="How it scores the pool's pods.")
+
+
+_PATH_PREFIX = r"^/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*(?!\n)$"
+_HOSTNAME = r"^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*(?!\n)$"
+
+
+class Routing(Spec):
+    """Serve through a Gateway and an InferencePool whose endpoint picker chooses the pod for
+    each request (Gateway API Inference Extension, llm-d-router)."""
+
+    gateway: str = Field(
+        pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?/)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(?!\n)$",
+        max_length=127,
+        description="A Gateway the cluster declares in 'gateways': its name, or "
+        "'namespace/name' when two declared Gateways share the name.",
+    )
+    path_prefix: str = Field(
+        "/", pattern=_PATH_PREFIX, max_length=1024,
+        description="Requests whose path starts with this reach the service (HTTPRoute "
+        "PathPrefix match).",
+    )
+    hostnames: tuple[Annotated[str, Field(pattern=_HOSTNAME, max_length=253)], ...] = Field(
+        (), max_length=16,
+        description="Host names the route answers (HTTPRoute hostnames); empty: those of "
+        "the Gateway's listener.",
+    )
+    priority: int | None = Field(
+        None, ge=-1000, le=1000,
+        description="Priority of the service's requests when the pool is saturated "
+        "(an InferenceObjective): higher is served first, lower is shed first.",
+    )
+    picker: Picker = Field(default_factory=Picker, description="The endpoint picker.")
+    request_timeout_seconds: int = Field(
+        300, ge=1, le=86_400,
+        description="Longest a request may take end to end (HTTPRoute timeouts.request): "
+        "long generations need minutes.",
+    )
+
+
+Connector = Literal["nixl", "lmcache", "mooncake"]
+"""The KV-cache transfer between prefill and decode pods (vLLM ``--kv-transfer-config``):
+NIXL (``NixlConnector``), LMCache (``LMCacheConnectorV1``), Mooncake (``MooncakeConnector``)."""
+
+
+class Role(Spec):
+    """One side of a disaggregated service; every field defaults to the service's own."""
+
+    replicas: int | None = Field(
+        None, ge=0, le=1000, description="Pods of this role; default: the service's replicas."
+    )
+    parallelism: Parallelism | None = Field(
+        None, description="TP/PP of this role; default: the service's parallelism."
+    )
+    gpu: GPURequest | None = Field(
+        None, description="Accelerators per pod of this role; default: the service's gpu."
+    )
+
+
+class Disaggregation(Spec):
+    """Prefill and decode in separate pods, the KV cache handed over by one connector."""
+
+    connector: Connector = Field(description="KV-cache transfer used by both roles.")
+    prefill: Role = Field(default_factory=Role, description="Pods that process prompts.")
+    decode: Role = Field(default_factory=Role, description="Pods that generate tokens.")
 
 
 class Autoscaling(Spec):
@@ -224,6 +303,14 @@ class InferenceService(ProfileKind):
         (), description="Native macOS hosts serving the model (engines vllm-metal, vllm-mlx, "
         "llama-server); in-cluster clients reach them through a selectorless Service."
     )
+    routing: Routing | None = Field(
+        None, description="Route requests through a Gateway and an InferencePool's endpoint "
+        "picker (needs the 'inference-extension' add-on and a declared Gateway).",
+    )
+    disaggregation: Disaggregation | None = Field(
+        None, description="Split prefill from decode (needs 'routing'): two role workloads "
+        "that hand the KV cache over with one connector.",
+    )
     gguf_file: str | None = Field(
         None, min_length=6, max_length=255,
         description="llama-server: the GGUF file to load, relative to the model volume "
@@ -252,6 +339,30 @@ class InferenceService(ProfileKind):
                 "with a letter, digit or '_'; no '..', '~', '$', spaces or '\\'), e.g. "
                 "'Q4_K_M/model-00001-of-00002.gguf'"
             )
+        return value
+
+    @field_validator("routing")
+    @classmethod
+    def _routed_pods(cls, value: Routing | None, info: ValidationInfo) -> Routing | None:
+        # Fields validate in declaration order: 'mac_hosts' is known here (a field validator
+        # is located at its own key, a model validator only at the document).
+        if value is not None and info.data.get("mac_hosts"):
+            raise ValueError("'routing' serves in-cluster pods; a service on mac_hosts has "
+                             "none for an InferencePool to select")
+        return value
+
+    @field_validator("disaggregation")
+    @classmethod
+    def _disaggregated_routing(
+        cls, value: Disaggregation | None, info: ValidationInfo
+    ) -> Disaggregation | None:
+        if value is None:
+            return None
+        if "routing" in info.data and info.data["routing"] is None:
+            raise ValueError("'disaggregation' needs 'routing': only the endpoint picker "
+                             "sends a request to a prefill pod and then to a decode pod")
+        if info.data.get("engine", "vllm") != "vllm":
+            raise ValueError("'disaggregation' is for engine vllm (its KV connectors)")
         return value
 
     @field_validator("clusters")
