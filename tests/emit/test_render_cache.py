@@ -429,3 +429,24 @@ def test_the_fleet_record_is_kept_out_of_git(rendered: Path, tmp_path: Path) -> 
     assert "_fleet.json" not in listed and "_stat.json" not in listed
     assert "_trust.json" not in listed
     assert "prod-us-east.json" in listed
+
+
+def test_every_cluster_plan_field_is_hashed_or_shown_by_the_specs(rendered: Path) -> None:
+    """A field added to ClusterPlan (a new decision) must be classified: hashed by the
+    fingerprint, or reaching the bytes only through the specs the builders make. The parts
+    hashed are the ones the fingerprint's docstring lists, and each hashed field changes it."""
+    import dataclasses
+
+    from gen.emit.cache.fingerprint import FIELDS_HASHED, FIELDS_SHOWN_BY_SPECS
+    from gen.fleet.plan import ClusterPlan
+
+    names = {f.name for f in dataclasses.fields(ClusterPlan)}
+    assert names == FIELDS_HASHED | FIELDS_SHOWN_BY_SPECS
+    assert not FIELDS_HASHED & FIELDS_SHOWN_BY_SPECS
+    cluster = load_plan(rendered / "profiles", base=rendered).clusters[0]
+    fingerprinter = Fingerprinter(make_environment(None))
+    before = fingerprinter.fingerprint(cluster)
+    for changed in (dataclasses.replace(cluster, minor=cluster.minor - 1),
+                    dataclasses.replace(cluster, mig_strategy=cluster.mig_strategy + "-changed"),
+                    dataclasses.replace(cluster, dra_api_version="resource.k8s.io/v0")):
+        assert fingerprinter.fingerprint(changed) != before

@@ -15,7 +15,19 @@ if TYPE_CHECKING:
 
     from gen.fleet.plan import ClusterPlan, PoolPlan
 
-__all__ = ["Fingerprinter"]
+__all__ = ["FIELDS_HASHED", "FIELDS_SHOWN_BY_SPECS", "Fingerprinter"]
+
+FIELDS_HASHED = frozenset({
+    "located", "minor", "pools", "services", "dra_api_version", "manifests", "files",
+    "mig_strategy", "apple",
+})
+"""The :class:`gen.fleet.plan.ClusterPlan` fields :meth:`Fingerprinter.parts` hashes."""
+
+FIELDS_SHOWN_BY_SPECS = frozenset({"gpu_classes", "claim_templates", "gitops_fleet"})
+"""The fields it does not hash, since a builder's output shows all of them that counts: a
+class reaches a cluster through its services, a claim template's name and the GitOps fleet
+decisions through the specs that name them. A new field is one or the other
+(``tests/emit/test_render_cache.py`` fails until it is listed)."""
 
 _REFERENCE_TAG = re.compile(r"\{%[-+]?\s*(?:include|import|extends|from)\b")
 """A tag that can name another template; a source without one references none."""
