@@ -27,7 +27,9 @@ from gen.caches import memoize
 from gen.dra.cel._libraries import format, ip, lists, quantity, regex, semver, sets, urls
 from gen.dra.cel._libraries._base import BOOL, DYN, LIST_DYN, STR, Declarations, Overload
 from gen.dra.cel._libraries._carriers import QUANTITY, quantity_carrier, semver_carrier
-from gen.dra.cel._libraries.comprehensions import map_insert
+from gen.dra.cel._libraries.comprehensions import ITERABLE, iterable, map_insert
+from gen.dra.cel._libraries.strings import IMPLEMENTATIONS as STRING_FUNCTIONS
+from gen.dra.cel._libraries.strings import RUNTIME_NAMES as STRING_RUNTIME_NAMES
 from gen.dra.cel._libraries.equality import (
     KUBERNETES_EQUALS,
     KUBERNETES_IN,
@@ -186,6 +188,15 @@ def runtime_env() -> cel.Env:
         decls.append(cel.FunctionDecl(name, [
             cel.Overload(name.replace(".", "_"), BOOL, [DYN, DYN], impl=equality)
         ]))
+    for name, impl in STRING_FUNCTIONS.items():
+        runtime_name = STRING_RUNTIME_NAMES[name]
+        decls.append(cel.FunctionDecl(runtime_name, [
+            cel.Overload(f"{runtime_name}_{n}", DYN, [DYN] * (n + 1), is_member=True, impl=impl)
+            for n in ((1,) if name == "charAt" else (1, 2))
+        ]))
+    decls.append(cel.FunctionDecl(ITERABLE, [
+        cel.Overload(ITERABLE, DYN, [DYN], impl=iterable),
+    ]))
     decls.append(cel.FunctionDecl("cel.@mapInsert", [
         cel.Overload("map_insert_key_value", DYN, [DYN, DYN, DYN], impl=map_insert),
         cel.Overload("map_insert_map", DYN, [DYN, DYN],
