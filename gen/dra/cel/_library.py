@@ -28,8 +28,6 @@ from gen.dra.cel._libraries import format, ip, lists, quantity, regex, semver, s
 from gen.dra.cel._libraries._base import BOOL, DYN, LIST_DYN, STR, Declarations, Overload
 from gen.dra.cel._libraries._carriers import QUANTITY, quantity_carrier, semver_carrier
 from gen.dra.cel._libraries.comprehensions import ITERABLE, iterable, map_insert
-from gen.dra.cel._libraries.strings import IMPLEMENTATIONS as STRING_FUNCTIONS
-from gen.dra.cel._libraries.strings import RUNTIME_NAMES as STRING_RUNTIME_NAMES
 from gen.dra.cel._libraries.equality import (
     KUBERNETES_EQUALS,
     KUBERNETES_IN,
@@ -39,6 +37,8 @@ from gen.dra.cel._libraries.equality import (
     kubernetes_not_equal,
 )
 from gen.dra.cel._libraries.lists import TIME_LIST_FUNCTIONS, duration_sum, time_extreme
+from gen.dra.cel._libraries.strings import IMPLEMENTATIONS as STRING_FUNCTIONS
+from gen.dra.cel._libraries.strings import RUNTIME_NAMES as STRING_RUNTIME_NAMES
 from gen.dra.devices import Device
 from gen.k8s.quantity import QuantityFormat, format_quantity, int64_amount, parse_quantity
 from gen.k8s.semver import Version

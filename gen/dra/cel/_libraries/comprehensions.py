@@ -19,8 +19,8 @@ ITERABLE = "gen_iterable"
 
 _GO_TYPES: tuple[tuple[type, str], ...] = (
     (bool, "types.Bool"), (int, "types.Int"), (float, "types.Double"), (str, "types.String"),
-    (bytes | bytearray, "types.Bytes"), (type(None), "types.Null"), (timedelta, "types.Duration"),
-    (datetime, "types.Timestamp"),
+    (bytes, "types.Bytes"), (bytearray, "types.Bytes"), (type(None), "types.Null"),
+    (timedelta, "types.Duration"), (datetime, "types.Timestamp"),
 )
 """cel-go's Go type of a scalar value (``%T`` of the ``ref.Val``); a uint reaches gen's
 functions as a Python int and is named as an int. A quantity or version is k8s.io/apiserver's

@@ -39,9 +39,14 @@ def _checked(name: str, args: tuple[object, ...], *kinds: type) -> None:
         )
 
 
+def _as_int(value: object) -> int:
+    """An argument :func:`_checked` has found to be an int."""
+    return value if isinstance(value, int) else 0
+
+
 def _char_at(text: object, index: object) -> str:
     _checked("charAt", (text, index), str, int)
-    runes, i = str(text), int(index)  # type: ignore[call-overload]
+    runes, i = str(text), _as_int(index)
     if i < 0 or i > len(runes):
         raise LibraryError(f"index out of range: {i}")
     return runes[i] if i < len(runes) else ""
@@ -50,12 +55,12 @@ def _char_at(text: object, index: object) -> str:
 def _substring(text: object, start: object, end: object = None) -> str:
     args = (text, start) if end is None else (text, start, end)
     _checked("substring", args, str, int, *((int,) if end is not None else ()))
-    runes, begin = str(text), int(start)  # type: ignore[call-overload]
+    runes, begin = str(text), _as_int(start)
     if end is None:
         if begin < 0 or begin > len(runes):
             raise LibraryError(f"index out of range: {begin}")
         return runes[begin:]
-    stop = int(end)  # type: ignore[call-overload]
+    stop = _as_int(end)
     if begin > stop:
         raise LibraryError(f"invalid substring range. start: {begin}, end: {stop}")
     for i in (begin, stop):
@@ -68,7 +73,7 @@ def _index_of(text: object, sub: object, offset: object = None) -> int:
     args = (text, sub) if offset is None else (text, sub, offset)
     _checked("indexOf", args, str, str, *((int,) if offset is not None else ()))
     runes, needle = str(text), str(sub)
-    off = 0 if offset is None else int(offset)  # type: ignore[call-overload]
+    off = 0 if offset is None else _as_int(offset)
     if off < 0:
         raise LibraryError(f"index out of range: {off}")
     if needle == "":
@@ -89,7 +94,7 @@ def _last_index_of(text: object, sub: object, offset: object = None) -> int:
             return -1
         off = len(runes) - 1
     else:
-        off = int(offset)  # type: ignore[call-overload]
+        off = _as_int(offset)
         if off < 0:
             raise LibraryError(f"index out of range: {off}")
         if needle == "":
