@@ -25,7 +25,7 @@ from gen.dra.cel._libraries.equality import KUBERNETES_EQUALS, KUBERNETES_IN, KU
 from gen.dra.cel._libraries.format import OPTIONAL_RESULTS
 from gen.dra.cel._libraries.lists import TIME_LIST_FUNCTIONS
 from gen.dra.cel._libraries.strings import RUNTIME_NAMES as STRING_RUNTIME_NAMES
-from gen.dra.cel._library import checker_env, device_data, runtime_env
+from gen.dra.cel._library import MEMBER_FUNCTIONS, checker_env, device_data, runtime_env
 from gen.dra.cel._source import matching_bracket
 from gen.dra.cel._validate import (
     aggregate_errors,
@@ -637,6 +637,63 @@ def _cross_numeric(checker: Any, expression: str, ast: ParsedAST, errors: str) -
         return None
 
 
+_UNDECLARED = re.compile(
+    r"ERROR: <input>:(\d+):(\d+): undeclared reference to '([A-Za-z_][A-Za-z0-9_]*)' "
+    r"\(in container ''\)"
+)
+
+
+def _overload_message(checker: Any, expression: str, ast: ParsedAST, errors: str) -> str:
+    """``errors`` with cel-cpp's "undeclared reference to 'f'" for a member call of a
+    declared function with arguments it does not take in cel-go's words: ``found no matching
+    overload for 'lowerAscii' applied to 'string.(int)'`` (checker/errors.go@v0.29.2
+    noMatchingOverload). The argument types are the checker's, read from the expression
+    with that call written ``dyn([receiver, arguments...])``."""
+    lines = expression.split("\n")
+    for match in list(_UNDECLARED.finditer(errors)):
+        line, column, name = int(match[1]), int(match[2]), match[3]
+        if name not in MEMBER_FUNCTIONS or not 0 < line <= len(lines):
+            continue
+        offset = sum(len(x) + 1 for x in lines[: line - 1]) + column - 1
+        call = next((n for n in ast.root.walk() if n.kind == "call" and n.name == name
+                     and n.target is not None and ast.positions.get(n.id) == offset), None)
+        close = matching_bracket(expression, offset) if call is not None else None
+        if call is None or close is None or call.target is None:
+            continue
+        span = _operand_span(expression, ast, call.target, offset)
+        if span is None:
+            continue
+        inner = expression[offset + 1 : close].strip()
+        probe = (f"{expression[: span[0]]}dyn([({expression[span[0] : span[1]]})"
+                 f"{', ' + inner if inner else ''}]){expression[close + 1 :]}")
+        kinds = _element_kinds(checker, probe, span[0])
+        if kinds is None:
+            continue
+        receiver, *args = kinds
+        text = (f"found no matching overload for '{name}' applied to "
+                f"'{receiver}.({', '.join(args)})'")
+        errors = errors.replace(match[0], f"ERROR: <input>:{line}:{column}: {text}", 1)
+    return errors
+
+
+def _element_kinds(checker: Any, probe: str, start: int) -> list[str] | None:
+    """The type names (cel-go's: an attribute value is ``any``) of the elements of the list
+    literal of ``dyn([...])`` at ``start`` in ``probe``, or None where it does not check."""
+    try:
+        probed = _parse(checker, probe)
+        root, types = decode_checked_expr(checker.compile(probe).serialize())
+    except (CELCompileError, *_BINDING_ERRORS):
+        return None
+    at = probe.index("[", start)
+    found = next((n for n in root.walk() if n.kind == "list"
+                  and probed.positions.get(n.id) == at), None)
+    if found is None:
+        return None
+    written = {n.id: n for n in probed.root.walk()}
+    return ["any" if _attribute_kind(written.get(e.id, e), {}) == "any"
+            else type_name(types.get(e.id, b"")) or "dyn" for e in found.children]
+
+
 def _parse(checker: Any, expression: str) -> ParsedAST:
     try:
         return decode_parsed_expr(checker.compile(expression, disable_check=True).serialize())
@@ -745,7 +802,8 @@ def _compile(expression: str, minor: int | None, *, cost_limit: bool) -> Compile
         as_written = False
         checked = _cross_numeric(checker, expression, ast, str(err))
         if checked is None:
-            raise CELCompileError(_compile_message(expression, str(err))) from None
+            errors = _overload_message(checker, expression, ast, str(err))
+            raise CELCompileError(_compile_message(expression, errors)) from None
     message = _result_error(checked, ast.root)
     if message is not None:
         raise CELCompileError(message)

@@ -45,6 +45,7 @@ from gen.k8s.semver import Version
 
 __all__ = [
     "LIBRARIES",
+    "MEMBER_FUNCTIONS",
     "TWO_VARIABLE_COMPREHENSIONS",
     "checker_env",
     "device_data",
@@ -66,6 +67,20 @@ LIBRARIES: tuple[Declarations, ...] = (
 )
 """The libraries declared as plain functions, in the order their overloads are merged (a
 name two libraries declare, such as ``compareTo``, gets the overloads of both)."""
+
+
+_STANDARD_MEMBERS = frozenset({
+    # The standard library's member functions (google/cel-spec langdef.md).
+    "size", "contains", "startsWith", "endsWith", "matches", "getFullYear", "getMonth",
+    "getDayOfYear", "getDayOfMonth", "getDate", "getDayOfWeek", "getHours", "getMinutes",
+    "getSeconds", "getMilliseconds",
+    # The strings extension, version 2 (google/cel-go ext/strings.go@v0.29.2).
+    "charAt", "indexOf", "lastIndexOf", "lowerAscii", "replace", "split", "substring", "trim",
+    "upperAscii", "join", "format",
+    # The lists extension, version 3 (ext/lists.go) and optional types (cel/library.go).
+    "slice", "flatten", "distinct", "reverse", "sort", "sortBy", "first", "last",
+    "hasValue", "value", "orValue", "or",
+})
 
 
 def _merged(libraries: Iterable[Declarations]) -> dict[str, list[Overload]]:
@@ -234,3 +249,11 @@ def device_data(device: Device) -> dict[str, object]:
 def _capacity_carrier(amount: Decimal) -> dict[str, str]:
     text = format_quantity(amount, QuantityFormat.BINARY_SI)
     return quantity_carrier(parse_quantity(text), int64_amount(text))
+
+
+MEMBER_FUNCTIONS: frozenset[str] = _STANDARD_MEMBERS | frozenset(
+    name for name, overloads in _merged(LIBRARIES).items() if any(o.member for o in overloads)
+)
+"""The member functions gen's checker declares: a call of one with arguments none of its
+overloads takes is cel-go's "found no matching overload" (cel-cpp says "undeclared
+reference")."""
