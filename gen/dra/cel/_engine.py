@@ -26,6 +26,7 @@ from gen.dra.cel._libraries.format import OPTIONAL_RESULTS
 from gen.dra.cel._libraries.lists import TIME_LIST_FUNCTIONS
 from gen.dra.cel._libraries.strings import RUNTIME_NAMES as STRING_RUNTIME_NAMES
 from gen.dra.cel._library import MEMBER_FUNCTIONS, checker_env, device_data, runtime_env
+from gen.dra.cel._quantifiers import split_quantifier
 from gen.dra.cel._source import matching_bracket
 from gen.dra.cel._validate import (
     aggregate_errors,
@@ -60,7 +61,8 @@ BUDGET_MESSAGE = (
     f"gen's CEL evaluator (cel-expr-python) stopped this selector after {ITERATION_BUDGET:,} "
     "comprehension iterations in one evaluation; this is a limit of gen, not of Kubernetes "
     "(the API server bounds a selector by its cost, which this one is within), so gen cannot "
-    "tell what it selects: reduce the nested list sizes or iterations"
+    "tell what it selects: reduce the nested list sizes or iterations, or make the selector "
+    "one all/exists/exists_one over a list, which gen runs element by element"
 )
 
 
@@ -490,9 +492,14 @@ class CompiledSelector:
             # cel-expr-python raises RuntimeError (an absl status) for errors outside CEL's
             # error values: the iteration budget, internal limits.
             text = _clean(str(err))
-            raise CELRuntimeError(
-                text if text == BUDGET_MESSAGE else f"CEL runtime error: {text}"
-            ) from None
+            if text != BUDGET_MESSAGE:
+                raise CELRuntimeError(f"CEL runtime error: {text}") from None
+            split = _by_element(self.expression, device)
+            if split is None:
+                raise CELRuntimeError(text) from None
+            if isinstance(split, str):
+                raise CELRuntimeError(split) from None
+            return split
         kind = value.type()
         if kind == cel.Type.BOOL:
             return bool(value.value())
@@ -501,6 +508,43 @@ class CompiledSelector:
         raise CELRuntimeError(
             f"CEL result of type {_type_name(kind)} could not be converted to bool"
         )
+
+
+MAX_SPLIT_ELEMENTS = 10_000
+"""The most elements gen runs one by one for a quantifier past the budget."""
+
+
+def _by_element(expression: str, device: Device) -> bool | str | None:
+    """A root quantifier over a list past the iteration budget, run element by element
+    (:mod:`gen.dra.cel._quantifiers`): its result, the text of its error, or None where the
+    expression is no such quantifier or an element is itself past the budget."""
+    checker, _ = _envs()
+    ast = _parse(checker, expression)
+    quantifier = split_quantifier(expression, ast, lambda n: _node_start(expression, ast, n))
+    if quantifier is None:
+        return None
+    try:
+        is_list = compile_ignoring_cost(f"type(dyn({quantifier.range_text})) == list")
+        if not is_list.evaluate(device):
+            return None
+        results: list[bool | str] = []
+        for index in range(MAX_SPLIT_ELEMENTS + 1):
+            more = compile_ignoring_cost(f"{quantifier.size_expression()} > {index}")
+            if not more.evaluate(device):
+                break
+            if index == MAX_SPLIT_ELEMENTS:
+                return None
+            try:
+                results.append(compile_ignoring_cost(quantifier.element(index)).evaluate(device))
+            except CELRuntimeError as err:
+                if err.message == BUDGET_MESSAGE:
+                    return None
+                results.append(err.message)
+            if quantifier.decides(results[-1]):
+                break
+    except (CELCompileError, CELRuntimeError):
+        return None
+    return quantifier.combine(results)
 
 
 def _activation(device: Device) -> Any:
