@@ -218,8 +218,10 @@ _ALL = (
     ),
     Rule(
         "GEN118", "GPU Operator mig-manager not kept off a dynamic MIG pool", _MIG,
-        "a `mig: dynamic` pool without the label `nvidia.com/gpu.deploy.mig-manager: \"false\"`:"
-        " mig-manager would apply its default `all-disabled` config",
+        "a `mig: dynamic` pool without the label `nvidia.com/gpu.deploy.mig-manager: \"false\"`"
+        " in a cluster that keeps mig-manager on for static layouts: mig-manager would apply "
+        "its default `all-disabled` config (gen turns mig-manager off where every MIG pool is "
+        "dynamic)",
     ),
     Rule(
         "GEN119", "DRA driver gate that cannot run with DynamicMIG", _MIG,

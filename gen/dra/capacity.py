@@ -187,16 +187,24 @@ def _no_order_fits(cluster: ClusterPlan, demands: Sequence[Demand],
     for service, missing in sorted(_short(results[best_order]).items()):
         demand = by_name[service]
         where, key = demand.service.replicas_at(at_max)
+        # A whole GPU of a partitionable GPU consumes every counter of it: speak of GPUs.
+        whole = demand.service.gpu_class is not None and (
+            demand.service.gpu_class.device_type == "gpu")
+        held = (f"the GPUs of the dynamic MIG pools of cluster {cluster.name!r} (each whole "
+                "GPU takes every slice of its GPU) hold" if whole else
+                f"the dynamic MIG counters of cluster {cluster.name!r} hold")
         out.append(finding(
             "GEN240",
-            f"the dynamic MIG counters of cluster {cluster.name!r} hold "
+            f"{held} "
             f"{demand.replicas - missing} of the {demand.replicas} replicas ({_what(at_max)}) "
             f"of service {service!r} at once, in the best of the arrival orders gen tried "
             f"({best_order}); pools: {', '.join(models)}",
             where, key_path=key,
             severity=Severity.WARNING if at_max else None,
-            hint="add nodes or GPUs, lower the replicas, or ask for a smaller slice; "
-            f"see 'gen plan --cluster {cluster.name}'",
+            hint=("add nodes or GPUs, lower the replicas, or ask for a MIG slice instead of "
+                  "a whole GPU" if whole else
+                  "add nodes or GPUs, lower the replicas, or ask for a smaller slice")
+            + f"; see 'gen plan --cluster {cluster.name}'",
             related=tuple(cluster.located.at("node_pools", i) for i, p in
                           enumerate(cluster.pools) if p.name in models),
             service=service, cluster=cluster.name,

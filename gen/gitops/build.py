@@ -175,8 +175,12 @@ def gpu_operator_values(plan: ClusterPlan) -> dict[str, Any]:
 
     The device plugin runs only on device-plugin clusters (the DRA driver replaces it);
     MIG clusters point mig-manager at gen's mig-parted ConfigMap, with the plan's strategy,
-    and reboot virtualized nodes when a MIG mode change needs a GPU reset.
+    and reboot virtualized nodes when a MIG mode change needs a GPU reset; a cluster whose
+    MIG pools are all dynamic turns mig-manager off (the DRA driver owns MIG there:
+    :func:`gen.nvidia.dynamic.mig_manager_off`).
     """
+    from gen.nvidia.dynamic import mig_manager_off
+
     dra = plan.cluster.allocation == "dra"
     values: dict[str, Any] = {"devicePlugin": {"enabled": not dra}}
     if dra:
@@ -191,6 +195,8 @@ def gpu_operator_values(plan: ClusterPlan) -> dict[str, Any]:
         if any(pool.pool.virtualized for pool in plan.mig_pools):
             mig_manager["env"] = [{"name": "WITH_REBOOT", "value": "true"}]
         values["migManager"] = mig_manager
+    elif mig_manager_off(plan.cluster):
+        values["migManager"] = {"enabled": False}
     extra = [t for t in _pool_tolerations(plan) if t != DEFAULT_OPERATOR_TOLERATION]
     if extra:
         values["daemonsets"] = {"tolerations": [DEFAULT_OPERATOR_TOLERATION, *extra]}

@@ -226,7 +226,10 @@ def _dynamic_pool_findings(cluster: ClusterPlan, pools: list[tuple[int, NodePool
                 "does not support MIG", at("node_pools", i, "mig"), key_path=f"node_pools[{i}].mig",
                 hint="remove 'mig: dynamic' (the GPU is published whole)",
             ))
-        if pool.labels.get(dm.MIG_MANAGER_LABEL) != "false":
+        if pool.labels.get(dm.MIG_MANAGER_LABEL) != "false" and not dm.mig_manager_off(
+            cluster.cluster
+        ):
+            # gen renders mig-manager off unless a static layout in the cluster needs it.
             # The label to change when it is declared, else the labels to add it to.
             where = (at("node_pools", i, "labels", dm.MIG_MANAGER_LABEL)
                      if dm.MIG_MANAGER_LABEL in pool.labels
@@ -235,8 +238,9 @@ def _dynamic_pool_findings(cluster: ClusterPlan, pools: list[tuple[int, NodePool
             findings.append(finding(
                 "GEN118",
                 f"pool {pool.name!r} is 'mig: dynamic', but the GPU Operator's mig-manager "
-                "runs on MIG-capable nodes and applies its default 'all-disabled' config, "
-                "fighting the DRA driver over MIG mode",
+                "stays on for the cluster's static MIG layouts, runs on every MIG-capable "
+                "node and applies its default 'all-disabled' config here, fighting the DRA "
+                "driver over MIG mode",
                 where, key_path=f"node_pools[{i}].labels",
                 hint=f"label the nodes {dm.MIG_MANAGER_LABEL}=\"false\" and declare it in "
                 "labels (the operator then leaves mig-manager off them)",

@@ -26,7 +26,14 @@ claim needs. Facts, with their sources:
   and applies the default ``all-disabled`` config. The operator adds that label only when
   the node has none, so a node labelled ``nvidia.com/gpu.deploy.mig-manager=false`` keeps
   mig-manager off (NVIDIA/gpu-operator ``controllers/state_manager.go``@v26.7.0,
-  ``addGPUStateLabels`` and ``hasMIGManagerLabel``).
+  ``addGPUStateLabels`` and ``hasMIGManagerLabel``). The whole mig-manager is off with the
+  chart value ``migManager.enabled: false``: the ClusterPolicy's ``migManager.enabled``
+  (``deployments/gpu-operator/templates/clusterpolicy.yaml``@v26.7.0) makes
+  ``isStateEnabled("state-mig-manager")`` false, and the operator deletes the DaemonSet
+  (``controllers/state_manager.go`` and ``object_controls.go``@v26.7.0). gen renders it so
+  for a cluster whose MIG pools are all dynamic (GEN116 refuses static layouts beside
+  them), so that no node label is needed; only a cluster that still has static layouts
+  keeps mig-manager on, and its dynamic pools need the label (GEN118).
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ __all__ = [
     "dynamic_pools",
     "k8s_gate_default_on",
     "k8s_gate_since",
+    "mig_manager_off",
     "partitionable_devices_problem",
 ]
 
@@ -85,6 +93,14 @@ def chart_fixes_issue_1092(version: str) -> bool:
 def dynamic_pools(cluster: Cluster) -> list[tuple[int, NodePool]]:
     """(index, pool) of the cluster's ``mig: dynamic`` pools."""
     return [(i, p) for i, p in enumerate(cluster.node_pools) if p.mig == "dynamic"]
+
+
+def mig_manager_off(cluster: Cluster) -> bool:
+    """Whether gen renders the GPU Operator with mig-manager off: the cluster has dynamic
+    pools and no static MIG layout for mig-manager to apply."""
+    return bool(dynamic_pools(cluster)) and not any(
+        p.mig_layout is not None for p in cluster.node_pools
+    )
 
 
 def k8s_gate_since() -> int:

@@ -170,6 +170,10 @@ def _check(case: Case, root: Path, findings: list[Finding]) -> None:
     assert rule in RULES
     of_rule = [f for f in findings if f.rule == rule]
     assert of_rule, f"no {rule}; got:\n" + "\n".join(f.format() for f in findings)
+    if "message" in case.expect:
+        of_rule = [f for f in of_rule if case.expect["message"] in f.message]
+        assert of_rule, f"no {rule} saying {case.expect['message']!r}; got:\n" + "\n".join(
+            f.format() for f in findings)
     if case.expect.get("file") is None:
         return
     where = {(_shown(root, f.location.path), f.location.line)

@@ -443,6 +443,20 @@ def test_no_mig_leaves_mig_values_out(tmp_path: Path) -> None:
     assert "mig" not in values and "migManager" not in values
 
 
+def test_all_dynamic_mig_turns_mig_manager_off(tmp_path: Path) -> None:
+    """Every MIG pool dynamic: mig-manager off (the DRA driver owns MIG); beside a static
+    layout it stays on, with gen's ConfigMap."""
+    dynamic = H100_POOL + "    mig: dynamic\n"
+    plan = _plan(tmp_path, {"profiles/c1.yaml": _cluster(pools=dynamic)})
+    assert gitops.gpu_operator_values(plan)["migManager"] == {"enabled": False}
+    static = H100_POOL.replace("name: h100", "name: h100-static") + "    mig_layout: uniform\n"
+    plan = _plan(tmp_path / "both", {
+        "profiles/c1.yaml": _cluster(pools=dynamic + static),
+        "profiles/uniform.yaml": _layout("uniform", {"3g.40gb": 2}),
+    })
+    assert gitops.gpu_operator_values(plan)["migManager"]["enabled"] is True
+
+
 def test_virtualized_mig_pool_enables_reboot(tmp_path: Path) -> None:
     """A virtualized MIG pool sets WITH_REBOOT=true in mig-manager's environment."""
     pools = H100_POOL + "    mig_layout: uniform\n    virtualized: true\n"

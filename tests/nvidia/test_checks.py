@@ -64,7 +64,9 @@ def _dynamic(tmp_path: Path, *, version: str = "1.36.1", allocation: str = "dra"
                              labels=labels, extra=extra)
     tmp_path.mkdir(parents=True, exist_ok=True)
     service = LINT_BASE["service.yaml"]
-    return lint_fleet(tmp_path, **{"cluster.yaml": cluster, "layout.yaml": "",
+    # The base layout stays for an extra pool that names it (mig_layout: mixed).
+    layout = LINT_BASE["layout.yaml"] if "mig_layout:" in extra else ""
+    return lint_fleet(tmp_path, **{"cluster.yaml": cluster, "layout.yaml": layout,
                                    "service.yaml": service})
 
 
@@ -159,18 +161,32 @@ def test_gen117_mig_capable_pool_without_mig_dynamic(tmp_path: Path) -> None:
     assert "gpu: a100-sxm4-80gb" in _line(tmp_path, f)
 
 
+_STATIC_POOL = ("  - name: mig\n    gpu: h100-sxm5-80gb\n    nodes: 1\n"
+                '    driver_version: "580.95.05"\n    mig_layout: mixed\n')
+
+
+def test_gen118_not_needed_where_gen_turns_mig_manager_off(tmp_path: Path) -> None:
+    """Every MIG pool dynamic: gen renders mig-manager off, so no label is needed."""
+    assert "GEN118" not in _rules(_dynamic(tmp_path, labels="{gen.dev/pool: h100}"))
+
+
 def test_gen118_mig_manager_label(tmp_path: Path) -> None:
-    """Without nvidia.com/gpu.deploy.mig-manager: "false" the dynamic pool is GEN118."""
-    (f,) = [f for f in _dynamic(tmp_path, labels="{gen.dev/pool: h100}") if f.rule == "GEN118"]
+    """Beside a static layout (mig-manager stays on), a dynamic pool without
+    nvidia.com/gpu.deploy.mig-manager: "false" is GEN118 at its labels."""
+    (f,) = [f for f in _dynamic(tmp_path, labels="{gen.dev/pool: h100}", extra=_STATIC_POOL)
+            if f.rule == "GEN118"]
     assert "labels" in _line(tmp_path, f)
+    assert "static MIG layouts" in f.message
     assert "GEN118" not in _rules(_dynamic(
-        tmp_path / "near", labels='{nvidia.com/gpu.deploy.mig-manager: "false", a: b}'))
+        tmp_path / "near", labels='{nvidia.com/gpu.deploy.mig-manager: "false", a: b}',
+        extra=_STATIC_POOL))
 
 
 def test_gen118_mig_manager_label_declared_on(tmp_path: Path) -> None:
-    """The label declared "true" is GEN118 at the label itself: the line to change."""
+    """The label declared "true" beside a static layout is GEN118 at the label itself."""
     labels = '\n      gen.dev/pool: h100\n      nvidia.com/gpu.deploy.mig-manager: "true"'
-    (f,) = [f for f in _dynamic(tmp_path, labels=labels) if f.rule == "GEN118"]
+    (f,) = [f for f in _dynamic(tmp_path, labels=labels, extra=_STATIC_POOL)
+            if f.rule == "GEN118"]
     assert 'nvidia.com/gpu.deploy.mig-manager: "true"' in _line(tmp_path, f)
 
 

@@ -459,7 +459,7 @@ def _corpus_selector(file: str, data: Mapping[str, Any], case: Mapping[str, Any]
                      ) -> tuple[str, Mapping[str, Any]] | None:
     """(selector, oracle device) of one case of a CEL corpus file, as its conformance test
     runs it; None for entries that are not selector cases."""
-    if file == "dra.yaml":
+    if file in ("dra.yaml", "behaviour.yaml"):
         device = {"driver": case.get("driver", ""),
                   "attributes": dict(case.get("attributes") or {}),
                   "capacity": {k: {"value": str(v)}

@@ -27,7 +27,7 @@ from gen.caches import memoize
 from gen.dra.cel._libraries import format, ip, lists, quantity, regex, semver, sets, urls
 from gen.dra.cel._libraries._base import BOOL, DYN, LIST_DYN, STR, Declarations, Overload
 from gen.dra.cel._libraries._carriers import QUANTITY, quantity_carrier, semver_carrier
-from gen.dra.cel._libraries.comprehensions import map_insert
+from gen.dra.cel._libraries.comprehensions import ITERABLE, iterable, map_insert
 from gen.dra.cel._libraries.equality import (
     KUBERNETES_EQUALS,
     KUBERNETES_IN,
@@ -37,12 +37,15 @@ from gen.dra.cel._libraries.equality import (
     kubernetes_not_equal,
 )
 from gen.dra.cel._libraries.lists import TIME_LIST_FUNCTIONS, duration_sum, time_extreme
+from gen.dra.cel._libraries.strings import IMPLEMENTATIONS as STRING_FUNCTIONS
+from gen.dra.cel._libraries.strings import RUNTIME_NAMES as STRING_RUNTIME_NAMES
 from gen.dra.devices import Device
 from gen.k8s.quantity import QuantityFormat, format_quantity, int64_amount, parse_quantity
 from gen.k8s.semver import Version
 
 __all__ = [
     "LIBRARIES",
+    "MEMBER_FUNCTIONS",
     "TWO_VARIABLE_COMPREHENSIONS",
     "checker_env",
     "device_data",
@@ -64,6 +67,20 @@ LIBRARIES: tuple[Declarations, ...] = (
 )
 """The libraries declared as plain functions, in the order their overloads are merged (a
 name two libraries declare, such as ``compareTo``, gets the overloads of both)."""
+
+
+_STANDARD_MEMBERS = frozenset({
+    # The standard library's member functions (google/cel-spec langdef.md).
+    "size", "contains", "startsWith", "endsWith", "matches", "getFullYear", "getMonth",
+    "getDayOfYear", "getDayOfMonth", "getDate", "getDayOfWeek", "getHours", "getMinutes",
+    "getSeconds", "getMilliseconds",
+    # The strings extension, version 2 (google/cel-go ext/strings.go@v0.29.2).
+    "charAt", "indexOf", "lastIndexOf", "lowerAscii", "replace", "split", "substring", "trim",
+    "upperAscii", "join", "format",
+    # The lists extension, version 3 (ext/lists.go) and optional types (cel/library.go).
+    "slice", "flatten", "distinct", "reverse", "sort", "sortBy", "first", "last",
+    "hasValue", "value", "orValue", "or",
+})
 
 
 def _merged(libraries: Iterable[Declarations]) -> dict[str, list[Overload]]:
@@ -186,6 +203,15 @@ def runtime_env() -> cel.Env:
         decls.append(cel.FunctionDecl(name, [
             cel.Overload(name.replace(".", "_"), BOOL, [DYN, DYN], impl=equality)
         ]))
+    for name, impl in STRING_FUNCTIONS.items():
+        runtime_name = STRING_RUNTIME_NAMES[name]
+        decls.append(cel.FunctionDecl(runtime_name, [
+            cel.Overload(f"{runtime_name}_{n}", DYN, [DYN] * (n + 1), is_member=True, impl=impl)
+            for n in ((1,) if name == "charAt" else (1, 2))
+        ]))
+    decls.append(cel.FunctionDecl(ITERABLE, [
+        cel.Overload(ITERABLE, DYN, [DYN], impl=iterable),
+    ]))
     decls.append(cel.FunctionDecl("cel.@mapInsert", [
         cel.Overload("map_insert_key_value", DYN, [DYN, DYN, DYN], impl=map_insert),
         cel.Overload("map_insert_map", DYN, [DYN, DYN],
@@ -223,3 +249,11 @@ def device_data(device: Device) -> dict[str, object]:
 def _capacity_carrier(amount: Decimal) -> dict[str, str]:
     text = format_quantity(amount, QuantityFormat.BINARY_SI)
     return quantity_carrier(parse_quantity(text), int64_amount(text))
+
+
+MEMBER_FUNCTIONS: frozenset[str] = _STANDARD_MEMBERS | frozenset(
+    name for name, overloads in _merged(LIBRARIES).items() if any(o.member for o in overloads)
+)
+"""The member functions gen's checker declares: a call of one with arguments none of its
+overloads takes is cel-go's "found no matching overload" (cel-cpp says "undeclared
+reference")."""

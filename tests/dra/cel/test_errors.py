@@ -16,7 +16,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gen.cli import cli
-from gen.dra.cel import BUDGET_MESSAGE, ITERATION_BUDGET, compile_selector, evaluate
+from gen.dra.cel import (
+    BUDGET_MESSAGE,
+    ITERATION_BUDGET,
+    SelectorResult,
+    compile_selector,
+    evaluate,
+)
 from gen.dra.devices import Device
 from gen.errors import CELCompileError
 from tests.helpers import lint_fleet
@@ -36,6 +42,8 @@ capacity:
 """
 HUNDRED = "[" + ", ".join(str(i) for i in range(1, 101)) + "]"
 NESTED_ALL = f"{HUNDRED}.all(x, {HUNDRED}.all(y, x + y > 0))"
+PAST_BUDGET = f"{NESTED_ALL} || device.driver == 'x'"
+"""Past the budget and not a quantifier at the root: gen cannot split it."""
 
 
 @pytest.fixture
@@ -47,9 +55,9 @@ def device_file(tmp_path: Path) -> Path:
 
 def test_budget_is_a_runtime_error_that_names_gen() -> None:
     """Past the iteration budget: a run-time error saying gen's evaluator stopped it."""
-    selector = compile_selector(NESTED_ALL)  # within Kubernetes' cost limit: it compiles
-    outcome = evaluate(NESTED_ALL, H100)
-    assert outcome == evaluate(NESTED_ALL, H100)
+    selector = compile_selector(PAST_BUDGET)  # within Kubernetes' cost limit: it compiles
+    outcome = evaluate(PAST_BUDGET, H100)
+    assert outcome == evaluate(PAST_BUDGET, H100)
     assert not outcome.matched
     assert outcome.error == BUDGET_MESSAGE
     assert "not of Kubernetes" in BUDGET_MESSAGE
@@ -60,15 +68,36 @@ def test_budget_is_a_runtime_error_that_names_gen() -> None:
 def test_just_under_the_budget_evaluates() -> None:
     """99 + 99×100 = 9,999 iterations in one evaluation run; 100 + 100×100 do not."""
     ninety_nine = "[" + ", ".join(str(i) for i in range(1, 100)) + "]"
-    assert evaluate(f"{ninety_nine}.all(x, {HUNDRED}.all(y, x + y > 0))", H100).matched
+    assert evaluate(f"{ninety_nine}.all(x, {HUNDRED}.all(y, x + y > 0)) || false", H100).matched
     assert ITERATION_BUDGET == 99 + 99 * 100 + 1
-    assert evaluate(NESTED_ALL, H100).error == BUDGET_MESSAGE
+    assert evaluate(PAST_BUDGET, H100).error == BUDGET_MESSAGE
+
+
+@pytest.mark.parametrize(
+    ("expression", "outcome"),
+    [
+        (NESTED_ALL, SelectorResult(True)),
+        (f"({HUNDRED}).all(x, {HUNDRED}.exists(y, x == y))", SelectorResult(True)),
+        (f"{HUNDRED}.exists(x, {HUNDRED}.all(y, x + y > 100))", SelectorResult(True)),
+        (f"{HUNDRED}.exists_one(x, {HUNDRED}.all(y, x + y > 100))", SelectorResult(True)),
+        # An element's error is absorbed where another element decides, as in cel-go.
+        (f"{HUNDRED}.all(x, {HUNDRED}.all(y, x / (y - 50) > -100))", SelectorResult(False)),
+        (f"{HUNDRED}.exists_one(x, {HUNDRED}.all(y, x / (y - 50) > -100))",
+         SelectorResult(False, "CEL runtime error: division by zero")),
+    ],
+)
+def test_a_root_quantifier_past_the_budget_runs_element_by_element(
+    expression: str, outcome: SelectorResult
+) -> None:
+    """Kubernetes runs these (within its cost limit; the judge's oracle gives the same
+    answers); gen runs the root quantifier one element at a time (gen.dra.cel._quantifiers)."""
+    assert evaluate(expression, H100) == outcome
 
 
 def test_budget_cli_json(device_file: Path) -> None:
     """`gen cel eval --json` on the budget: {"error": ...}, exit 1, no traceback."""
     result = CliRunner().invoke(
-        cli, ["cel", "eval", NESTED_ALL, "--device", str(device_file), "--json"]
+        cli, ["cel", "eval", PAST_BUDGET, "--device", str(device_file), "--json"]
     )
     assert result.exit_code == 1, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
@@ -78,7 +107,7 @@ def test_budget_cli_json(device_file: Path) -> None:
 
 def test_budget_cli_text(device_file: Path) -> None:
     """Text mode: the message on stderr, exit 1."""
-    result = CliRunner().invoke(cli, ["cel", "eval", NESTED_ALL, "--device", str(device_file)])
+    result = CliRunner().invoke(cli, ["cel", "eval", PAST_BUDGET, "--device", str(device_file)])
     assert result.exit_code == 1
     assert "gen's CEL evaluator (cel-expr-python) stopped" in result.stderr
     assert "Traceback" not in result.output
@@ -88,7 +117,7 @@ def test_budget_in_a_gpu_class_is_located_gen206(tmp_path: Path) -> None:
     """In a GPU class: GEN206 at the class's cel entry, a warning (gen cannot verify it)."""
     classes = (
         "kind: GPUClass\nname: h100\nmatch: {product: h100-sxm5-80gb}\n"
-        f'cel: ["{NESTED_ALL}"]\n'
+        f'cel: ["{PAST_BUDGET}"]\n'
         "---\nkind: GPUClass\nname: mig-3g\ndevice_type: mig\nmatch: {mig_profile: 3g.40gb}\n"
     )
     findings = lint_fleet(tmp_path, **{"classes.yaml": classes})

@@ -37,7 +37,11 @@ def _quantity(text: object) -> dict[str, str]:
     try:
         return dict(_quantity_text(str(text)))
     except QuantityError as err:
-        raise LibraryError(err.message) from err
+        # apimachinery's ErrFormatWrong / ErrSuffix, as cel-go reports them: without the
+        # input gen's profile errors quote (api/resource/quantity.go@v0.37.2).
+        quoted = f": {str(text)!r}"
+        message = err.message.removesuffix(quoted)
+        raise LibraryError(message) from err
 
 
 def _is_quantity(text: object) -> bool:
