@@ -164,6 +164,7 @@ def builders() -> tuple[BuildStep, ...]:
     from gen.fleet.manifests import namespaces
     from gen.gitops import build as gitops
     from gen.nvidia import build as nvidia
+    from gen.routing import build as routing
     from gen.serving import build as serving
 
     return (
@@ -171,6 +172,7 @@ def builders() -> tuple[BuildStep, ...]:
         BuildStep("mig", nvidia.build),
         BuildStep("dra", dra.build),
         BuildStep("serving", serving.build),
+        BuildStep("routing", routing.build),
         BuildStep("apple", apple.build),
         BuildStep("gitops", gitops.build),
     )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gen.fleet.endpoints import PORT_NAME, engine_port, workload_selector
+from gen.fleet.endpoints import PORT_NAME, engine_port, routed, workload_selector
 from gen.fleet.manifests import (
     extended_resource_name,
     has_addon,
@@ -217,14 +217,18 @@ def build_service(plan: ClusterPlan, svc: ServicePlan) -> list[ManifestSpec]:
             "vllm/pdb.yaml.j2", origin,
             name=name, namespace=ns, labels=meta, selector=selector_labels,
         ),
-        manifest(
+    ]
+    if not routed(plan, svc):
+        # A routed service's pods get the routing capability's policy instead (only the
+        # gateway and the endpoint picker reach them): policies add up, so this one, open to
+        # the whole namespace, would undo it.
+        specs.append(manifest(
             "vllm/networkpolicy.yaml.j2", origin,
             name=name, namespace=ns, labels=meta, selector=selector_labels,
             port=port,
             namespaces=sorted({*service.exposure.allow_from_namespaces,
                                plan.cluster.monitoring.namespace}),
-        ),
-    ]
+        ))
     if plan.cluster.monitoring.service_monitors and has_addon(plan, "prometheus-operator"):
         specs.append(manifest(
             "vllm/servicemonitor.yaml.j2", origin,

@@ -1,0 +1,134 @@
+"""The endpoint picker's facts at the pinned llm-d-router release (``gen/data/pins.yaml``).
+
+Everything here is read from llm-d/llm-d-router at tag v0.10.0:
+
+* flags: pkg/epp/server/options.go (``--pool-name``, ``--pool-namespace``, ``--pool-group``,
+  ``--config-file``, ``--grpc-health-port``, ``--ha-enable-leader-election``,
+  ``--metrics-endpoint-auth``, ``--zap-encoder``, ``--tracing``);
+* ports, probes, resources, the Recreate strategy and the RBAC: the chart library
+  config/charts/routerlib/templates (_deployment.yaml, _service.yaml, _rbac.yaml,
+  _leader-election-rbac.yaml) and config/charts/llm-d-router-gateway/templates/rbac.yaml;
+* the config file: apix/config/v1alpha1/endpointpickerconfig_types.go
+  (``EndpointPickerConfig`` of group ``llm-d.ai``, version ``v1alpha1``, decoded strictly by
+  pkg/epp/config/loader/configloader.go) and the plugin types registered in cmd/epp/runner.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gen.models.service import PickerProfile
+from gen.pins import pin
+
+__all__ = [
+    "CONFIG_API_VERSION",
+    "CONFIG_FILE",
+    "EXT_PROC_PORT",
+    "HEALTH_PORT",
+    "METRICS_PORT",
+    "PLUGIN_TYPES",
+    "PROFILE_WEIGHTS",
+    "RESOURCES",
+    "config",
+    "picker_args",
+    "picker_image",
+    "rbac_rules",
+]
+
+EXT_PROC_PORT = 9002
+"""The gRPC ext-proc port the gateway calls (container port ``grpc``)."""
+HEALTH_PORT = 9003
+"""The gRPC health port (``--grpc-health-port``; the probes' services)."""
+METRICS_PORT = 9090
+"""The Prometheus metrics port."""
+CONFIG_API_VERSION = "llm-d.ai/v1alpha1"
+"""The ``EndpointPickerConfig`` apiVersion the release decodes (not ``llm-d.ai/v1``: that
+version does not exist at v0.10.0)."""
+CONFIG_FILE = "config.yaml"
+RESOURCES: dict[str, dict[str, str]] = {
+    "requests": {"cpu": "8", "memory": "8Gi"},
+    "limits": {"memory": "16Gi"},
+}
+"""The chart's default EPP resources (routerlib values.yaml: CPU unlimited for bursts,
+memory capped)."""
+
+PLUGIN_TYPES = frozenset({
+    "queue-scorer", "kv-cache-utilization-scorer", "prefix-cache-scorer",
+    "metrics-data-source", "core-metrics-extractor",
+})
+"""The plugin types gen's configs use, each registered by the release's EPP."""
+
+PROFILE_WEIGHTS: dict[PickerProfile, tuple[tuple[str, int], ...]] = {
+    # llm-d's optimized baseline, as the chart's default-plugins.yaml weighs it.
+    "default": (("queue-scorer", 2), ("kv-cache-utilization-scorer", 2),
+                ("prefix-cache-scorer", 3)),
+    # Long shared prompts: prefix-cache hits dominate, load breaks ties.
+    "prefix-cache": (("queue-scorer", 1), ("kv-cache-utilization-scorer", 1),
+                     ("prefix-cache-scorer", 5)),
+    # Load only: no scorer that reads the prompt.
+    "load-aware": (("queue-scorer", 1), ("kv-cache-utilization-scorer", 1)),
+}
+
+
+def picker_image() -> str:
+    """The EPP image at the pinned release."""
+    return f"ghcr.io/llm-d/llm-d-router-endpoint-picker:{pin('llm-d-router').version}"
+
+
+def config(profile: PickerProfile) -> dict[str, Any]:
+    """The ``EndpointPickerConfig`` of a picker profile (one scheduling profile, ``default``)."""
+    weights = PROFILE_WEIGHTS[profile]
+    plugins: list[dict[str, Any]] = [{"type": name} for name, _ in weights]
+    plugins += [
+        {"type": "metrics-data-source",
+         "parameters": {"scheme": "http", "path": "/metrics", "insecureSkipVerify": True}},
+        {"type": "core-metrics-extractor"},
+    ]
+    return {
+        "apiVersion": CONFIG_API_VERSION,
+        "kind": "EndpointPickerConfig",
+        "plugins": plugins,
+        "schedulingProfiles": [{
+            "name": "default",
+            "plugins": [{"pluginRef": name, "weight": weight} for name, weight in weights],
+        }],
+    }
+
+
+def picker_args(pool: str, namespace: str, replicas: int) -> list[str]:
+    """The EPP's arguments: bound to one pool, its config file, leader election when more
+    than one replica runs, metrics without token authentication (the NetworkPolicy admits
+    only the monitoring namespace to the metrics port, and the picker needs no cluster-wide
+    RBAC for TokenReviews)."""
+    args = [
+        "--pool-name", pool,
+        "--pool-namespace", namespace,
+        "--pool-group", "inference.networking.k8s.io",
+        "--zap-encoder", "json",
+        "--config-file", f"/config/{CONFIG_FILE}",
+        "--grpc-health-port", str(HEALTH_PORT),
+    ]
+    if replicas > 1:
+        args.append("--ha-enable-leader-election")
+    args += ["--tracing=false", "--metrics-endpoint-auth=false"]
+    return args
+
+
+def rbac_rules(replicas: int) -> list[dict[str, list[str]]]:
+    """The namespaced rules the EPP needs: the pool's pods, the pool, the objectives and
+    model rewrites it watches; leases and events for leader election."""
+    read = ["get", "list", "watch"]
+    rules = [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": read},
+        {"apiGroups": ["inference.networking.k8s.io"], "resources": ["inferencepools"],
+         "verbs": read},
+        {"apiGroups": ["llm-d.ai"],
+         "resources": ["inferenceobjectives", "inferencemodelrewrites"], "verbs": read},
+    ]
+    if replicas > 1:
+        rules += [
+            {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+             "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]},
+            {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
+        ]
+    return rules
