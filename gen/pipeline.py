@@ -261,6 +261,7 @@ def check_parts() -> tuple[CheckPart, ...]:
     from gen.dra import checks as dra
     from gen.gitops import checks as gitops
     from gen.nvidia import checks as mig
+    from gen.routing import checks as routing
     from gen.security import checks as security
     from gen.serving import capacity
     from gen.serving import checks as serving
@@ -272,6 +273,7 @@ def check_parts() -> tuple[CheckPart, ...]:
         CheckPart("dra", "cluster", dra.check_clusters),
         CheckPart("dra", "fleet", dra.check_fleet),
         CheckPart("serving", "cluster", serving.check),
+        CheckPart("routing", "cluster", routing.check),
         CheckPart("security", "fleet", security.check),
         CheckPart("satisfiability", "cluster", dra_capacity.check),
         CheckPart("apple", "cluster", apple.check_clusters),
