@@ -29,7 +29,9 @@ __all__ = [
     "PLUGIN_TYPES",
     "PROFILE_WEIGHTS",
     "RESOURCES",
+    "CONFIG_FIELDS",
     "config",
+    "config_problems",
     "picker_args",
     "picker_image",
     "rbac_rules",
@@ -68,6 +70,67 @@ PROFILE_WEIGHTS: dict[PickerProfile, tuple[tuple[str, int], ...]] = {
     # Load only: no scorer that reads the prompt.
     "load-aware": (("queue-scorer", 1), ("kv-cache-utilization-scorer", 1)),
 }
+
+
+CONFIG_FIELDS: dict[str, frozenset[str]] = {
+    "EndpointPickerConfig": frozenset({
+        "apiVersion", "kind", "featureGates", "plugins", "schedulingProfiles", "dataLayer",
+        "flowControl", "requestHandler", "saturationDetector", "parser"}),
+    "PluginSpec": frozenset({"name", "type", "parameters"}),
+    "SchedulingProfile": frozenset({"name", "plugins"}),
+    "SchedulingPlugin": frozenset({"pluginRef", "weight"}),
+}
+"""The JSON fields of the config's Go types (apix/config/v1alpha1/endpointpickerconfig_types.go
+at v0.10.0) that gen's configs reach; the loader decodes strictly, so any other key fails the
+picker at start."""
+
+
+def _unknown(where: str, struct: str, value: Any) -> list[str]:
+    if not isinstance(value, dict):
+        return [f"{where}: not a mapping"]
+    return [f"{where}.{key}: unknown field of {struct}"
+            for key in sorted(set(value) - CONFIG_FIELDS[struct])]
+
+
+def config_problems(doc: Any) -> list[str]:
+    """Why the release's loader would refuse ``doc`` (strict decoding, then validation:
+    apiVersion and kind, known plugin types, unique plugin names, each ``name`` defaulting to
+    its ``type``, named and unique scheduling profiles whose ``pluginRef`` each name a
+    plugin); empty when it loads."""
+    problems = _unknown("config", "EndpointPickerConfig", doc)
+    if problems and not isinstance(doc, dict):
+        return problems
+    if doc.get("apiVersion") != CONFIG_API_VERSION or doc.get("kind") != "EndpointPickerConfig":
+        problems.append(f"config: apiVersion/kind must be {CONFIG_API_VERSION} "
+                        "EndpointPickerConfig")
+    names: list[str] = []
+    for index, plugin in enumerate(doc.get("plugins") or []):
+        where = f"plugins[{index}]"
+        problems += _unknown(where, "PluginSpec", plugin)
+        if not isinstance(plugin, dict):
+            continue
+        if plugin.get("type") not in PLUGIN_TYPES:
+            problems.append(f"{where}.type: {plugin.get('type')!r} is not a plugin type gen "
+                            "knows the release registers")
+        name = plugin.get("name") or plugin.get("type") or ""
+        if name in names:
+            problems.append(f"{where}: duplicate plugin name {name!r}")
+        names.append(name)
+    profiles: list[str] = []
+    for index, profile in enumerate(doc.get("schedulingProfiles") or []):
+        where = f"schedulingProfiles[{index}]"
+        problems += _unknown(where, "SchedulingProfile", profile)
+        if not isinstance(profile, dict):
+            continue
+        if not profile.get("name") or profile["name"] in profiles:
+            problems.append(f"{where}.name: missing or duplicate")
+        profiles.append(str(profile.get("name")))
+        for ref_index, ref in enumerate(profile.get("plugins") or []):
+            ref_where = f"{where}.plugins[{ref_index}]"
+            problems += _unknown(ref_where, "SchedulingPlugin", ref)
+            if isinstance(ref, dict) and ref.get("pluginRef") not in names:
+                problems.append(f"{ref_where}.pluginRef: names no plugin")
+    return problems
 
 
 def picker_image() -> str:
