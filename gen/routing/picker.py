@@ -22,6 +22,7 @@ from gen.pins import pin
 
 __all__ = [
     "CONFIG_API_VERSION",
+    "CONFIG_FIELDS",
     "CONFIG_FILE",
     "EXT_PROC_PORT",
     "HEALTH_PORT",
@@ -29,7 +30,6 @@ __all__ = [
     "PLUGIN_TYPES",
     "PROFILE_WEIGHTS",
     "RESOURCES",
-    "CONFIG_FIELDS",
     "config",
     "config_problems",
     "picker_args",
