@@ -39,7 +39,8 @@ def _gateway(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
         hint = (f"use one of its gateways ({declared})" if declared else
                 "declare the Gateway in the cluster's 'gateways' ({name, namespace, class})")
     return [finding("GEN401", message, svc.located.at("routing", "gateway"),
-                    key_path="routing.gateway", hint=hint, related=(cluster.located.at(),))]
+                    key_path="routing.gateway", hint=hint,
+                    related=(cluster.located.at("gateways"),))]
 
 
 def _gateway_api(version: str) -> tuple[int, int]:
