@@ -84,7 +84,7 @@ def test_a_pool_selecting_other_pods_is_caught(control_plane: ControlPlane,
     from gen.fleet import endpoints
 
     monkeypatch.setattr(endpoints, "pool_selector",
-                        lambda service: {"app.kubernetes.io/managed-by": "gen"})
+                        lambda *_: {"app.kubernetes.io/managed-by": "gen"})
     categories = LiveCategories()
     judge_fleet(control_plane, EXAMPLE, categories, ("prod-us-east",))
     differs = {v.case: v for v in categories.pool_selection.disagreements()}
