@@ -33,11 +33,11 @@ from gen.fleet.endpoints import (
     pool_selector,
     routed,
 )
-from gen.fleet.manifests import labels, manifest
+from gen.fleet.manifests import has_addon, labels, manifest
 from gen.fleet.plan import Built, ClusterPlan, ManifestSpec, ServicePlan
 from gen.routing import picker
 
-__all__ = ["build", "build_service", "picker_config_text"]
+__all__ = ["build", "build_service", "picker_config_text", "picker_scraped"]
 
 
 def picker_config_text(svc: ServicePlan) -> str:
@@ -144,7 +144,18 @@ def build_service(plan: ClusterPlan, svc: ServicePlan) -> list[ManifestSpec]:
             ],
         ),
     ]
+    if picker_scraped(plan):
+        specs.append(manifest(
+            "routing/servicemonitor.yaml.j2", origin,
+            name=found.picker, namespace=ns, labels=picker_meta,
+            selector=picker_selector(service), port_name="http-metrics",
+        ))
     return specs
+
+
+def picker_scraped(plan: ClusterPlan) -> bool:
+    """Whether Prometheus scrapes the pickers of the cluster (a ServiceMonitor each)."""
+    return plan.cluster.monitoring.service_monitors and has_addon(plan, "prometheus-operator")
 
 
 def build(plan: ClusterPlan) -> Built:

@@ -34,6 +34,7 @@ __all__ = [
     "config_problems",
     "picker_args",
     "picker_image",
+    "queue_query",
     "rbac_rules",
 ]
 
@@ -195,3 +196,14 @@ def rbac_rules(replicas: int) -> list[dict[str, list[str]]]:
             {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
         ]
     return rules
+
+
+def queue_query(pool: str, namespace: str) -> str:
+    """PromQL for the requests waiting in a pool's pods, from the picker's own metrics
+    (pkg/epp/metrics/llm_d_router_metrics.go at v0.10.0: ``llm_d_epp_average_queue_size`` and
+    ``llm_d_epp_ready_endpoints``, labelled ``name`` = the pool, refreshed by
+    pkg/epp/datalayer/logger/logger.go): the mean queue times the ready pods. ``max`` keeps one
+    value when several picker replicas export it."""
+    match = f'{{namespace="{namespace}",name="{pool}"}}'
+    return (f"max(llm_d_epp_average_queue_size{match}) * "
+            f"max(llm_d_epp_ready_endpoints{match})")

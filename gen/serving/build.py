@@ -229,7 +229,8 @@ def build_service(plan: ClusterPlan, svc: ServicePlan) -> list[ManifestSpec]:
             namespaces=sorted({*service.exposure.allow_from_namespaces,
                                plan.cluster.monitoring.namespace}),
         ))
-    if plan.cluster.monitoring.service_monitors and has_addon(plan, "prometheus-operator"):
+    scraped = plan.cluster.monitoring.service_monitors and has_addon(plan, "prometheus-operator")
+    if scraped:
         specs.append(manifest(
             "vllm/servicemonitor.yaml.j2", origin,
             name=name, namespace=ns, labels=meta, selector=selector_labels,
@@ -241,6 +242,12 @@ def build_service(plan: ClusterPlan, svc: ServicePlan) -> list[ManifestSpec]:
             f'sum(vllm:num_requests_waiting{{namespace="{ns}",'
             f'model_name="{service.serving.served_model_name or name}"}})'
         )
+        if routed(plan, svc) and scraped:
+            # A routed service scales on its endpoint picker's view of the pool, as llm-d
+            # recommends (KEDA + EPP metrics): the same requests waiting, one series.
+            from gen.routing.picker import queue_query
+
+            query = queue_query(service.name, ns)
         specs.append(manifest(
             "vllm/scaledobject.yaml.j2", origin,
             name=name, namespace=ns, labels=meta,

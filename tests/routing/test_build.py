@@ -115,3 +115,29 @@ def test_no_priority_no_objective_and_no_addon_no_objects(tmp_path: Path) -> Non
         cluster.located, value=cluster.cluster.model_copy(update={"addons": ("keda",)})))
     assert list(build(bare).specs) == []
     assert pool_selector(svc.service) != picker_selector(svc.service)
+
+
+def test_a_routed_service_scales_on_the_pickers_queue_metrics() -> None:
+    objects = _objects()
+    query = objects[("ScaledObject", "llama-70b")]["spec"]["triggers"][0]["metadata"]["query"]
+    assert query == ('max(llm_d_epp_average_queue_size{namespace="inference",name="llama-70b"})'
+                     ' * max(llm_d_epp_ready_endpoints{namespace="inference",name="llama-70b"})')
+    monitor = objects[("ServiceMonitor", "llama-70b-epp")]["spec"]
+    service = objects[("Service", "llama-70b-epp")]
+    assert monitor["endpoints"][0]["port"] in {p["name"] for p in service["spec"]["ports"]}
+    assert _selects(monitor["selector"]["matchLabels"], service["metadata"]["labels"])
+
+
+def test_without_the_pickers_metrics_it_scales_on_vllms() -> None:
+    from gen.serving.build import build_service
+
+    plan = load_plan(REPO / "profiles")
+    cluster = next(c for c in plan.clusters if c.name == "prod-us-east")
+    svc = next(s for s in cluster.services if s.service.name == "llama-70b")
+    unscraped = dataclasses.replace(cluster, located=dataclasses.replace(
+        cluster.located, value=cluster.cluster.model_copy(update={
+            "addons": ("keda", "inference-extension")})))
+    (scaled,) = [s for s in build_service(unscraped, svc)
+                 if s.template == "vllm/scaledobject.yaml.j2"]
+    assert scaled.context["query"].startswith("sum(vllm:num_requests_waiting{")
+    assert "routing/servicemonitor.yaml.j2" not in [s.template for s in build(unscraped).specs]
