@@ -41,10 +41,13 @@ __all__ = ["build", "build_service", "picker_config_text", "picker_scraped"]
 
 
 def picker_config_text(svc: ServicePlan) -> str:
-    """The picker's config file (YAML) for the service's picker profile."""
-    assert svc.service.routing is not None
-    text: str = yaml.safe_dump(picker.config(svc.service.routing.picker.profile),
-                               sort_keys=False)
+    """The picker's config file (YAML): the service's picker profile, or llm-d-router's P/D
+    configuration for a disaggregated service."""
+    routing = svc.service.routing
+    assert routing is not None
+    doc = (picker.pd_config() if svc.service.disaggregation is not None
+           else picker.config(routing.picker.profile))
+    text: str = yaml.safe_dump(doc, sort_keys=False)
     return text
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "RESOURCES",
     "config",
     "config_problems",
+    "pd_config",
     "picker_args",
     "picker_image",
     "queue_query",
@@ -58,6 +59,8 @@ memory capped)."""
 PLUGIN_TYPES = frozenset({
     "queue-scorer", "kv-cache-utilization-scorer", "prefix-cache-scorer",
     "metrics-data-source", "core-metrics-extractor",
+    "approx-prefix-cache-producer", "prefill-filter", "decode-filter", "max-score-picker",
+    "disagg-profile-handler", "prefix-based-pd-decider",
 })
 """The plugin types gen's configs use, each registered by the release's EPP."""
 
@@ -137,6 +140,38 @@ def config_problems(doc: Any) -> list[str]:
 def picker_image() -> str:
     """The EPP image at the pinned release."""
     return f"ghcr.io/llm-d/llm-d-router-endpoint-picker:{pin('llm-d-router').version}"
+
+
+def pd_config() -> dict[str, Any]:
+    """The ``EndpointPickerConfig`` of a disaggregated service: llm-d-router's own P/D
+    configuration at v0.10.0 (deploy/config/pd-epp-config.yaml): a ``prefill`` and a
+    ``decode`` scheduling profile, filtered by the pods' ``llm-d.ai/role``
+    (``prefill-filter``, ``decode-filter``), chosen per request by ``disagg-profile-handler``
+    with ``prefix-based-pd-decider`` (prefill runs remotely only for prompts with more than 16
+    uncached tokens)."""
+    profile_plugins = [{"pluginRef": "max-score-picker"},
+                       {"pluginRef": "prefix-cache-scorer", "weight": 2},
+                       {"pluginRef": "queue-scorer", "weight": 1}]
+    return {
+        "apiVersion": CONFIG_API_VERSION,
+        "kind": "EndpointPickerConfig",
+        "plugins": [
+            {"type": "approx-prefix-cache-producer",
+             "parameters": {"maxPrefixTokensToMatch": 16384, "lruCapacityPerServer": 31250}},
+            {"type": "prefix-cache-scorer"},
+            {"type": "queue-scorer"},
+            {"type": "prefill-filter"},
+            {"type": "decode-filter"},
+            {"type": "max-score-picker"},
+            {"type": "disagg-profile-handler",
+             "parameters": {"deciders": {"prefill": "prefix-based-pd-decider"}}},
+            {"type": "prefix-based-pd-decider", "parameters": {"nonCachedTokens": 16}},
+        ],
+        "schedulingProfiles": [
+            {"name": role, "plugins": [{"pluginRef": f"{role}-filter"}, *profile_plugins]}
+            for role in ("prefill", "decode")
+        ],
+    }
 
 
 def config(profile: PickerProfile) -> dict[str, Any]:

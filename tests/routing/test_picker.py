@@ -13,6 +13,7 @@ from gen.routing.picker import (
     PROFILE_WEIGHTS,
     config,
     config_problems,
+    pd_config,
     picker_args,
     rbac_rules,
 )
@@ -70,3 +71,11 @@ def test_leader_election_only_with_more_than_one_replica() -> None:
     assert {"leases", "events"} <= {r["resources"][0] for r in rbac_rules(2)}
     for rule in rbac_rules(2):
         assert "*" not in rule["verbs"] and "*" not in rule["resources"]
+
+
+def test_the_pd_config_loads_and_filters_by_role() -> None:
+    doc = pd_config()
+    assert config_problems(doc) == []
+    assert [p["name"] for p in doc["schedulingProfiles"]] == ["prefill", "decode"]
+    assert [p["plugins"][0]["pluginRef"] for p in doc["schedulingProfiles"]] == [
+        "prefill-filter", "decode-filter"]
