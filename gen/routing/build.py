@@ -100,7 +100,7 @@ def build_service(plan: ClusterPlan, svc: ServicePlan) -> list[ManifestSpec]:
                  name=found.picker, namespace=ns, labels=picker_meta),
         manifest("routing/configmap.yaml.j2", origin,
                  name=found.picker, namespace=ns, labels=picker_meta,
-                 file=picker.CONFIG_FILE, content=text),
+                 data={picker.CONFIG_FILE: text}),
         manifest(
             "routing/deployment.yaml.j2", origin,
             name=found.picker, namespace=ns, labels=picker_meta,
