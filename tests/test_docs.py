@@ -164,3 +164,28 @@ def test_models_doc_profile_example_loads(tmp_path: Path) -> None:
     spec = LLMSpec.from_profile(located.value, profiles.model_configs[name])
     assert (spec.id, spec.max_context, spec.experts, spec.license_gated) == (
         "acme/Qwen3-30B-A3B-support", 32768, 128, True)
+
+
+def test_routing_doc_example_renders_and_lints_as_shown(tmp_path: Path) -> None:
+    """docs/routing.md: its fleet renders the pool and route it shows, and with another
+    gateway name lints to the error it shows."""
+    from gen.pipeline import lint
+
+    doc = (ROOT / "docs" / "routing.md").read_text(encoding="utf-8")
+    profile = _doc_block(doc, "<!-- routing-profile -->", "yaml")
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    (profiles / "fleet.yaml").write_text(profile)
+    render(profiles, tmp_path / "out", base=tmp_path, validator="embedded")
+    folder = tmp_path / "out" / "prod" / "workloads" / "inference"
+    assert (folder / "inferencepool-qwen-7b.yaml").read_text() == _doc_block(
+        doc, "<!-- routing-pool -->", "yaml")
+    assert (folder / "httproute-qwen-7b.yaml").read_text() == _doc_block(
+        doc, "<!-- routing-route -->", "yaml")
+    bad = tmp_path / "bad" / "profiles"
+    bad.mkdir(parents=True)
+    (bad / "fleet.yaml").write_text(profile.replace("gateway: inference-gateway",
+                                                    "gateway: public"))
+    shown = _doc_block(doc, "<!-- routing-lint -->", "text").strip()
+    found = [f for f in lint(bad, base=bad.parent) if f.rule == "GEN401"]
+    assert [f.format().splitlines()[0] for f in found] == [shown]

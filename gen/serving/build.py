@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from gen.fleet.endpoints import PORT_NAME, engine_port, routed, workload_selector
 from gen.fleet.manifests import (
     extended_resource_name,
     has_addon,
@@ -26,8 +27,6 @@ from gen.fleet.placement import candidates
 from gen.fleet.plan import Built, ClusterPlan, ManifestSpec, ServicePlan
 from gen.fleet.sizing import resolved_max_model_len, serving_config
 
-PORT_NAME = "http"
-CONTAINER_PORT = 8000
 PRESTOP_SECONDS = 15
 CACHE_MOUNT = "/models"
 DOWNLOAD_BYTES_PER_S = 200 * 1024**2
@@ -105,7 +104,7 @@ def engine_args(svc: ServicePlan) -> list[str]:
     args = [
         service.model,
         "--host", "0.0.0.0",
-        "--port", str(CONTAINER_PORT),
+        "--port", str(engine_port(service)),
         "--served-model-name", serving.served_model_name or service.name,
         "--max-model-len", str(length),
         "--tensor-parallel-size", str(config.tensor_parallel),
@@ -157,7 +156,8 @@ def build_service(plan: ClusterPlan, svc: ServicePlan) -> list[ManifestSpec]:
     name = service.name
     ns = service.namespace
     meta = labels(name, "inference", **{"gen.dev/model": _label_safe(service.model)})
-    selector_labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/component": "inference"}
+    selector_labels = workload_selector(service)
+    port = engine_port(service)
     devices = gpu_devices(svc)
     weight_bytes = svc.model.weight_bytes if svc.model is not None else 20 * 1024**3
     startup = startup_seconds(weight_bytes)
@@ -183,7 +183,7 @@ def build_service(plan: ClusterPlan, svc: ServicePlan) -> list[ManifestSpec]:
             image=_image(svc),
             args=engine_args(svc),
             env=_env(svc),
-            port=CONTAINER_PORT, port_name=PORT_NAME,
+            port=port, port_name=PORT_NAME,
             resources=resources,
             startup_failure_threshold=math.ceil(startup / PROBE_PERIOD),
             probe_period=PROBE_PERIOD,
@@ -217,15 +217,20 @@ def build_service(plan: ClusterPlan, svc: ServicePlan) -> list[ManifestSpec]:
             "vllm/pdb.yaml.j2", origin,
             name=name, namespace=ns, labels=meta, selector=selector_labels,
         ),
-        manifest(
+    ]
+    if not routed(plan, svc):
+        # A routed service's pods get the routing capability's policy instead (only the
+        # gateway and the endpoint picker reach them): policies add up, so this one, open to
+        # the whole namespace, would undo it.
+        specs.append(manifest(
             "vllm/networkpolicy.yaml.j2", origin,
             name=name, namespace=ns, labels=meta, selector=selector_labels,
-            port=CONTAINER_PORT,
+            port=port,
             namespaces=sorted({*service.exposure.allow_from_namespaces,
                                plan.cluster.monitoring.namespace}),
-        ),
-    ]
-    if plan.cluster.monitoring.service_monitors and has_addon(plan, "prometheus-operator"):
+        ))
+    scraped = plan.cluster.monitoring.service_monitors and has_addon(plan, "prometheus-operator")
+    if scraped:
         specs.append(manifest(
             "vllm/servicemonitor.yaml.j2", origin,
             name=name, namespace=ns, labels=meta, selector=selector_labels,
@@ -237,6 +242,12 @@ def build_service(plan: ClusterPlan, svc: ServicePlan) -> list[ManifestSpec]:
             f'sum(vllm:num_requests_waiting{{namespace="{ns}",'
             f'model_name="{service.serving.served_model_name or name}"}})'
         )
+        if routed(plan, svc) and scraped:
+            # A routed service scales on its endpoint picker's view of the pool, as llm-d
+            # recommends (KEDA + EPP metrics): the same requests waiting, one series.
+            from gen.routing.picker import queue_query
+
+            query = queue_query(service.name, ns)
         specs.append(manifest(
             "vllm/scaledobject.yaml.j2", origin,
             name=name, namespace=ns, labels=meta,
