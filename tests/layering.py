@@ -95,6 +95,7 @@ CAPABILITIES = (
     "gen.apple.*",
     "gen.gitops.*",
     "gen.security.*",
+    "gen.kueue.*",
 )
 """The capability packages; a module of one imports no non-facts module of another."""
 
