@@ -27,6 +27,7 @@ from gen.fleet.manifests import labels, manifest, tolerations
 from gen.fleet.plan import Built, ClusterPlan, ManifestSpec
 from gen.kueue import config
 from gen.kueue.queues import LOCAL_QUEUE, ClusterQueuePlan, kueue_enabled, queues
+from gen.models.cluster import GPUQuota
 
 __all__ = ["build", "decide", "flavor_pools_of", "resource_groups"]
 
@@ -36,16 +37,16 @@ def decide(plan: ClusterPlan) -> ClusterPlan:
     chart's values, recorded (nothing on a cluster whose quotas are ResourceQuotas)."""
     if not kueue_enabled(plan):
         return plan
-    first = {}
+    first: dict[str, GPUQuota] = {}
     for quota in plan.cluster.quotas:
         first.setdefault(quota.namespace, quota)
     local = {s.service.name: LOCAL_QUEUE for s in plan.services
              if s.service.namespace in first}
     priorities = {}
     for svc in plan.services:
-        quota = first.get(svc.service.namespace)
-        if quota is not None and quota.priority_class is not None:
-            priorities[svc.service.name] = quota.priority_class.name
+        found = first.get(svc.service.namespace)
+        if found is not None and found.priority_class is not None:
+            priorities[svc.service.name] = found.priority_class.name
     return dataclasses.replace(plan, local_queues=local, workload_priorities=priorities,
                                kueue_values=config.values(plan))
 

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from gen.fleet.manifests import PRIORITY_LABEL, QUEUE_LABEL
 from tests.kueue.fleet import KUEUE_CLUSTER, cluster
 
 
-def _objects(tmp_path: Path, **changes: str) -> dict[str, list[dict[str, object]]]:
+def _objects(tmp_path: Path, **changes: str) -> dict[str, list[dict[str, Any]]]:
     built = cluster(tmp_path, **changes)
-    found: dict[str, list[dict[str, object]]] = {}
+    found: dict[str, list[dict[str, Any]]] = {}
     for spec in built.manifests:
         found.setdefault(spec.template, []).append(dict(spec.context))
     return found
