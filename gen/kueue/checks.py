@@ -34,8 +34,9 @@ def check_clusters(plan: Plan) -> list[Finding]:
         findings += _quota_pools(cluster)
         by_ns = {q.namespace: q for q in queues(cluster)}
         for svc in cluster.services:
-            if svc.service.gpu is None or svc.gpu_class is None:
-                continue
+            if svc.service.gpu is None or svc.gpu_class is None or not any(
+                    p.pool.platform == "nvidia" for p in svc.pools):
+                continue  # Apple VM devices are no quota's (Kueue admits them uncounted)
             findings += _service(cluster, svc, by_ns)
     return findings
 
