@@ -80,7 +80,6 @@ CRDS: tuple[tuple[str, str], ...] = (
     ("kueue", "config/components/crd/bases/kueue.x-k8s.io_resourceflavors.yaml"),
     ("kueue", "config/components/crd/bases/kueue.x-k8s.io_clusterqueues.yaml"),
     ("kueue", "config/components/crd/bases/kueue.x-k8s.io_localqueues.yaml"),
-    ("kueue", "config/components/crd/bases/kueue.x-k8s.io_cohorts.yaml"),
     ("kueue", "config/components/crd/bases/kueue.x-k8s.io_workloadpriorityclasses.yaml"),
 )
 """(pin id in ``gen/data/pins.yaml``, path of the CRD manifest in the project's repository)."""

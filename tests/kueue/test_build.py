@@ -84,3 +84,21 @@ def test_kueue_chart_values(tmp_path: Path) -> None:
         {"name": "KueueDRAIntegration", "enabled": True},
         {"name": "QuotaCheckStrategy", "enabled": True},
     ]
+
+
+def test_kueue_chart_is_a_platform_chart(tmp_path: Path) -> None:
+    """The GitOps builder installs the pinned Kueue chart from its OCI registry, in a
+    'restricted' namespace, with the values the Kueue capability decided."""
+    from gen.gitops.build import platform_charts
+    from gen.pins import pin
+
+    built = cluster(tmp_path)
+    [kueue] = [c for c in platform_charts(built) if c.release == "kueue"]
+    assert kueue.repo_url == "oci://registry.k8s.io/kueue/charts"
+    assert kueue.version == pin("kueue").version.removeprefix("v")
+    assert kueue.namespace == "kueue-system"
+    assert kueue.namespace_labels["pod-security.kubernetes.io/enforce"] == "restricted"
+    assert kueue.values == built.kueue_values
+    plain = cluster(tmp_path / "plain", **{"cluster.yaml": KUEUE_CLUSTER.replace(
+        "quota_engine: kueue\n", "")})
+    assert not [c for c in platform_charts(plain) if c.release == "kueue"]
