@@ -102,7 +102,11 @@ def _quota_pools(cluster: ClusterPlan) -> list[Finding]:
                     key_path=f"quotas[{index}].node_pools[{i}]",
                     hint="name a pool whose GPUs the class selects, or leave node_pools out",
                     cluster=cluster.name))
-        if not quota.node_pools and not flavor_pools(cluster, quota):
+        served = any(s.gpu_class is not None and s.gpu_class.name == quota.gpu_class
+                     for s in cluster.services)
+        # A class some service claims: the rules on its claims (GEN204, GEN304) say why no
+        # device matches it; the queue follows.
+        if not quota.node_pools and not served and not flavor_pools(cluster, quota):
             found.append(finding(
                 "GEN451",
                 f"quota of namespace {quota.namespace!r}: no pool of the cluster has devices "
