@@ -139,11 +139,14 @@ class BuildStep:
 def decisions() -> tuple[Decision, ...]:
     """What the builders read beside the profiles, in the order each reads the ones before:
     the pools each class's raw CEL refuses (placement reads them), the MIG strategy, the
-    Apple Silicon decisions, the claim templates' names (the serving builder reads them)."""
+    Apple Silicon decisions, the claim templates' names (the serving builder reads them),
+    each service's Kueue LocalQueue and the Kueue chart's values (the builders of workloads
+    and the GitOps builder read them)."""
     from gen.apple import build as apple
     from gen.dra import build as dra
     from gen.dra.admission import cel_refusals
     from gen.fleet.placement import with_refused_classes
+    from gen.kueue import build as kueue
     from gen.nvidia import build as nvidia
 
     replace = dataclasses.replace
@@ -153,6 +156,7 @@ def decisions() -> tuple[Decision, ...]:
         Decision("apple", lambda plan: replace(plan, apple=apple.decide(plan))),
         Decision("claim templates",
                  lambda plan: replace(plan, claim_templates=dra.claim_templates(plan))),
+        Decision("queues", kueue.decide),
     )
 
 
@@ -163,6 +167,7 @@ def builders() -> tuple[BuildStep, ...]:
     from gen.dra import build as dra
     from gen.fleet.manifests import namespaces
     from gen.gitops import build as gitops
+    from gen.kueue import build as kueue
     from gen.nvidia import build as nvidia
     from gen.routing import build as routing
     from gen.serving import build as serving
@@ -171,6 +176,7 @@ def builders() -> tuple[BuildStep, ...]:
         BuildStep("namespaces", lambda plan: Built(namespaces(plan))),
         BuildStep("mig", nvidia.build),
         BuildStep("dra", dra.build),
+        BuildStep("kueue", kueue.build),
         BuildStep("serving", serving.build),
         BuildStep("routing", routing.build),
         BuildStep("apple", apple.build),
@@ -260,6 +266,7 @@ def check_parts() -> tuple[CheckPart, ...]:
     from gen.dra import capacity as dra_capacity
     from gen.dra import checks as dra
     from gen.gitops import checks as gitops
+    from gen.kueue import checks as kueue
     from gen.nvidia import checks as mig
     from gen.routing import checks as routing
     from gen.security import checks as security
@@ -281,6 +288,7 @@ def check_parts() -> tuple[CheckPart, ...]:
         CheckPart("gitops", "cluster", gitops.check_clusters),
         CheckPart("gitops", "fleet", gitops.fleet_modes),
         CheckPart("capacity", "cluster", capacity.check),
+        CheckPart("kueue", "cluster", kueue.check_clusters),
     )
 
 

@@ -2,9 +2,10 @@
 
 This is the one registry of rule ids. ``GEN0xx`` are input and output (profiles, templates,
 rendered manifests, and the default rule of gen's errors), ``GEN1xx`` MIG, ``GEN2xx`` DRA,
-``GEN3xx`` serving / fit, ``GEN4xx`` routing and prefill/decode, ``GEN5xx`` security,
-``GEN6xx`` Apple Silicon, ``GEN7xx`` GitOps, ``GEN8xx`` a live cluster against the profiles
-(``gen verify``). Ids are stable: a rule is never renumbered, and an id is never reused.
+``GEN3xx`` serving / fit, ``GEN40x``-``GEN44x`` routing, prefill/decode and multi-node,
+``GEN45x``-``GEN46x`` quotas (Kueue), ``GEN5xx`` security, ``GEN6xx`` Apple Silicon, ``GEN7xx``
+GitOps, ``GEN8xx`` a live cluster against the profiles (``gen verify``). Ids are stable: a rule
+is never renumbered, and an id is never reused.
 
 The title is the one-line description SARIF viewers show (``tool.driver.rules``); the doc text
 is the "what" column of ``docs/lint-rules.md``, which :func:`rules_markdown` generates::
@@ -36,6 +37,7 @@ class Section(enum.Enum):
     DRA = "DRA"
     SERVING = "Serving"
     ROUTING = "Routing"
+    QUOTAS = "Quotas (Kueue)"
     SECURITY = "Security"
     APPLE = "Apple Silicon"
     GITOPS = "GitOps"
@@ -61,6 +63,7 @@ _IO, _MIG, _DRA, _SERVING, _SECURITY, _APPLE, _GITOPS, _CLUSTER = (
     Section.APPLE, Section.GITOPS, Section.CLUSTER,
 )
 _ROUTING = Section.ROUTING
+_QUOTAS = Section.QUOTAS
 _WARNING, _INFO = Severity.WARNING, Severity.INFO
 
 _ALL = (
@@ -450,6 +453,66 @@ _ALL = (
         "a routed service `S` and another service named `S-epp` in the same namespace: the "
         "picker's Deployment, Service and ServiceAccount `S-epp` would be the other "
         "service's objects; reported at the other service's `name`",
+    ),
+    Rule(
+        "GEN450", "a replica larger than its Kueue queue can ever admit", _QUOTAS,
+        "on a `quota_engine: kueue` cluster, a replica whose devices (`gpu.count`) exceed, "
+        "on every pool it can run on, its namespace ClusterQueue's nominal quota there plus "
+        "what it may borrow from its cohort: Kueue admits a pod to one flavor whole, so it "
+        "waits forever (kubernetes-sigs/kueue apis/kueue/v1beta2/clusterqueue_types.go "
+        "@v0.19.2, `nominalQuota`/`borrowingLimit`; kueue #4329)",
+    ),
+    Rule(
+        "GEN451", "Kueue flavor matching no pool with the quota's devices", _QUOTAS,
+        "a quota whose `node_pools` names a pool the cluster lacks or one without devices "
+        "of its class, or whose class no pool has: its ResourceFlavor matches no node that "
+        "can run the pods, or its ClusterQueue has no flavor (kueue "
+        "apis/kueue/v1beta2/resourceflavor_types.go @v0.19.2, `nodeLabels`)",
+    ),
+    Rule(
+        "GEN452", "a GPU workload in a namespace with no LocalQueue", _QUOTAS,
+        "on a `quota_engine: kueue` cluster, a service whose namespace has no quota and so "
+        "no LocalQueue: it carries no `kueue.x-k8s.io/queue-name` label, Kueue does not "
+        "manage it, and its GPUs count against no queue (kueue "
+        "pkg/controller/constants/constants.go @v0.19.2, `QueueLabel`)",
+        _WARNING,
+    ),
+    Rule(
+        "GEN453", "a DRA device class no Kueue deviceClassMapping covers", _QUOTAS,
+        "on a DRA cluster with `quota_engine: kueue`, a service claiming a class that no "
+        "quota counts, so the Configuration's `resources.deviceClassMappings` lacks it: "
+        "Kueue rejects the workload, `DeviceClass ... is not mapped in DRA configuration` "
+        "(kueue pkg/dra/claims.go @v0.19.2)",
+    ),
+    Rule(
+        "GEN454", "a claim Kueue cannot count", _QUOTAS,
+        "on a DRA cluster with `quota_engine: kueue`, a service with `gpu.alternatives` "
+        "(`firstAvailable`) or `allocation_mode: All`: Kueue's DRA integration supports "
+        "neither, and the workload is inadmissible (kueue pkg/dra/claims.go @v0.19.2, "
+        "`countDevicesPerClass`)",
+    ),
+    Rule(
+        "GEN455", "Kueue on a Kubernetes or Kueue version without a feature gen uses", _QUOTAS,
+        "`quota_engine: kueue` on a DRA cluster whose Kubernetes serves no "
+        "`resource.k8s.io/v1` (before 1.34; Kueue v0.19 reads claims through it, kueue "
+        "pkg/dra/claims.go @v0.19.2), or a `kueue.version` older than the feature gates "
+        "gen's Configuration turns on (`QuotaCheckStrategy`, `KueueDRAIntegration`: 0.18, "
+        "kueue pkg/features/kube_features.go @v0.19.2)",
+    ),
+    Rule(
+        "GEN456", "a workload whose GPUs its Kueue queue does not cover", _QUOTAS,
+        "a service whose GPU resource (extended resource, or DeviceClass mapped for another "
+        "namespace) its namespace's ClusterQueue does not cover: with `quotaCheckStrategy: "
+        "IgnoreUndeclared` Kueue admits it without counting them (kueue "
+        "apis/config/v1beta2/configuration_types.go @v0.19.2)",
+        _WARNING,
+    ),
+    Rule(
+        "GEN457", "replicas their Kueue queue can never all admit", _QUOTAS,
+        "a service whose `replicas` (or `autoscaling.min_replicas`) of `gpu.count` devices "
+        "exceed what its ClusterQueue can ever admit, borrowing included: the rest stay "
+        "gated, the Deployment never becomes Available and the rollout never completes "
+        "(kueue #5118, #8769); a warning for `autoscaling.max_replicas`",
     ),
     Rule(
         "GEN501", "literal secret in a profile", _SECURITY,

@@ -97,6 +97,7 @@ CAPABILITIES = (
     "gen.gitops.*",
     "gen.security.*",
     "gen.routing.*",
+    "gen.kueue.*",
 )
 """The capability packages; a module of one imports no non-facts module of another."""
 

@@ -74,9 +74,13 @@ _SECTION_OF_HUNDREDS = {
 
 
 def test_sections_follow_the_numbering() -> None:
-    """GEN0xx input and output, GEN1xx MIG, GEN2xx DRA, GEN3xx serving, ..."""
+    """GEN0xx input and output, GEN1xx MIG, GEN2xx DRA, GEN3xx serving, GEN40x-44x routing,
+    GEN45x-46x quotas, ..."""
     for rule_id, r in RULES.items():
-        assert r.section is _SECTION_OF_HUNDREDS[rule_id[3]], rule_id
+        section = _SECTION_OF_HUNDREDS[rule_id[3]]
+        if rule_id[3] == "4" and rule_id[4] in "56":
+            section = Section.QUOTAS
+        assert r.section is section, rule_id
 
 
 def test_default_severities() -> None:
@@ -93,6 +97,8 @@ def test_default_severities() -> None:
         "GEN241": Severity.WARNING,
         "GEN308": Severity.WARNING,
         "GEN502": Severity.INFO,
+        "GEN452": Severity.WARNING,
+        "GEN456": Severity.WARNING,
         "GEN604": Severity.WARNING,
         "GEN609": Severity.WARNING,
         "GEN610": Severity.WARNING,

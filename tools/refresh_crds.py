@@ -20,9 +20,9 @@ Usage (a developer's command; gen itself never downloads anything)::
     python tools/refresh_crds.py --git argoproj/argo-cd=../argo-cd --git ...
                                                   # from local clones (git show TAG:PATH);
                                                   # a clone wins over the other two
-    python tools/refresh_crds.py --only gateway-api --only llm-d-router ...
-                                                  # only those pins' CRDs; the others
-                                                  # stay as bundled
+    python tools/refresh_crds.py --go-modules --only kueue
+                                                  # only that pin's CRDs; the others are
+                                                  # kept as bundled
     python tools/refresh_crds.py --check          # exit 1 when the data differs
     python tools/refresh_crds.py --convert        # only json-schema/, from the bundled CRDs
                                                   # at hand (no download): after a change
@@ -82,6 +82,10 @@ CRDS: tuple[tuple[str, str], ...] = (
     ("gateway-api-inference-extension",
      "config/crd/bases/inference.networking.k8s.io_inferencepools.yaml"),
     ("llm-d-router", "config/crd/bases/llm-d.ai_inferenceobjectives.yaml"),
+    ("kueue", "config/components/crd/bases/kueue.x-k8s.io_resourceflavors.yaml"),
+    ("kueue", "config/components/crd/bases/kueue.x-k8s.io_clusterqueues.yaml"),
+    ("kueue", "config/components/crd/bases/kueue.x-k8s.io_localqueues.yaml"),
+    ("kueue", "config/components/crd/bases/kueue.x-k8s.io_workloadpriorityclasses.yaml"),
 )
 """(pin id in ``gen/data/pins.yaml``, path of the CRD manifest in the project's repository)."""
 
@@ -90,6 +94,8 @@ CRDS: tuple[tuple[str, str], ...] = (
 class Source:
     """One upstream CRD manifest at the pinned release."""
 
+    pin_id: str
+    """Its row in ``gen/data/pins.yaml``."""
     repo: str
     """``owner/name`` on GitHub (from the pin's source page)."""
     tag: str
@@ -110,7 +116,7 @@ def sources() -> tuple[Source, ...]:
     found = []
     for pin_id, path in CRDS:
         release = pin(pin_id)
-        found.append(Source(_repository(release.source), release.version, path,
+        found.append(Source(pin_id, _repository(release.source), release.version, path,
                             release.go_module))
     return tuple(found)
 
@@ -165,6 +171,12 @@ def data_file(repo: str, tag: str, path: str, raw: bytes) -> tuple[str, bytes]:
     return f"{crd['metadata']['name']}.json.gz", gzip.compress(text.encode(), 9, mtime=0)
 
 
+def _recorded_source(data: bytes) -> tuple[str, str]:
+    """(repository, path) a bundled CRD file records it was read from."""
+    source = json.loads(gzip.decompress(data))["source"]
+    return source["repository"], source["path"]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Refresh (or with --check, compare) every bundled CRD; the exit status."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -183,11 +195,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.convert:
         wanted = current
     else:
-        only = {_repository(pin(p).source) for p in args.only}
-        wanted = dict(current) if only else {}
-        for source in sources():
-            if only and source.repo not in only:
-                continue
+        chosen = [s for s in sources() if not args.only or s.pin_id in args.only]
+        unknown = sorted(set(args.only) - {s.pin_id for s in chosen})
+        if unknown:
+            raise SystemExit(f"--only {', '.join(unknown)}: no CRD of that pin in CRDS")
+        wanted = {} if not args.only else {
+            name: data for name, data in current.items()
+            if _recorded_source(data) not in {(s.repo, s.path) for s in chosen}}
+        for source in chosen:
             raw = _read(source, clones, args.go_modules)
             name, data = data_file(source.repo, source.tag, source.path, raw)
             wanted[name] = data

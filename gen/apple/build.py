@@ -46,6 +46,7 @@ from gen.fleet.manifests import (
     manifest,
     model_cache_storage,
     progress_deadline_seconds,
+    queue_labels,
     tolerations,
 )
 from gen.fleet.plan import (
@@ -260,7 +261,8 @@ def _llama_specs(
     specs = [
         manifest(
             "apple/deployment.yaml.j2", origin, note=LLAMA_NOTE,
-            name=name, namespace=ns, labels=meta, selector=selector,
+            name=name, namespace=ns, labels={**meta, **queue_labels(plan, svc)},
+            selector=selector,
             replicas=service.replicas, image=service.serving.image or RAMALAMA_IMAGE,
             command=command, args=args,
             env=[{"name": "HOME", "value": HOME},

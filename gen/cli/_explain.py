@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         ServiceExplanation,
     )
     from gen.fleet.plan import Plan
+    from gen.kueue.explain import QueueAdmission
 
 __all__ = [
     "explain_command", "explain_text", "format_explanation", "packing_svgs", "packing_text",
@@ -53,7 +54,39 @@ def _claim_lines(claim: ClaimExplanation) -> list[str]:
     return lines
 
 
-def _service_lines(svc: ServiceExplanation) -> list[str]:
+def _queue_lines(plan: Plan | None, svc: ServiceExplanation) -> list[str]:
+    """The Kueue queue that admits the service and its headroom (Kueue clusters only)."""
+    found = _admission(plan, svc.cluster, svc.service)
+    if found is None:
+        return []
+    from gen.kueue.explain import admission_lines
+
+    return admission_lines(found)
+
+
+def _admission(plan: Plan | None, cluster: str, service: str) -> QueueAdmission | None:
+    if plan is None:
+        return None
+    from gen.kueue.explain import admission
+
+    for built in plan.clusters:
+        if built.name == cluster:
+            for svc in built.services:
+                if svc.service.name == service:
+                    return admission(built, svc)
+    return None
+
+
+def _with_queues(plan: Plan, data: dict[str, Any]) -> dict[str, Any]:
+    """``gen explain --json`` with each service's ``queue`` (null off Kueue)."""
+    for cluster in data["clusters"]:
+        for svc in cluster["services"]:
+            found = _admission(plan, cluster["name"], svc["service"])
+            svc["queue"] = found.to_json() if found is not None else None
+    return data
+
+
+def _service_lines(svc: ServiceExplanation, plan: Plan | None = None) -> list[str]:
     api = svc.dra_api_version or (
         "device plugin: no DRA claims; selectors shown as a DRA cluster would apply them"
     )
@@ -72,15 +105,15 @@ def _service_lines(svc: ServiceExplanation) -> list[str]:
     lines += [f"  {f.severity.value} {f.rule}: {f.message}" for f in svc.findings]
     if not svc.findings and svc.dra_api_version is not None:
         lines.append("  capacity: every replica fits at once")
-    return lines
+    return lines + _queue_lines(plan, svc)
 
 
-def _cluster_lines(cluster: ClusterExplanation) -> list[str]:
+def _cluster_lines(cluster: ClusterExplanation, plan: Plan | None = None) -> list[str]:
     import yaml
 
     lines = []
     for svc in cluster.services:
-        lines += _service_lines(svc)
+        lines += _service_lines(svc, plan)
     for pool in cluster.slices or ():
         lines.append(f"# ResourceSlice of node 0 of pool {pool.pool} (cluster {cluster.name})")
         for doc in pool.documents:
@@ -92,11 +125,11 @@ def _cluster_lines(cluster: ClusterExplanation) -> list[str]:
     return lines
 
 
-def format_explanation(explanation: Explanation) -> str:
-    """The text ``gen explain`` prints."""
+def format_explanation(explanation: Explanation, plan: Plan | None = None) -> str:
+    """The text ``gen explain`` prints (with ``plan``, the Kueue queue of each service)."""
     lines: list[str] = []
     for cluster in explanation.clusters:
-        lines += _cluster_lines(cluster)
+        lines += _cluster_lines(cluster, plan)
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -107,7 +140,7 @@ def explain_text(
     from gen.dra.explain import explain
 
     explanation = explain(plan, service, clusters, runbook=_runbook(runbook), slices=slices)
-    return format_explanation(explanation), _all_good(explanation)
+    return format_explanation(explanation, plan), _all_good(explanation)
 
 
 def _all_good(explanation: Explanation) -> bool:
@@ -156,9 +189,10 @@ def explain_command(service: str | None, clusters: tuple[str, ...], runbook: boo
     plan = load_plan(profiles_dir)
     explanation = explain(plan, service, clusters, runbook=_runbook(runbook), slices=slices)
     if as_json:
-        click.echo(json.dumps(to_json(explanation), indent=2, sort_keys=True))
+        click.echo(json.dumps(_with_queues(plan, to_json(explanation)), indent=2,
+                              sort_keys=True))
     else:
-        click.echo(format_explanation(explanation), nl=False)
+        click.echo(format_explanation(explanation, plan), nl=False)
         if slices:
             click.echo(packing_text(plan, [c.name for c in explanation.clusters]), nl=False)
     if svg_dir is not None:

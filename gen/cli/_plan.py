@@ -13,6 +13,8 @@ from gen.cli._boundary import handle_errors
 from gen.cli._options import profiles_option
 
 if TYPE_CHECKING:
+    from gen.fleet.plan import Plan
+    from gen.kueue.explain import QueueQuota
     from gen.nvidia.planner import LayoutProposal, PoolPlanProposal
 
 __all__ = ["format_plan", "plan_command"]
@@ -69,14 +71,24 @@ def _pool_lines(p: PoolPlanProposal) -> list[str]:
     return lines
 
 
-def format_plan(proposals: Sequence[PoolPlanProposal]) -> str:
-    """The text ``gen plan`` prints."""
-    if not proposals:
-        return "no MIG demand on a MIG-capable pool\n"
-    lines: list[str] = []
+def format_plan(proposals: Sequence[PoolPlanProposal],
+                quotas: Sequence[QueueQuota] = ()) -> str:
+    """The text ``gen plan`` prints: the MIG proposals, then the Kueue quotas."""
+    from gen.kueue.explain import quota_lines
+
+    lines: list[str] = [] if proposals else ["no MIG demand on a MIG-capable pool", ""]
     for p in proposals:
         lines += [*_pool_lines(p), ""]
+    if quotas:
+        lines += quota_lines(list(quotas))
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _quotas(plan: Plan, clusters: Sequence[str]) -> list[QueueQuota]:
+    from gen.kueue.explain import queue_quotas
+
+    return [q for c in plan.clusters if not clusters or c.name in clusters
+            for q in queue_quotas(c)]
 
 
 @click.command("plan")
@@ -88,7 +100,8 @@ def format_plan(proposals: Sequence[PoolPlanProposal]) -> str:
 @handle_errors
 def plan_command(clusters: tuple[str, ...], as_json: bool, layouts: bool,
                  profiles_dir: Path) -> int:
-    """MIG layouts for the services' demand on each pool, least waste first; dynamic vs static.
+    """MIG layouts for the services' demand on each pool, least waste first; dynamic vs static;
+    on Kueue clusters, each ClusterQueue's quota against its namespace's demand.
 
     Each pool is planned as if it alone served the services that may run on it. Exit 0
     (the plan is advice; 'gen lint' says what does not fit), 1 on invalid profiles.
@@ -96,14 +109,18 @@ def plan_command(clusters: tuple[str, ...], as_json: bool, layouts: bool,
     from gen.nvidia.planner import layout_documents, plan_fleet, to_json
     from gen.pipeline import load_plan
 
-    proposals = plan_fleet(load_plan(profiles_dir), clusters)
+    plan = load_plan(profiles_dir)
+    proposals = plan_fleet(plan, clusters)
+    quotas = _quotas(plan, clusters)
     if layouts:
         import yaml
 
         docs = [d for p in proposals for d in layout_documents(p)]
         click.echo(yaml.safe_dump_all(docs, sort_keys=False), nl=False)
     elif as_json:
-        click.echo(json.dumps(to_json(proposals), indent=2, sort_keys=True))
+        data = to_json(proposals)
+        data["quotas"] = [q.to_json() for q in quotas]
+        click.echo(json.dumps(data, indent=2, sort_keys=True))
     else:
-        click.echo(format_plan(proposals), nl=False)
+        click.echo(format_plan(proposals, quotas), nl=False)
     return 0

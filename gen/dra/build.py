@@ -14,6 +14,7 @@ from gen.fleet.manifests import claim_template_name, extended_resource_name, lab
 from gen.fleet.plan import Built, ClusterPlan, ManifestSpec, ServicePlan
 from gen.k8s.versions import flat_requests
 from gen.models import GPUClass
+from gen.models.cluster import GPUQuota
 
 # DeviceClasses the NVIDIA DRA driver chart installs itself; gen never emits these.
 CHART_CLASSES = frozenset({
@@ -99,13 +100,19 @@ def _quota_name(resource: str) -> str:
     return ("gpu-quota-" + resource.removeprefix("nvidia.com/")).replace(".", "-")[:63]
 
 
+def _resource_quotas(plan: ClusterPlan) -> tuple[GPUQuota, ...]:
+    """The quotas that are ResourceQuotas: none where Kueue's ClusterQueues enforce them
+    (``quota_engine: kueue``; the Kueue builder renders those)."""
+    return plan.cluster.quotas if plan.cluster.quota_engine == "resourcequota" else ()
+
+
 def device_plugin_quotas(plan: ClusterPlan) -> list[ManifestSpec]:
     """The GPU quotas of a device-plugin cluster: extended-resource ResourceQuotas
     (``requests.nvidia.com/gpu``, ``requests.nvidia.com/mig-<profile>``). Kubernetes quotas
     extended resources by their ``requests.`` name only ("Resource quota for extended
     resources", https://kubernetes.io/docs/concepts/policy/resource-quotas/)."""
     hard: dict[tuple[str, str], dict[str, int]] = {}
-    for quota in plan.cluster.quotas:
+    for quota in _resource_quotas(plan):
         resource = _extended_resource(plan, plan.gpu_classes[quota.gpu_class].value)
         per_ns = hard.setdefault((quota.namespace, resource), {})
         per_ns[f"requests.{resource}"] = per_ns.get(f"requests.{resource}", 0) + quota.devices
@@ -197,7 +204,7 @@ def _specs(plan: ClusterPlan) -> list[ManifestSpec]:
             requests=devices["requests"],
             constraints=devices.get("constraints", []),
         ))
-    for quota in plan.cluster.quotas:
+    for quota in _resource_quotas(plan):
         specs.append(manifest(
             "dra/resourcequota.yaml.j2", plan.located.at("quotas"), stage="gpu",
             name=f"gpu-{quota.gpu_class}".replace(".", "-")[:63],

@@ -278,7 +278,9 @@ def check_clusters(plan: Plan) -> list[Finding]:
         findings += _chart_floor(cluster)
         if cluster.dra_api_version is None:
             findings += _device_plugin_drops(cluster)
-        else:
+        elif cluster.cluster.quota_engine == "resourcequota":
+            # The ResourceQuota rules; on a Kueue cluster the ClusterQueues are the quotas
+            # and its own rules (gen.kueue.checks) say what they admit.
             findings += _quota_bypasses(cluster)
             findings += _quota_shortfalls(cluster)
     return findings

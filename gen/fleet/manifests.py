@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from gen.errors import SourceLocation
-from gen.fleet.plan import ClusterPlan, ManifestSpec, PoolPlan
+from gen.fleet.plan import ClusterPlan, ManifestSpec, PoolPlan, ServicePlan
 
 if TYPE_CHECKING:
     from gen.models import InferenceService
@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 __all__ = [
     "MANAGED_BY",
     "MIG_CONFIGMAP_NAME",
+    "PRIORITY_LABEL",
     "PROGRESS_MARGIN_SECONDS",
+    "QUEUE_LABEL",
     "claim_template_name",
     "extended_resource_name",
     "has_addon",
@@ -30,6 +32,7 @@ __all__ = [
     "model_cache_storage",
     "namespaces",
     "progress_deadline_seconds",
+    "queue_labels",
     "tolerations",
 ]
 
@@ -131,6 +134,28 @@ def tolerations(pools: Iterable[PoolPlan], *, any_value: bool = False) -> list[d
                 toleration["operator"] = "Exists"
             found.setdefault((taint.key, value, taint.effect), toleration)
     return [found[key] for key in sorted(found)]
+
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+"""The label that hands a workload to Kueue: the LocalQueue of its namespace that admits it
+(kubernetes-sigs/kueue pkg/controller/constants/constants.go @v0.19.2, QueueLabel)."""
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+"""The label naming a workload's WorkloadPriorityClass (same file, WorkloadPriorityClassLabel)."""
+
+
+def queue_labels(plan: ClusterPlan, svc: ServicePlan) -> dict[str, str]:
+    """The Kueue labels of every workload object of ``svc`` (a Deployment, a
+    LeaderWorkerSet, each role workload of disaggregated serving): its LocalQueue and
+    priority class as the pipeline recorded them (``ClusterPlan.local_queues``); empty on
+    clusters whose quotas are ResourceQuotas, and for a service whose namespace has no
+    LocalQueue. Kueue's webhooks copy them to the pod templates."""
+    name = svc.service.name
+    found: dict[str, str] = {}
+    if name in plan.local_queues:
+        found[QUEUE_LABEL] = plan.local_queues[name]
+        if name in plan.workload_priorities:
+            found[PRIORITY_LABEL] = plan.workload_priorities[name]
+    return found
 
 
 def labels(name: str, component: str, **extra: str) -> dict[str, str]:

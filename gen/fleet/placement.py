@@ -11,7 +11,7 @@ another.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from gen.models.gpu_class import GPUClass
     from gen.nvidia.gpus import GPU, MIGProfile
 
-__all__ = ["Candidate", "candidates", "class_admits", "with_refused_classes"]
+__all__ = ["Candidate", "candidates", "class_admits", "class_candidates", "with_refused_classes"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,8 @@ class Candidate:
     cuda_total_mib: int | None = None
     compute_capability: str = ""
     cuda_total_logged: bool = False
+    mig_profile: str = ""
+    """The MIG profile of a slice candidate ('' for a whole GPU)."""
 
 
 def candidates(svc: ServicePlan, *, match_class: bool = True) -> list[Candidate]:
@@ -46,9 +48,15 @@ def candidates(svc: ServicePlan, *, match_class: bool = True) -> list[Candidate]
     ``match_class=False`` a whole-GPU class takes every pool's full GPUs (the DRA rules
     then say, selector by selector, why a device does not match).
     """
-    gpu_class = svc.gpu_class
+    return class_candidates(svc.gpu_class, svc.pools, match_class=match_class)
+
+
+def class_candidates(gpu_class: GPUClass | None, pools: Iterable[PoolPlan], *,
+                     match_class: bool = True) -> list[Candidate]:
+    """The devices of ``pools`` that ``gpu_class`` can take (:func:`candidates` for a
+    service's pools; a quota's pools for the queues that count the class)."""
     out = []
-    for pool in svc.pools:
+    for pool in pools:
         gpu = pool.gpu
         if gpu is None:
             continue
@@ -63,7 +71,8 @@ def candidates(svc: ServicePlan, *, match_class: bool = True) -> list[Candidate]
                 if dynamic or profile.name in offered:
                     out.append(Candidate(pool, f"{gpu.name} MIG {profile.name}",
                                          profile.memory_mib, True,
-                                         compute_capability=gpu.compute_capability))
+                                         compute_capability=gpu.compute_capability,
+                                         mig_profile=profile.name))
                     break
         elif pool.mig_layout is None and (
             gpu_class is None or not match_class or class_admits(gpu_class, pool)

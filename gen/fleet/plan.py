@@ -182,6 +182,18 @@ class ClusterPlan:
     """Service name → the name of its ResourceClaimTemplate (a hash of the template's
     content, :func:`gen.fleet.manifests.claim_template_name`): decided by the DRA builder,
     read by the serving builder; empty until the pipeline records it."""
+    local_queues: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """Service name → the Kueue LocalQueue (in the service's namespace) that admits its
+    workloads, on clusters with ``quota_engine: kueue``: decided by the Kueue capability
+    (:mod:`gen.kueue.queues`), read through :func:`gen.fleet.manifests.queue_labels` by every
+    builder of a workload; empty elsewhere and until the pipeline records it."""
+    workload_priorities: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """Service name → the Kueue WorkloadPriorityClass its workloads are admitted with
+    (its namespace's quota's ``priority_class``); recorded with ``local_queues``."""
+    kueue_values: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    """The Helm values of the cluster's Kueue chart (its Configuration: integrations, DRA
+    device-class mappings, feature gates), decided by the Kueue capability and read by the
+    GitOps builder that installs the chart; empty unless ``quota_engine`` is ``kueue``."""
     gitops_fleet: object = None
     """The GitOps decisions that span clusters (``gen.gitops.fleet.FleetView``: the group
     of clusters one root object syncs, fleet mode, rollout waves), recorded by the pipeline

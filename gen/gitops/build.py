@@ -75,6 +75,27 @@ PRIVILEGED_NAMESPACE = {
     "pod-security.kubernetes.io/enforce-version": "latest",
 }
 """Driver DaemonSets are privileged: their namespaces must not enforce 'restricted'."""
+RESTRICTED_NAMESPACE = {
+    "pod-security.kubernetes.io/enforce": "restricted",
+    "pod-security.kubernetes.io/enforce-version": "latest",
+}
+"""The namespace of a chart whose pods meet 'restricted' (Kueue's manager: non-root,
+RuntimeDefault seccomp, no privilege escalation, all capabilities dropped,
+kubernetes-sigs/kueue charts/kueue/values.yaml @v0.19.2)."""
+KUEUE_OCI_REPO = "oci://registry.k8s.io/kueue/charts"
+"""Where the Kueue chart is published (kubernetes-sigs/kueue charts/kueue/README.md @v0.19.2)."""
+KUEUE_RELEASE = "kueue"
+KUEUE_IGNORE_DIFFERENCES = (
+    {"group": "admissionregistration.k8s.io", "kind": "MutatingWebhookConfiguration",
+     "jqPathExpressions": [".webhooks[]?.clientConfig.caBundle"]},
+    {"group": "admissionregistration.k8s.io", "kind": "ValidatingWebhookConfiguration",
+     "jqPathExpressions": [".webhooks[]?.clientConfig.caBundle"]},
+    {"group": "apiextensions.k8s.io", "kind": "CustomResourceDefinition",
+     "jqPathExpressions": [".spec.conversion.webhook.clientConfig.caBundle"]},
+)
+"""Kueue's internal certificate management writes the CA bundle into its webhook
+configurations and its CRDs' conversion webhooks (the chart renders none): ignored, or
+the Application never reports Synced."""
 GPU_OPERATOR_EXCEPTION = (
     "the NVIDIA GPU Operator's DaemonSets (driver, container toolkit, device plugin, "
     "MIG manager, DCGM exporter, validator) run privileged with hostPath mounts; they come "
@@ -90,6 +111,7 @@ profile setting); written as the gen.dev/pod-security-exception annotation."""
 
 WAVE_GPU_OPERATOR = -20
 WAVE_DRA_DRIVER = -15
+WAVE_KUEUE = -10
 WAVE_CLUSTER = 0
 
 ARGO_RETRY = {"limit": 10, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"}}
@@ -149,6 +171,18 @@ class Chart:
     """Releases that must be ready first (Flux ``dependsOn``)."""
     pod_security_exception: str = ""
     """Why its namespace enforces Pod Security 'privileged'."""
+    privileged: bool = True
+    """Whether its namespace enforces Pod Security 'privileged' (node drivers), or
+    'restricted' (a controller whose chart's pods meet it)."""
+    origin_key: str = ""
+    """The Cluster key that configures it (where its findings and objects point)."""
+    ignore_differences: tuple[dict[str, Any], ...] = ()
+    """Argo CD ``ignoreDifferences`` of its Application: fields its controller writes."""
+
+    @property
+    def namespace_labels(self) -> dict[str, str]:
+        """The Pod Security labels of its namespace."""
+        return PRIVILEGED_NAMESPACE if self.privileged else RESTRICTED_NAMESPACE
 
     @property
     def oci(self) -> bool:
@@ -239,9 +273,10 @@ def _dra_chart(plan: ClusterPlan) -> Chart:
 
 
 def platform_charts(plan: ClusterPlan) -> list[Chart]:
-    """The GPU Operator (and, on DRA clusters, the DRA driver) for clusters with NVIDIA GPUs."""
+    """The GPU Operator (and, on DRA clusters, the DRA driver) for clusters with NVIDIA GPUs;
+    Kueue for clusters whose quotas it enforces."""
     if not _nvidia_pools(plan):
-        return []
+        return _kueue_chart(plan)
     operator = plan.cluster.gpu_operator
     charts = [Chart(
         release=GPU_OPERATOR_RELEASE,
@@ -255,7 +290,21 @@ def platform_charts(plan: ClusterPlan) -> list[Chart]:
     )]
     if plan.cluster.allocation == "dra":
         charts.append(_dra_chart(plan))
-    return charts
+    return charts + _kueue_chart(plan)
+
+
+def _kueue_chart(plan: ClusterPlan) -> list[Chart]:
+    """Kueue, on clusters with ``quota_engine: kueue``: the pinned chart with the
+    Configuration the Kueue capability decided (``ClusterPlan.kueue_values``)."""
+    if plan.cluster.quota_engine != "kueue":
+        return []
+    kueue = plan.cluster.kueue
+    return [Chart(
+        release=KUEUE_RELEASE, chart="kueue", repo_url=KUEUE_OCI_REPO,
+        version=kueue.version.removeprefix("v"), namespace=kueue.namespace,
+        values=dict(plan.kueue_values), wave=WAVE_KUEUE, privileged=False,
+        origin_key="kueue", ignore_differences=KUEUE_IGNORE_DIFFERENCES,
+    )]
 
 
 def flux_git_url(url: str) -> str:
@@ -273,7 +322,8 @@ def _flux_ref(revision: str) -> dict[str, str]:
 
 
 def _chart_origin(plan: ClusterPlan, chart: Chart) -> SourceLocation:
-    key = "gpu_operator" if chart.release == GPU_OPERATOR_RELEASE else "dra_driver"
+    key = chart.origin_key or (
+        "gpu_operator" if chart.release == GPU_OPERATOR_RELEASE else "dra_driver")
     return plan.located.at(key)
 
 
@@ -335,9 +385,11 @@ def _argo(plan: ClusterPlan, charts: Sequence[Chart]) -> list[ManifestSpec]:
             *(["RespectIgnoreDifferences=true"] if is_operator else []),
         )
         policy["managedNamespaceMetadata"] = {
-            "labels": PRIVILEGED_NAMESPACE,
-            "annotations": _exception(charts, chart.namespace),
+            "labels": chart.namespace_labels,
+            "annotations": _exception(charts, chart.namespace) if chart.privileged else {},
         }
+        if chart.ignore_differences and not is_operator:
+            policy["syncOptions"].append("RespectIgnoreDifferences=true")
         specs.append(manifest(
             "gitops/application.yaml.j2", _chart_origin(plan, chart), folder=BOOTSTRAP_DIR,
             name=f"{plan.name}-{chart.release}",
@@ -353,7 +405,7 @@ def _argo(plan: ClusterPlan, charts: Sequence[Chart]) -> list[ManifestSpec]:
             ignore_differences=[{
                 "group": "nvidia.com", "kind": "ClusterPolicy",
                 "jsonPointers": ["/spec/cdi/default"],
-            }] if is_operator else [],
+            }] if is_operator else list(chart.ignore_differences),
             **common,
         ))
     return specs + _argo_shared(group)
@@ -453,8 +505,8 @@ def _flux_platform(plan: ClusterPlan, charts: Sequence[Chart]) -> list[ManifestS
             continue
         specs.append(manifest(
             "core/namespace.yaml.j2", _chart_origin(plan, chart), stage="platform",
-            name=ns, labels={**labels(ns, "namespace"), **PRIVILEGED_NAMESPACE},
-            annotations=_exception(charts, ns),
+            name=ns, labels={**labels(ns, "namespace"), **chart.namespace_labels},
+            annotations=_exception(charts, ns) if chart.privileged else {},
         ))
     for name, chart in sorted({c.repo_name: c for c in charts if not c.oci}.items()):
         specs.append(manifest(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from gen.models._base import ProfileKind, Spec
 from gen.models._types import (
@@ -202,12 +202,88 @@ class DRADriver(Spec):
     )
 
 
+class WorkloadPriority(Spec):
+    """A Kueue WorkloadPriorityClass the workloads of a quota's namespace are admitted with."""
+
+    name: DNSSubdomain = Field(description="WorkloadPriorityClass name.")
+    value: int = Field(
+        ge=-2_147_483_648, le=1_000_000_000,
+        description="Priority: a higher value is admitted first and may preempt lower ones "
+        "(as the quota's preemption allows).",
+    )
+
+
+ReclaimPolicy = Literal["Never", "LowerPriority", "Any"]
+"""Kueue's ``preemption.reclaimWithinCohort``: which workloads of other ClusterQueues of the
+cohort that borrowed this queue's quota it may preempt to get it back."""
+
+
 class GPUQuota(Spec):
-    """A DRA ResourceQuota: how many devices of a class a namespace may claim."""
+    """How many devices of a class a namespace may claim: a ResourceQuota
+    (``quota_engine: resourcequota``) or a Kueue ClusterQueue with its LocalQueue
+    (``quota_engine: kueue``). All the quotas of one namespace make one ClusterQueue, so
+    they agree on ``cohort``, ``preemption`` and ``priority_class``."""
 
     namespace: DNSLabel = Field(description="Namespace the quota applies to.")
     gpu_class: DNSSubdomain = Field(description="GPUClass (DeviceClass) the quota counts.")
     devices: int = Field(ge=0, le=1_000_000, description="Most devices of that class.")
+    cohort: DNSLabel | None = Field(
+        None,
+        description="Kueue: the cohort whose ClusterQueues lend each other unused quota. "
+        "Without one, the namespace never gets more than 'devices'.",
+    )
+    borrowing_limit: int | None = Field(
+        None, ge=0, le=1_000_000,
+        description="Kueue: the most devices of the class this namespace may borrow from "
+        "the cohort beyond 'devices' (default: as many as the cohort lends). Needs 'cohort'.",
+    )
+    lending_limit: int | None = Field(
+        None, ge=0, le=1_000_000,
+        description="Kueue: the most of its unused devices the namespace lends to the "
+        "cohort (default: all of them); the rest stays reserved for it. Needs 'cohort'.",
+    )
+    preemption: ReclaimPolicy = Field(
+        "Never",
+        description="Kueue: which workloads of the cohort that borrowed this namespace's "
+        "devices it may preempt to reclaim them ('Never', 'LowerPriority', 'Any').",
+    )
+    priority_class: WorkloadPriority | None = Field(
+        None,
+        description="Kueue: the WorkloadPriorityClass of the namespace's workloads "
+        "(label kueue.x-k8s.io/priority-class).",
+    )
+    node_pools: tuple[DNSLabel, ...] = Field(
+        (),
+        description="Kueue: the pools (ResourceFlavors) the quota's devices come from, in "
+        "the order Kueue tries them; default: every pool with devices of the class. "
+        "'devices' is split over them, each pool's share up to its devices of the class.",
+    )
+
+    @field_validator("borrowing_limit", "lending_limit")
+    @classmethod
+    def _needs_cohort(cls, value: int | None, info: ValidationInfo) -> int | None:
+        if value is not None and info.data.get("cohort") is None:
+            raise ValueError(
+                f"{info.field_name} needs a 'cohort': a ClusterQueue without one neither "
+                "borrows nor lends (Kueue rejects the limit)")
+        return value
+
+    @field_validator("lending_limit")
+    @classmethod
+    def _lend_what_it_has(cls, value: int | None, info: ValidationInfo) -> int | None:
+        devices = info.data.get("devices")
+        if value is not None and isinstance(devices, int) and value > devices:
+            raise ValueError(
+                f"lending_limit {value} is more than the quota's {devices} devices")
+        return value
+
+    @field_validator("preemption")
+    @classmethod
+    def _reclaim_needs_cohort(cls, value: str, info: ValidationInfo) -> str:
+        if value != "Never" and "cohort" in info.data and info.data["cohort"] is None:
+            raise ValueError(
+                f"preemption {value!r} reclaims quota lent to the cohort: set 'cohort'")
+        return value
 
 
 class Monitoring(Spec):
@@ -237,10 +313,11 @@ class Monitoring(Spec):
 AccessMode = Literal["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"]
 """A PersistentVolumeClaim access mode."""
 
-Addon = Literal["prometheus-operator", "keda", "inference-extension"]
+Addon = Literal["prometheus-operator", "keda", "inference-extension", "kueue"]
 """A cluster add-on whose custom resources gen renders: Prometheus Operator
 (``ServiceMonitor``), KEDA (``ScaledObject``), the Gateway API Inference Extension
-(``InferencePool``, with llm-d-router's ``InferenceObjective``)."""
+(``InferencePool``, with llm-d-router's ``InferenceObjective``), Kueue (``ClusterQueue``,
+``LocalQueue``, ``ResourceFlavor``, ``WorkloadPriorityClass``)."""
 
 
 class Gateway(Spec):
@@ -253,6 +330,14 @@ class Gateway(Spec):
         alias="class", description="Its GatewayClass (e.g. 'istio', 'kgateway', "
         "'agentgateway'): the implementation that serves it.",
     )
+class Kueue(Spec):
+    """Kueue installation (Helm chart), for clusters with ``quota_engine: kueue``."""
+
+    version: str = Field(
+        pin("kueue").version, pattern=r"^v?\d+\.\d+\.\d+(?!\n)$",
+        description="Pinned chart version (default: gen's pin, docs/versions.md).",
+    )
+    namespace: DNSLabel = Field("kueue-system", description="Namespace of Kueue's manager.")
 
 
 class StorageClassInfo(Spec):
@@ -355,6 +440,47 @@ class Cluster(ProfileKind):
         twice = sorted({f"{ns}/{name}" for ns, name in seen if seen.count((ns, name)) > 1})
         if twice:
             raise ValueError(f"gateway {twice[0]!r} is declared more than once")
+        return value
+
+    quota_engine: Literal["resourcequota", "kueue"] = Field(
+        "resourcequota",
+        description="What enforces 'quotas': 'resourcequota' (Kubernetes ResourceQuotas: "
+        "a namespace's claims are refused once it is full), or 'kueue' (Kueue "
+        "ClusterQueues and LocalQueues: pods wait for quota, cohorts lend idle GPUs, "
+        "preemption; needs 'kueue' in addons).",
+    )
+    kueue: Kueue = Field(default_factory=Kueue, description="Kueue settings (quota_engine kueue).")
+
+    @field_validator("quota_engine")
+    @classmethod
+    def _kueue_installed(cls, value: str, info: ValidationInfo) -> str:
+        addons = info.data.get("addons")
+        if value == "kueue" and addons is not None and "kueue" not in addons:
+            raise ValueError(
+                "quota_engine 'kueue' needs 'kueue' in addons: gen then installs Kueue and "
+                "renders its queues (without the CRDs every queue fails the sync)")
+        return value
+
+    @field_validator("quotas")
+    @classmethod
+    def _one_queue_per_namespace(cls, value: tuple[GPUQuota, ...]) -> tuple[GPUQuota, ...]:
+        first: dict[str, GPUQuota] = {}
+        for quota in value:
+            seen = first.setdefault(quota.namespace, quota)
+            for key in ("cohort", "preemption", "priority_class"):
+                if getattr(quota, key) != getattr(seen, key):
+                    raise ValueError(
+                        f"the quotas of namespace {quota.namespace!r} disagree on {key!r}: "
+                        "they make one Kueue ClusterQueue; give them the same value")
+        values: dict[str, int] = {}
+        for quota in value:
+            priority = quota.priority_class
+            if priority is not None and values.setdefault(priority.name,
+                                                          priority.value) != priority.value:
+                raise ValueError(
+                    f"priority_class {priority.name!r} has two values "
+                    f"({values[priority.name]} and {priority.value}): it is one "
+                    "WorkloadPriorityClass")
         return value
 
     @model_validator(mode="after")

@@ -21,6 +21,7 @@ from gen.fleet.manifests import (
     manifest,
     model_cache_storage,
     progress_deadline_seconds,
+    queue_labels,
     tolerations,
 )
 from gen.fleet.placement import candidates
@@ -178,7 +179,8 @@ def build_service(plan: ClusterPlan, svc: ServicePlan) -> list[ManifestSpec]:
     specs = [
         manifest(
             "vllm/deployment.yaml.j2", origin,
-            name=name, namespace=ns, labels=meta, selector=selector_labels,
+            name=name, namespace=ns, labels={**meta, **queue_labels(plan, svc)},
+            selector=selector_labels,
             replicas=None if service.autoscaling else service.replicas,
             image=_image(svc),
             args=engine_args(svc),

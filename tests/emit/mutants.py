@@ -199,6 +199,21 @@ CRD_EXTRA: list[dict[str, Any]] = [
      "metadata": {"name": "gpu-operator", "namespace": "flux-system"},
      "spec": {"chart": "gpu-operator", "interval": "1h",
               "sourceRef": {"kind": "HelmRepository", "name": "nvidia"}}},
+    {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue",
+     "metadata": {"name": "team-a"},
+     "spec": {"cohort": "lab", "namespaceSelector": {},
+              "resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": [
+                  {"name": "h100", "resources": [
+                      {"name": "nvidia.com/gpu", "nominalQuota": "8", "borrowingLimit": "4"}]}]}],
+              "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "Never"}}},
+    {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
+     "metadata": {"name": "gpu", "namespace": "team-a"}, "spec": {"clusterQueue": "team-a"}},
+    {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor",
+     "metadata": {"name": "h100"},
+     "spec": {"nodeLabels": {"gen.dev/pool": "h100"}, "tolerations": [
+         {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}},
+    {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "WorkloadPriorityClass",
+     "metadata": {"name": "serving"}, "value": 1000},
 ]
 """A realistic example of each bundled kind the example fleet does not render."""
 

@@ -349,6 +349,14 @@ def test_known_custom_kinds() -> None:
         ("inference.networking.k8s.io/v1", "InferencePool"),
         ("keda.sh/v1alpha1", "ScaledObject"),
         ("keda.sh/v1alpha1", "TriggerAuthentication"),
+        ("kueue.x-k8s.io/v1beta1", "ClusterQueue"),
+        ("kueue.x-k8s.io/v1beta1", "LocalQueue"),
+        ("kueue.x-k8s.io/v1beta1", "ResourceFlavor"),
+        ("kueue.x-k8s.io/v1beta1", "WorkloadPriorityClass"),
+        ("kueue.x-k8s.io/v1beta2", "ClusterQueue"),
+        ("kueue.x-k8s.io/v1beta2", "LocalQueue"),
+        ("kueue.x-k8s.io/v1beta2", "ResourceFlavor"),
+        ("kueue.x-k8s.io/v1beta2", "WorkloadPriorityClass"),
         ("kustomize.toolkit.fluxcd.io/v1", "Kustomization"),
         ("llm-d.ai/v1alpha2", "InferenceObjective"),
         ("monitoring.coreos.com/v1", "PodMonitor"),
@@ -626,3 +634,25 @@ def test_no_folder_means_bundled_only(tmp_path: Path) -> None:
 def test_every_bundled_version_is_served() -> None:
     """Every bundled CRD version gen validates against is served upstream."""
     assert all(s.source and s.digest for s in bundled())
+
+
+def test_refresh_tool_only_refreshes_one_pin(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--only PIN reads that pin's manifests alone (the other bundled CRDs are kept); an
+    unknown pin is refused."""
+    tool = _refresh_tool(monkeypatch)
+    kueue = {s.path: s for s in tool.sources() if s.pin_id == "kueue"}
+    assert kueue
+    by_path = {s["path"]: s for s in bundled_sources()}
+    read: list[str] = []
+
+    def fake_read(source: Any, clones: Any, go_modules: bool) -> bytes:
+        read.append(source.path)
+        name = f"{by_path[source.path]['crd']}.json.gz"
+        content = json.loads(gzip.decompress((custom_schema_dir() / name).read_bytes()))
+        return json.dumps(content["crd"]).encode()
+
+    monkeypatch.setattr(tool, "_read", fake_read)
+    tool.main(["--only", "kueue", "--check"])  # writes nothing (the digests differ)
+    assert sorted(read) == sorted(kueue)
+    with pytest.raises(SystemExit, match="no CRD of that pin"):
+        tool.main(["--only", "no-such-pin", "--check"])

@@ -29,7 +29,7 @@ from gen.errors import GenError, StaleOutputError
 from gen.pipeline import RenderResult, load_plan, render
 from tests.helpers import REPO, copy_fleet, snapshot_tree, stat_tree
 
-CLUSTERS = ("edge-l4", "mac-lab", "prod-us-east", "research-eu")
+CLUSTERS = ("edge-l4", "mac-lab", "prod-us-east", "research-eu", "shared-lab")
 
 
 def _render(root: Path, **kwargs: Any) -> RenderResult:
@@ -177,7 +177,7 @@ def _fingerprints(root: Path) -> dict[str, str | None]:
 REACHES = {
     0: {"edge-l4"}, 1: {"prod-us-east"}, 2: {"prod-us-east"}, 3: {"research-eu"},
     4: {"mac-lab"}, 5: {"edge-l4"}, 6: {"prod-us-east"}, 7: {"research-eu"},
-    8: {"prod-us-east"}, 9: {"research-eu"}, 10: {"research-eu"},
+    8: {"prod-us-east", "shared-lab"}, 9: {"research-eu"}, 10: {"research-eu"},
     11: set(CLUSTERS),
 }
 
@@ -220,7 +220,7 @@ def test_check_after_a_hand_edit_exits_1_and_names_the_file(rendered: Path,
     assert proc.returncode == 1, proc.stderr
     assert "edge-l4/workloads/edge/deployment-qwen-7b.yaml" in proc.stderr
     result = _render(root)  # render repairs it; the other clusters stay cached
-    assert result.skipped == ("mac-lab", "prod-us-east", "research-eu")
+    assert result.skipped == ("mac-lab", "prod-us-east", "research-eu", "shared-lab")
     assert snapshot_tree(root / "out") == snapshot_tree(rendered / "out")
 
 

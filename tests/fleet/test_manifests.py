@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from gen.errors import SourceLocation
 from gen.fleet.manifests import (
@@ -83,3 +84,24 @@ def test_extended_resource_name() -> None:
     assert extended_resource_name("1g.24gb-me", "mixed") == "nvidia.com/mig-1g.24gb-me"
     assert extended_resource_name("3g.40gb", "single") == "nvidia.com/gpu"
     assert extended_resource_name(None, "mixed") == "nvidia.com/gpu"
+
+
+def test_queue_labels_read_the_recorded_queue(tmp_path: Path) -> None:
+    """queue_labels gives the LocalQueue (and priority class) the pipeline recorded, and
+    nothing for a service without one."""
+    import dataclasses
+
+    from gen.fleet.manifests import PRIORITY_LABEL, QUEUE_LABEL, queue_labels
+    from gen.pipeline import load_plan
+    from tests.helpers import LINT_BASE
+
+    root = tmp_path / "profiles"
+    root.mkdir()
+    for name, text in LINT_BASE.items():
+        (root / name).write_text(text)
+    [cluster] = load_plan(root, base=tmp_path).clusters
+    [svc] = cluster.services
+    assert queue_labels(cluster, svc) == {}
+    queued = dataclasses.replace(cluster, local_queues={svc.service.name: "gpu"},
+                                 workload_priorities={svc.service.name: "serving"})
+    assert queue_labels(queued, svc) == {QUEUE_LABEL: "gpu", PRIORITY_LABEL: "serving"}

@@ -543,7 +543,10 @@ def judge_cluster(plane: ControlPlane, fleet: Fleet, cluster: ClusterPlan,
         categories.allocation.add(case, gen_alloc, up_alloc, outcome.detail)
     _judge_pools(plane, fleet, cluster, applied, categories)
     used = _workload_classes(workloads, objects)
-    for quota in cluster.cluster.quotas:
+    # Only ResourceQuotas are judged: a Kueue cluster's quotas are ClusterQueues, which the
+    # objects category judges (schemas and CEL rules); no Kueue controller admits here.
+    rendered = cluster.cluster.quotas if cluster.cluster.quota_engine == "resourcequota" else ()
+    for quota in rendered:
         key = (quota.namespace, quota.gpu_class)
         if key in used:
             categories.quotas.add(

@@ -23,10 +23,14 @@ FIELDS_HASHED = frozenset({
 })
 """The :class:`gen.fleet.plan.ClusterPlan` fields :meth:`Fingerprinter.parts` hashes."""
 
-FIELDS_SHOWN_BY_SPECS = frozenset({"gpu_classes", "claim_templates", "gitops_fleet"})
+FIELDS_SHOWN_BY_SPECS = frozenset({
+    "gpu_classes", "claim_templates", "gitops_fleet", "local_queues", "workload_priorities",
+    "kueue_values",
+})
 """The fields it does not hash, since a builder's output shows all of them that counts: a
 class reaches a cluster through its services, a claim template's name and the GitOps fleet
-decisions through the specs that name them. A new field is one or the other
+decisions, a service's Kueue queue and priority and the Kueue chart's values through the
+specs that name them. A new field is one or the other
 (``tests/emit/test_render_cache.py`` fails until it is listed)."""
 
 _REFERENCE_TAG = re.compile(r"\{%[-+]?\s*(?:include|import|extends|from)\b")
