@@ -95,6 +95,12 @@ class NodePool(Spec):
         default_factory=dict, description="Labels the nodes carry (used for node selection)."
     )
     taints: tuple[Taint, ...] = Field((), description="Taints the nodes carry.")
+    interconnect: Literal["infiniband", "roce", "nvlink", "ethernet"] | None = Field(
+        None,
+        description="The network between the pool's nodes that a replica spanning nodes "
+        "talks over (NCCL): 'infiniband' or 'roce' (GPUDirect RDMA), 'nvlink' (a multi-node "
+        "NVLink fabric), 'ethernet' (TCP sockets only). Unset: not declared (GEN424).",
+    )
     apple_vm: AppleVM | None = Field(None, description="VM sizing for platform 'apple-vm'.")
 
     @model_validator(mode="after")
@@ -237,9 +243,10 @@ class Monitoring(Spec):
 AccessMode = Literal["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"]
 """A PersistentVolumeClaim access mode."""
 
-Addon = Literal["prometheus-operator", "keda"]
+Addon = Literal["prometheus-operator", "keda", "lws"]
 """A cluster add-on whose custom resources gen renders: Prometheus Operator
-(``ServiceMonitor``), KEDA (``ScaledObject``)."""
+(``ServiceMonitor``), KEDA (``ScaledObject``), LeaderWorkerSet (``LeaderWorkerSet``, for
+replicas that span nodes)."""
 
 
 class StorageClassInfo(Spec):
@@ -318,7 +325,8 @@ class Cluster(ProfileKind):
     addons: tuple[Addon, ...] = Field(
         (),
         description="Add-ons installed in the cluster whose custom resources gen may "
-        "render: 'prometheus-operator' (ServiceMonitors), 'keda' (ScaledObjects). An "
+        "render: 'prometheus-operator' (ServiceMonitors), 'keda' (ScaledObjects), 'lws' "
+        "(LeaderWorkerSets of multi-node replicas). An "
         "object whose CRD the cluster lacks fails the whole sync, so gen renders none.",
     )
     storage: ClusterStorage = Field(

@@ -1,0 +1,176 @@
+"""The group shape of a replica: how tensor × pipeline × data GPUs split into pods and nodes.
+
+One pure function, :func:`group_shape`, answers it from the parallelism and the node size;
+:func:`service_shape` asks it for a service on its pools. Every capability that needs the
+shape (the vLLM and LeaderWorkerSet builders, the fit, the multi-node rules, ``gen
+explain``) reads it from here, so the arithmetic exists once::
+
+    GPUs per replica   = tensor × pipeline × data
+    spans nodes        ⇔ GPUs per replica > the pool's gpus_per_node
+    GPUs per pod       = gpu.count when the profile sets it, else the largest that fits a
+                         node: a divisor of the replica's GPUs (data = 1), or whole data-
+                         parallel ranks (tensor × pipeline × data_local, data_local | data)
+    pods per group     = GPUs per replica ÷ GPUs per pod   (one pod a node: nodes per replica)
+    data_local         = GPUs per pod ÷ (tensor × pipeline)  (vLLM --data-parallel-size-local)
+
+vLLM's multi-node launcher gives every node the same number of local GPUs (the world is
+``nnodes`` × local ranks: vllm-project/vllm ``vllm/config/parallel.py`` @ v0.33.0,
+``ParallelConfig.nnodes``/``node_rank``), and a data-parallel engine's ranks are
+``--data-parallel-size-local`` whole engines per node (``vllm/entrypoints/cli/serve.py``
+``run_headless``), hence the divisibility rules. A data-parallel rank larger than a node
+(``nnodes_within_dp`` > 1) is a shape gen does not launch: it is reported, not rendered.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gen.fleet.plan import PoolPlan, ServicePlan
+
+__all__ = ["GroupShape", "derived_gpus_per_pod", "group_shape", "service_shape"]
+
+
+@dataclass(frozen=True)
+class GroupShape:
+    """One replica's split into pods (a LeaderWorkerSet group when it has more than one).
+
+    Attributes:
+        tensor: tensor-parallel size.
+        pipeline: pipeline-parallel size.
+        data: data-parallel size.
+        expert: expert parallelism on.
+        gpus_per_node: GPUs of one node of the pool the shape is for.
+        gpus_per_pod: GPUs each pod of the group claims.
+        pods: pods per group (nodes per replica: one pod a node).
+        declared: ``gpus_per_pod`` is the profile's ``gpu.count`` (else derived).
+        problems: why the shape cannot run (empty when it can), each a sentence.
+    """
+
+    tensor: int
+    pipeline: int
+    data: int
+    expert: bool
+    gpus_per_node: int
+    gpus_per_pod: int
+    pods: int
+    declared: bool
+    problems: tuple[str, ...] = ()
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of one replica: tensor × pipeline × data."""
+        return self.tensor * self.pipeline * self.data
+
+    @property
+    def rank_gpus(self) -> int:
+        """GPUs of one data-parallel rank: tensor × pipeline."""
+        return self.tensor * self.pipeline
+
+    @property
+    def multi_node(self) -> bool:
+        """The replica spans nodes (more GPUs than one node has)."""
+        return self.gpus > self.gpus_per_node
+
+    @property
+    def data_local(self) -> int:
+        """Data-parallel ranks in each pod (vLLM ``--data-parallel-size-local``)."""
+        return max(1, self.gpus_per_pod // self.rank_gpus) if self.data > 1 else 1
+
+    @property
+    def ok(self) -> bool:
+        """The shape can run."""
+        return not self.problems
+
+    def describe(self) -> str:
+        """One line: ``TP=8 × PP=2 × DP=1 = 16 GPUs: 2 pods × 8 GPUs (nodes of 8)``."""
+        text = (f"TP={self.tensor} × PP={self.pipeline} × DP={self.data} = {self.gpus} GPUs"
+                f"{' (expert parallel)' if self.expert else ''}: {self.pods} pod(s) × "
+                f"{self.gpus_per_pod} GPU(s) (nodes of {self.gpus_per_node})")
+        if self.data > 1:
+            text += f", {self.data_local} data-parallel rank(s) a pod"
+        return text
+
+
+def derived_gpus_per_pod(tensor: int, pipeline: int, data: int, gpus_per_node: int) -> int:
+    """GPUs per pod gen chooses when the profile names none: the whole replica when it fits
+    a node; else the most GPUs a node holds that split the replica evenly (whole data-
+    parallel ranks when ``data`` > 1)."""
+    for value, name in ((tensor, "tensor"), (pipeline, "pipeline"), (data, "data"),
+                        (gpus_per_node, "gpus_per_node")):
+        if value < 1:
+            raise ValueError(f"{name} must be at least 1: {value}")
+    world = tensor * pipeline * data
+    if world <= gpus_per_node:
+        return world
+    rank = tensor * pipeline
+    if data > 1 and rank <= gpus_per_node:
+        local = max(d for d in range(1, data + 1) if data % d == 0 and rank * d <= gpus_per_node)
+        return rank * local
+    unit = rank if data > 1 else world
+    return max(d for d in range(1, gpus_per_node + 1) if unit % d == 0)
+
+
+def group_shape(tensor: int, pipeline: int, data: int, gpus_per_node: int, *,
+                gpus_per_pod: int | None = None, expert: bool = False) -> GroupShape:
+    """The shape of one replica of tensor × pipeline × data GPUs on nodes of
+    ``gpus_per_node`` GPUs; ``gpus_per_pod`` the profile's (None: derived,
+    :func:`derived_gpus_per_pod`). Pure: the same numbers give the same shape."""
+    derived = derived_gpus_per_pod(tensor, pipeline, data, gpus_per_node)
+    per_pod = derived if gpus_per_pod is None else gpus_per_pod
+    if per_pod < 1:
+        raise ValueError(f"gpus_per_pod must be at least 1: {per_pod}")
+    world = tensor * pipeline * data
+    rank = tensor * pipeline
+    problems: list[str] = []
+    if world > gpus_per_node:
+        if per_pod > gpus_per_node:
+            problems.append(f"each pod claims {per_pod} GPUs but a node has {gpus_per_node}: "
+                            "the pods never schedule")
+        if world % per_pod:
+            problems.append(f"TP×PP×DP = {tensor}×{pipeline}×{data} = {world} GPUs is not a "
+                            f"whole number of pods of {per_pod} GPUs (vLLM gives every node "
+                            "the same number of ranks)")
+        if data > 1 and rank > gpus_per_node:
+            problems.append(f"one data-parallel rank (TP×PP = {rank} GPUs) is larger than a "
+                            f"node ({gpus_per_node} GPUs): gen launches data parallelism only "
+                            "with whole ranks in each pod")
+        elif data > 1 and per_pod % rank:
+            problems.append(f"a pod of {per_pod} GPUs holds no whole number of data-parallel "
+                            f"ranks of TP×PP = {rank} GPUs")
+    pods = math.ceil(world / per_pod) if world > gpus_per_node else 1
+    return GroupShape(tensor, pipeline, data, expert, gpus_per_node, per_pod, pods,
+                      gpus_per_pod is not None, tuple(problems))
+
+
+def _pools(svc: ServicePlan) -> list[PoolPlan]:
+    from gen.fleet.placement import candidates
+
+    offering = {c.pool.name for c in candidates(svc)}
+    nvidia = [p for p in svc.pools if p.pool.platform == "nvidia" and p.gpu is not None]
+    return [p for p in nvidia if p.name in offering] or nvidia
+
+
+def shape_pool(svc: ServicePlan) -> PoolPlan | None:
+    """The pool a service's shape is computed for: of the pools that offer its devices, the
+    one with the fewest GPUs a node (the tightest it may land on); None without one."""
+    pools = _pools(svc)
+    return min(pools, key=lambda p: (p.pool.gpus_per_node, p.name)) if pools else None
+
+
+def service_shape(svc: ServicePlan) -> GroupShape | None:
+    """The group shape of an in-cluster vLLM service on its pools (None: no GPU request, or
+    no NVIDIA pool). ``gpu.count`` is the GPUs of each pod: when the replica spans nodes and
+    the profile leaves it unset, gen derives it."""
+    service = svc.service
+    pool = shape_pool(svc)
+    if service.engine != "vllm" or service.gpu is None or pool is None:
+        return None
+    par = service.parallelism
+    spans = par.gpus > pool.pool.gpus_per_node
+    declared = "count" in service.gpu.model_fields_set
+    per_pod = service.gpu.count if (declared or not spans) else None
+    return group_shape(par.tensor, par.pipeline, par.data, pool.pool.gpus_per_node,
+                       gpus_per_pod=per_pod, expert=par.expert)
