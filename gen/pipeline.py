@@ -165,12 +165,14 @@ def builders() -> tuple[BuildStep, ...]:
     from gen.gitops import build as gitops
     from gen.nvidia import build as nvidia
     from gen.serving import build as serving
+    from gen.serving import multinode
 
     return (
         BuildStep("namespaces", lambda plan: Built(namespaces(plan))),
         BuildStep("mig", nvidia.build),
         BuildStep("dra", dra.build),
         BuildStep("serving", serving.build),
+        BuildStep("multinode", multinode.build),
         BuildStep("apple", apple.build),
         BuildStep("gitops", gitops.build),
     )
@@ -262,6 +264,7 @@ def check_parts() -> tuple[CheckPart, ...]:
     from gen.security import checks as security
     from gen.serving import capacity
     from gen.serving import checks as serving
+    from gen.serving import multinode_checks as multinode
 
     return (
         CheckPart("mig", "cluster", mig.check_clusters,
@@ -277,6 +280,7 @@ def check_parts() -> tuple[CheckPart, ...]:
         CheckPart("gitops", "cluster", gitops.check_clusters),
         CheckPart("gitops", "fleet", gitops.fleet_modes),
         CheckPart("capacity", "cluster", capacity.check),
+        CheckPart("multinode", "cluster", multinode.check),
     )
 
 

@@ -2,7 +2,8 @@
 
 This is the one registry of rule ids. ``GEN0xx`` are input and output (profiles, templates,
 rendered manifests, and the default rule of gen's errors), ``GEN1xx`` MIG, ``GEN2xx`` DRA,
-``GEN3xx`` serving / fit, ``GEN5xx`` security, ``GEN6xx`` Apple Silicon, ``GEN7xx`` GitOps,
+``GEN3xx`` serving / fit, ``GEN4xx`` serving at scale (routing,
+prefill/decode, multi-node, quotas), ``GEN5xx`` security, ``GEN6xx`` Apple Silicon, ``GEN7xx`` GitOps,
 ``GEN8xx`` a live cluster against the profiles (``gen verify``). Ids are stable: a rule
 is never renumbered, and an id is never reused.
 
@@ -35,6 +36,7 @@ class Section(enum.Enum):
     MIG = "MIG"
     DRA = "DRA"
     SERVING = "Serving"
+    SERVING_AT_SCALE = "Serving at scale (routing, disaggregation, multi-node, quotas)"
     SECURITY = "Security"
     APPLE = "Apple Silicon"
     GITOPS = "GitOps"
@@ -59,6 +61,7 @@ _IO, _MIG, _DRA, _SERVING, _SECURITY, _APPLE, _GITOPS, _CLUSTER = (
     Section.INPUT_OUTPUT, Section.MIG, Section.DRA, Section.SERVING, Section.SECURITY,
     Section.APPLE, Section.GITOPS, Section.CLUSTER,
 )
+_SCALE = Section.SERVING_AT_SCALE
 _WARNING, _INFO = Severity.WARNING, Severity.INFO
 
 _ALL = (
@@ -381,6 +384,59 @@ _ALL = (
         "autoscaled) need more `nvidia.com/gpu` or `nvidia.com/mig-<profile>` per node than "
         "the pools they may use have: the rest stay Pending; reported at the service's "
         "`replicas`, the pools as related locations",
+    ),
+    Rule(
+        "GEN420", "parallelism does not split into the group's pods", _SCALE,
+        "tensor × pipeline × data is not `gpu.count` (GPUs per pod) × pods per group: the "
+        "GPUs do not split into pods of `gpu.count` (vLLM's multi-node launcher gives every "
+        "node the same number of ranks: vllm-project/vllm `vllm/config/parallel.py` "
+        "`nnodes`), a pod holds no whole number of data-parallel ranks "
+        "(`--data-parallel-size-local`), or a one-node replica with data > 1 claims another "
+        "number of GPUs than tensor × pipeline × data (kserve #4946, gpustack #5089); at "
+        "`gpu.count` (else `parallelism`)",
+    ),
+    Rule(
+        "GEN421", "a pod of a multi-node group claims more GPUs than a node has", _SCALE,
+        "a replica that spans nodes asks `gpu.count` GPUs per pod, more than the pool's "
+        "`gpus_per_node`: no node can hold a pod, the group never starts (kserve #4226); at "
+        "`gpu.count`",
+    ),
+    Rule(
+        "GEN422", "the pool cannot hold every multi-node group at once", _SCALE,
+        "replicas × pods per group of a multi-node service, with the other services' "
+        "replicas on the same pool, need more nodes (whole pods of `gpu.count` GPUs) than "
+        "the pool has: the leaders schedule and the workers strand (lws #167); at "
+        "`replicas` (`autoscaling.min_replicas`)",
+    ),
+    Rule(
+        "GEN423", "multi-node service on a cluster without LeaderWorkerSet", _SCALE,
+        "a replica spans nodes (tensor × pipeline × data above `gpus_per_node`), so gen "
+        "renders a LeaderWorkerSet (`leaderworkerset.x-k8s.io/v1`, kubernetes-sigs/lws), but "
+        "the cluster does not list the add-on `lws`: without its CRD the sync fails; at "
+        "`parallelism`, the cluster's `addons` related",
+    ),
+    Rule(
+        "GEN424", "multi-node replica without a fast interconnect declared", _SCALE,
+        "a replica spans nodes of a pool whose `interconnect` is not declared or is "
+        "`ethernet`: tensor and pipeline traffic between the nodes then goes over TCP "
+        "sockets (vLLM `docs/serving/parallelism_scaling.md`: 'NET/Socket ... is not "
+        "efficient for cross-node tensor parallelism'); at the pool",
+        _WARNING,
+    ),
+    Rule(
+        "GEN425", "data-parallel rank larger than a node", _SCALE,
+        "data > 1 with tensor × pipeline above `gpus_per_node`: each data-parallel rank would "
+        "span nodes (vLLM `nnodes_within_dp` > 1), a shape gen does not launch; at "
+        "`parallelism`",
+    ),
+    Rule(
+        "GEN426", "Ray executor on an image without Ray", _SCALE,
+        "`multi_node.executor: ray` with gen's pinned vLLM image: vLLM's CUDA requirements "
+        "(vllm-project/vllm `requirements/cuda.txt`) list no `ray`, so the stock "
+        "`vllm/vllm-openai` image has no `ray` binary (a report for v0.27.1: getainode #84) "
+        "and the group's `ray start` exits 127; use `executor: mp` or an image with Ray "
+        "(`serving.image`); at `multi_node.executor`",
+        _WARNING,
     ),
     Rule(
         "GEN501", "literal secret in a profile", _SECURITY,

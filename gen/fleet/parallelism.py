@@ -25,12 +25,23 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from gen.fleet.plan import PoolPlan, ServicePlan
 
-__all__ = ["GroupShape", "derived_gpus_per_pod", "group_shape", "service_shape"]
+__all__ = ["GroupShape", "ShapeProblem", "derived_gpus_per_pod", "group_shape", "service_shape"]
+
+
+ProblemKind = Literal["pod-above-node", "uneven-pods", "rank-above-node", "partial-rank"]
+
+
+@dataclass(frozen=True)
+class ShapeProblem:
+    """Why a group shape cannot run: its kind (the rule that reports it) and a sentence."""
+
+    kind: ProblemKind
+    text: str
 
 
 @dataclass(frozen=True)
@@ -46,7 +57,7 @@ class GroupShape:
         gpus_per_pod: GPUs each pod of the group claims.
         pods: pods per group (nodes per replica: one pod a node).
         declared: ``gpus_per_pod`` is the profile's ``gpu.count`` (else derived).
-        problems: why the shape cannot run (empty when it can), each a sentence.
+        problems: why the shape cannot run (empty when it can).
     """
 
     tensor: int
@@ -57,7 +68,7 @@ class GroupShape:
     gpus_per_pod: int
     pods: int
     declared: bool
-    problems: tuple[str, ...] = ()
+    problems: tuple[ShapeProblem, ...] = ()
 
     @property
     def gpus(self) -> int:
@@ -124,22 +135,26 @@ def group_shape(tensor: int, pipeline: int, data: int, gpus_per_node: int, *,
         raise ValueError(f"gpus_per_pod must be at least 1: {per_pod}")
     world = tensor * pipeline * data
     rank = tensor * pipeline
-    problems: list[str] = []
+    problems: list[ShapeProblem] = []
+
+    def problem(kind: ProblemKind, text: str) -> None:
+        problems.append(ShapeProblem(kind, text))
+
     if world > gpus_per_node:
         if per_pod > gpus_per_node:
-            problems.append(f"each pod claims {per_pod} GPUs but a node has {gpus_per_node}: "
-                            "the pods never schedule")
+            problem("pod-above-node", f"each pod claims {per_pod} GPUs but a node has "
+                    f"{gpus_per_node}: the pods never schedule")
         if world % per_pod:
-            problems.append(f"TP×PP×DP = {tensor}×{pipeline}×{data} = {world} GPUs is not a "
-                            f"whole number of pods of {per_pod} GPUs (vLLM gives every node "
-                            "the same number of ranks)")
+            problem("uneven-pods", f"TP×PP×DP = {tensor}×{pipeline}×{data} = {world} GPUs is "
+                    f"not a whole number of pods of {per_pod} GPUs (vLLM gives every node the "
+                    "same number of ranks)")
         if data > 1 and rank > gpus_per_node:
-            problems.append(f"one data-parallel rank (TP×PP = {rank} GPUs) is larger than a "
-                            f"node ({gpus_per_node} GPUs): gen launches data parallelism only "
-                            "with whole ranks in each pod")
+            problem("rank-above-node", f"one data-parallel rank (TP×PP = {rank} GPUs) is "
+                    f"larger than a node ({gpus_per_node} GPUs): gen launches data "
+                    "parallelism only with whole ranks in each pod")
         elif data > 1 and per_pod % rank:
-            problems.append(f"a pod of {per_pod} GPUs holds no whole number of data-parallel "
-                            f"ranks of TP×PP = {rank} GPUs")
+            problem("partial-rank", f"a pod of {per_pod} GPUs holds no whole number of "
+                    f"data-parallel ranks of TP×PP = {rank} GPUs")
     pods = math.ceil(world / per_pod) if world > gpus_per_node else 1
     return GroupShape(tensor, pipeline, data, expert, gpus_per_node, per_pod, pods,
                       gpus_per_pod is not None, tuple(problems))

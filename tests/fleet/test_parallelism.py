@@ -40,24 +40,24 @@ def test_uneven_split_uses_a_divisor() -> None:
 def test_pod_larger_than_node() -> None:
     """gpu.count above the node's GPUs is a problem."""
     shape = group_shape(8, 2, 1, 8, gpus_per_pod=16)
-    assert any("a node has 8" in p for p in shape.problems)
+    assert any("a node has 8" in p.text for p in shape.problems)
 
 
 def test_not_a_whole_number_of_pods() -> None:
     """16 GPUs do not split into pods of 6."""
     shape = group_shape(8, 2, 1, 8, gpus_per_pod=6)
-    assert any("not a whole number of pods" in p for p in shape.problems)
+    assert any("not a whole number of pods" in p.text for p in shape.problems)
     assert shape.pods == 3
 
 
 def test_data_rank_larger_than_a_node() -> None:
     """DP ranks of 16 GPUs on 8-GPU nodes are not launched."""
-    assert any("larger than a node" in p for p in group_shape(16, 1, 2, 8).problems)
+    assert any("larger than a node" in p.text for p in group_shape(16, 1, 2, 8).problems)
 
 
 def test_pod_holds_no_whole_rank() -> None:
     """Pods of 4 GPUs hold no whole number of DP ranks of 3 GPUs."""
-    assert any("no whole number" in p
+    assert any("no whole number" in p.text
                for p in group_shape(3, 1, 4, 8, gpus_per_pod=4).problems)
 
 
