@@ -2,8 +2,8 @@
 
 This is the one registry of rule ids. ``GEN0xx`` are input and output (profiles, templates,
 rendered manifests, and the default rule of gen's errors), ``GEN1xx`` MIG, ``GEN2xx`` DRA,
-``GEN3xx`` serving / fit, ``GEN4xx`` serving at scale (routing,
-prefill/decode, multi-node, quotas), ``GEN5xx`` security, ``GEN6xx`` Apple Silicon, ``GEN7xx`` GitOps,
+``GEN3xx`` serving / fit, ``GEN4xx`` serving at scale (routing, prefill/decode,
+multi-node, quotas), ``GEN5xx`` security, ``GEN6xx`` Apple Silicon, ``GEN7xx`` GitOps,
 ``GEN8xx`` a live cluster against the profiles (``gen verify``). Ids are stable: a rule
 is never renumbered, and an id is never reused.
 

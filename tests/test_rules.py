@@ -68,7 +68,8 @@ def test_rule_fields(rule_id: str) -> None:
 
 _SECTION_OF_HUNDREDS = {
     "0": Section.INPUT_OUTPUT, "1": Section.MIG, "2": Section.DRA, "3": Section.SERVING,
-    "4": Section.SERVING_AT_SCALE, "5": Section.SECURITY, "6": Section.APPLE, "7": Section.GITOPS, "8": Section.CLUSTER,
+    "4": Section.SERVING_AT_SCALE, "5": Section.SECURITY, "6": Section.APPLE,
+    "7": Section.GITOPS, "8": Section.CLUSTER,
 }
 
 

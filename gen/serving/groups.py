@@ -32,7 +32,7 @@ class Placement:
     """Service name → replicas to place."""
 
 
-def _demand(svc: ServicePlan, shape: GroupShape) -> tuple[int, int]:
+def _demand(shape: GroupShape) -> tuple[int, int]:
     """(pods per replica, GPUs per pod) of a service."""
     return (shape.pods, shape.gpus_per_pod) if shape.multi_node else (1, shape.gpus_per_pod)
 
@@ -69,7 +69,7 @@ def place(cluster: ClusterPlan, extra: ServicePlan | None = None) -> Placement:
         name = svc.service.name
         wanted[name] = svc.service.min_replicas
         placed[name] = 0
-        pods, per_pod = _demand(svc, shape)
+        pods, per_pod = _demand(shape)
         for _ in range(svc.service.min_replicas):
             chosen = _fits(free[pool_name], pods, per_pod)
             if chosen is None:
@@ -80,7 +80,7 @@ def place(cluster: ClusterPlan, extra: ServicePlan | None = None) -> Placement:
     if extra is not None:
         shape, pool = service_shape(extra), shape_pool(extra)
         if shape is not None and pool is not None and pool.name in free:
-            pods, per_pod = _demand(extra, shape)
+            pods, per_pod = _demand(shape)
             if _fits(free[pool.name], pods, per_pod) is not None:
                 placed[f"{extra.service.name}+spare"] = 1
     return Placement(free, placed, wanted)
