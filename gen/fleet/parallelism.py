@@ -178,14 +178,21 @@ def shape_pool(svc: ServicePlan) -> PoolPlan | None:
 def service_shape(svc: ServicePlan) -> GroupShape | None:
     """The group shape of an in-cluster vLLM service on its pools (None: no GPU request, or
     no NVIDIA pool). ``gpu.count`` is the GPUs of each pod: when the replica spans nodes and
-    the profile leaves it unset, gen derives it."""
+    the profile leaves it unset, gen derives it. A ``gpu.count`` of at least tensor ×
+    pipeline × data keeps the replica in one pod."""
     service = svc.service
     pool = shape_pool(svc)
     if service.engine != "vllm" or service.gpu is None or pool is None:
         return None
     par = service.parallelism
-    spans = par.gpus > pool.pool.gpus_per_node
     declared = "count" in service.gpu.model_fields_set
+    if declared and service.gpu.count >= par.gpus:
+        # Every GPU of the replica in one pod: a one-pod replica, whatever the node size
+        # (a pod larger than the nodes is the placement rules' GEN204/GEN330).
+        return GroupShape(par.tensor, par.pipeline, par.data, par.expert,
+                          max(pool.pool.gpus_per_node, service.gpu.count),
+                          service.gpu.count, 1, True)
+    spans = par.gpus > pool.pool.gpus_per_node
     per_pod = service.gpu.count if (declared or not spans) else None
     return group_shape(par.tensor, par.pipeline, par.data, pool.pool.gpus_per_node,
                        gpus_per_pod=per_pod, expert=par.expert)
