@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     from gen.fleet.plan import PoolPlan, ServicePlan
 
-__all__ = ["GroupShape", "ShapeProblem", "derived_gpus_per_pod", "group_shape", "service_shape"]
+__all__ = ["GroupShape", "ShapeProblem", "derived_gpus_per_pod", "group_shape", "pod_layout",
+           "service_shape", "shape_pool"]
 
 
 ProblemKind = Literal["pod-above-node", "uneven-pods", "rank-above-node", "partial-rank"]
@@ -196,3 +197,26 @@ def service_shape(svc: ServicePlan) -> GroupShape | None:
     per_pod = service.gpu.count if (declared or not spans) else None
     return group_shape(par.tensor, par.pipeline, par.data, pool.pool.gpus_per_node,
                        gpus_per_pod=per_pod, expert=par.expert)
+
+
+def pod_layout(shape: GroupShape) -> tuple[str, ...]:
+    """What each pod (node) of a group runs, one line a pod, leader first: its GPU ranks and
+    pipeline stages (vLLM numbers ranks with tensor parallelism innermost, so rank r is in
+    stage r ÷ TP), or its data-parallel ranks."""
+    lines = []
+    for index in range(shape.pods):
+        role = ("leader (API server)" if index == 0 else
+                "worker (--headless)")
+        if shape.data > 1:
+            first = index * shape.data_local
+            what = (f"data-parallel ranks {first}–{first + shape.data_local - 1}, each "
+                    f"TP={shape.tensor} × PP={shape.pipeline}")
+        else:
+            low, high = index * shape.gpus_per_pod, (index + 1) * shape.gpus_per_pod - 1
+            stages = sorted({rank // shape.tensor for rank in range(low, high + 1)})
+            split = "" if shape.gpus_per_pod % shape.tensor == 0 else ", a TP group split " \
+                "across nodes"
+            what = (f"ranks {low}–{high}, pipeline stage(s) "
+                    f"{', '.join(map(str, stages))}{split}")
+        lines.append(f"pod {index} ({role}): {shape.gpus_per_pod} GPU(s), {what}")
+    return tuple(lines)
