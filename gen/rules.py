@@ -439,6 +439,23 @@ _ALL = (
         _WARNING,
     ),
     Rule(
+        "GEN427", "multi-node group larger than one NVLink domain", _SCALE,
+        "a replica spans more nodes (pods per group) than one NVLink domain (clique) of its "
+        "pool has (`nvlink_domain_nodes`, GB200/GB300 NVL72: 18 trays): the group's pods must "
+        "stay in one clique (node label `nvidia.com/gpu.clique`) to share its IMEX channel "
+        "(NVIDIA/dra-driver-nvidia-gpu issue 892); at `parallelism`",
+    ),
+    Rule(
+        "GEN428", "ComputeDomain on a cluster that cannot create its channels", _SCALE,
+        "a replica spans trays of an NVLink domain, so gen renders a ComputeDomain "
+        "(`resource.nvidia.com/v1beta1`), but its controller creates the channel's "
+        "ResourceClaimTemplate as `resource.k8s.io/v1` (dra-driver-nvidia-gpu v0.5.0 "
+        "`templates/compute-domain-workload-claim-template.tmpl.yaml`), which the cluster "
+        "does not serve (error); on a device-plugin cluster there are no ComputeDomains and "
+        "the trays talk over the network, not NVLink (warning); at `allocation` / "
+        "`kubernetes_version`",
+    ),
+    Rule(
         "GEN501", "literal secret in a profile", _SECURITY,
         "a value that looks like a credential (Hugging Face, OpenAI-style, GitHub or GitLab "
         "token, AWS key, private key) in a profile, also where a Secret's name belongs (it "

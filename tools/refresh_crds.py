@@ -74,6 +74,8 @@ CRDS: tuple[tuple[str, str], ...] = (
     ("flux-helm-controller", "config/crd/bases/helm.toolkit.fluxcd.io_helmreleases.yaml"),
     ("keda", "config/crd/bases/keda.sh_scaledobjects.yaml"),
     ("lws", "config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml"),
+    ("dra-driver",
+     "deployments/helm/dra-driver-nvidia-gpu/crds/resource.nvidia.com_computedomains.yaml"),
     ("keda", "config/crd/bases/keda.sh_triggerauthentications.yaml"),
     ("prometheus-operator",
      "example/prometheus-operator-crd-full/monitoring.coreos.com_servicemonitors.yaml"),

@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     from gen.fleet.plan import PoolPlan, ServicePlan
 
-__all__ = ["GroupShape", "ShapeProblem", "derived_gpus_per_pod", "group_shape", "pod_layout",
+__all__ = ["CLIQUE_LABEL", "ComputeDomainPlan", "GroupShape", "ShapeProblem", "compute_domain",
+           "derived_gpus_per_pod", "group_shape", "nvlink_domain_nodes", "pod_layout",
            "service_shape", "shape_pool"]
 
 
@@ -220,3 +221,47 @@ def pod_layout(shape: GroupShape) -> tuple[str, ...]:
                     f"{', '.join(map(str, stages))}{split}")
         lines.append(f"pod {index} ({role}): {shape.gpus_per_pod} GPU(s), {what}")
     return tuple(lines)
+
+
+CLIQUE_LABEL = "nvidia.com/gpu.clique"
+"""The node label of a node's NVLink clique (``<cluster UUID>.<clique id>``), which the GPU
+Operator's feature discovery sets on multi-node NVLink systems and the DRA driver publishes
+as the device attribute ``gpu.nvidia.com/cliqueID``."""
+
+
+def nvlink_domain_nodes(pool: PoolPlan) -> int | None:
+    """Nodes of one multi-node NVLink domain of ``pool``: its own ``nvlink_domain_nodes``,
+    else its catalog GPU's rack-scale domain (GB200/GB300 NVL72: 18); None: none."""
+    if pool.pool.nvlink_domain_nodes is not None:
+        return pool.pool.nvlink_domain_nodes
+    return pool.gpu.nvlink_domain_nodes if pool.gpu is not None else None
+
+
+@dataclass(frozen=True)
+class ComputeDomainPlan:
+    """The ComputeDomain of a service whose replica spans trays of one NVLink domain.
+
+    Attributes:
+        name: the ComputeDomain's name.
+        channel_template: the ResourceClaimTemplate the ComputeDomain controller creates
+            for the IMEX channel (the pods claim from it; gen never renders it).
+        domain_nodes: nodes of one NVLink domain of the pool.
+    """
+
+    name: str
+    channel_template: str
+    domain_nodes: int
+
+
+def compute_domain(svc: ServicePlan) -> ComputeDomainPlan | None:
+    """The ComputeDomain a service needs: a replica that spans nodes of a pool with a
+    multi-node NVLink domain; None otherwise."""
+    shape = service_shape(svc)
+    pool = shape_pool(svc)
+    if shape is None or pool is None or not shape.multi_node:
+        return None
+    nodes = nvlink_domain_nodes(pool)
+    if nodes is None:
+        return None
+    name = svc.service.name
+    return ComputeDomainPlan(f"{name}-imex", f"{name}-imex-channel", nodes)

@@ -101,6 +101,13 @@ class NodePool(Spec):
         "talks over (NCCL): 'infiniband' or 'roce' (GPUDirect RDMA), 'nvlink' (a multi-node "
         "NVLink fabric), 'ethernet' (TCP sockets only). Unset: not declared (GEN424).",
     )
+    nvlink_domain_nodes: int | None = Field(
+        None, ge=1, le=576,
+        description="Nodes of one multi-node NVLink domain (clique) of the pool; default: the "
+        "GPU's rack-scale system from the catalog (GB200/GB300 NVL72: 18 trays of 4 GPUs). "
+        "A replica that spans nodes there gets a ComputeDomain (IMEX channel) and stays "
+        "inside one clique (node label nvidia.com/gpu.clique).",
+    )
     apple_vm: AppleVM | None = Field(None, description="VM sizing for platform 'apple-vm'.")
 
     @model_validator(mode="after")

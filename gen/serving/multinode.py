@@ -47,7 +47,13 @@ import math
 from typing import Any
 
 from gen.fleet.manifests import has_addon, labels, manifest, model_cache_storage
-from gen.fleet.parallelism import GroupShape, service_shape
+from gen.fleet.parallelism import (
+    CLIQUE_LABEL,
+    ComputeDomainPlan,
+    GroupShape,
+    compute_domain,
+    service_shape,
+)
 from gen.fleet.plan import Built, ClusterPlan, ManifestSpec, ServicePlan
 from gen.serving.build import (
     CONTAINER_PORT,
@@ -135,6 +141,28 @@ def _resources(plan: ClusterPlan, svc: ServicePlan, shape: GroupShape) -> dict[s
     return resources
 
 
+GROUP_KEY_LABEL = "leaderworkerset.sigs.k8s.io/group-key"
+"""The label the LWS pod webhook gives every pod of one group (``GroupUniqueHashLabelKey``)."""
+
+
+def _affinity(plan: ClusterPlan, name: str,
+              domain: ComputeDomainPlan | None) -> dict[str, Any] | None:
+    """On an NVLink domain: every pod of a group in one clique (pod affinity on the group's
+    own key, ``matchLabelKeys``: beta and on from Kubernetes 1.31), and never two pods of a
+    group on one node (the ComputeDomain gives each node one IMEX channel: a second pod there
+    hangs, NVIDIA/grove #485)."""
+    if domain is None or plan.minor < 31:
+        return None
+    term = {"labelSelector": {"matchLabels": {"leaderworkerset.sigs.k8s.io/name": name}},
+            "matchLabelKeys": [GROUP_KEY_LABEL]}
+    return {
+        "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {**term, "topologyKey": CLIQUE_LABEL}]},
+        "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {**term, "topologyKey": "kubernetes.io/hostname"}]},
+    }
+
+
 def build_group(plan: ClusterPlan, svc: ServicePlan, shape: GroupShape) -> list[ManifestSpec]:
     """Every object of one multi-node vLLM service in one cluster."""
     service = svc.service
@@ -156,6 +184,16 @@ def build_group(plan: ClusterPlan, svc: ServicePlan, shape: GroupShape) -> list[
                    "ports": [], "probes": False},
     }
     dra = plan.dra_api_version is not None
+    claims = ([{"name": "gpu", "resourceClaimTemplateName": plan.claim_templates[name]}]
+              if dra else [])
+    resources = _resources(plan, svc, shape)
+    domain = compute_domain(svc) if dra else None
+    if domain is not None:
+        # The IMEX channel of the group's ComputeDomain: a claim per pod from the template
+        # the ComputeDomain controller creates (dra-driver-nvidia-gpu v0.5.0
+        # templates/compute-domain-workload-claim-template.tmpl.yaml); gen renders none.
+        claims.append({"name": "imex", "resourceClaimTemplateName": domain.channel_template})
+        resources["claims"] = [*resources["claims"], {"name": "imex"}]
     specs = [
         manifest(
             "vllm/leaderworkerset.yaml.j2", origin,
@@ -163,14 +201,11 @@ def build_group(plan: ClusterPlan, svc: ServicePlan, shape: GroupShape) -> list[
             annotations={"argocd.argoproj.io/sync-wave": "0"},
             replicas=None if service.autoscaling else service.replicas,
             size=shape.pods, pods=pods, image=_image(svc), env=_env(svc),
-            port_name=PORT_NAME, resources=_resources(plan, svc, shape),
+            port_name=PORT_NAME, resources=resources, affinity=_affinity(plan, name, domain),
             startup_failure_threshold=math.ceil(startup / PROBE_PERIOD),
             probe_period=PROBE_PERIOD, shm_size=shm_size(shape.gpus_per_pod),
             node_selector=node_selector, tolerations=pod_tolerations,
-            resource_claims=(
-                [{"name": "gpu", "resourceClaimTemplateName": plan.claim_templates[name]}]
-                if dra else []
-            ),
+            resource_claims=claims,
             grace_seconds=PRESTOP_SECONDS + service.serving.shutdown_timeout_seconds + 15,
             prestop_seconds=PRESTOP_SECONDS, native_sleep=plan.minor >= 30,
             max_surge=1 if spare_group(plan, svc) else 0,
@@ -196,6 +231,12 @@ def build_group(plan: ClusterPlan, svc: ServicePlan, shape: GroupShape) -> list[
                                plan.cluster.monitoring.namespace}),
         ),
     ]
+    if domain is not None:
+        specs.append(manifest(
+            "vllm/computedomain.yaml.j2", origin,
+            name=domain.name, namespace=ns, labels=meta,
+            channel_template=domain.channel_template,
+        ))
     if plan.cluster.monitoring.service_monitors and has_addon(plan, "prometheus-operator"):
         specs.append(manifest(
             "vllm/servicemonitor.yaml.j2", origin,

@@ -1,4 +1,4 @@
-"""Multi-node rules GEN420–GEN426: the group shape, its pods, its nodes, its launch.
+"""Multi-node rules GEN420–GEN428: the group shape, its pods, its nodes, its launch.
 
 Every rule reads the one shape of :func:`gen.fleet.parallelism.service_shape` and the one
 placement of :func:`gen.serving.groups.place`, so lint says what the LWS builder renders.
@@ -8,9 +8,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gen.errors import Finding, SourceLocation
+from gen.errors import Finding, Severity, SourceLocation
 from gen.fleet.manifests import has_addon
-from gen.fleet.parallelism import GroupShape, derived_gpus_per_pod, service_shape, shape_pool
+from gen.fleet.parallelism import (
+    GroupShape,
+    derived_gpus_per_pod,
+    nvlink_domain_nodes,
+    service_shape,
+    shape_pool,
+)
 from gen.fleet.plan import ClusterPlan, Plan, ServicePlan
 from gen.rules import finding
 
@@ -107,6 +113,50 @@ def _launch_findings(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
     return findings
 
 
+def _domain_findings(cluster: ClusterPlan, svc: ServicePlan,
+                     shape: GroupShape) -> list[Finding]:
+    """GEN427 and GEN428: a replica across the trays of an NVLink domain."""
+    pool = shape_pool(svc)
+    nodes = nvlink_domain_nodes(pool) if pool is not None else None
+    if pool is None or nodes is None:
+        return []
+    service = svc.service
+    findings = []
+    if shape.pods > nodes:
+        findings.append(finding(
+            "GEN427",
+            f"a replica of {service.name!r} is {shape.pods} pods on {shape.pods} nodes, but one "
+            f"NVLink domain of pool {pool.name!r} has {nodes} nodes: the group cannot stay in "
+            "one clique and share its IMEX channel",
+            svc.located.at("parallelism"), key_path="parallelism",
+            hint=f"keep tensor × pipeline × data within {nodes * shape.gpus_per_node} GPUs "
+            f"({nodes} nodes × {shape.gpus_per_node}), or set the pool's nvlink_domain_nodes "
+            "to its real clique size", related=(_pool_at(svc),),
+            service=service.name, cluster=cluster.name))
+    if cluster.dra_api_version is None:
+        findings.append(finding(
+            "GEN428",
+            f"service {service.name!r} spans trays of the NVLink domain of pool {pool.name!r}, "
+            f"but cluster {cluster.name!r} uses the device plugin: without the DRA driver there "
+            "is no ComputeDomain, so no IMEX channel, and the trays talk over the network",
+            cluster.located.at("allocation"), key_path="allocation", severity=Severity.WARNING,
+            hint="use allocation: dra (the NVIDIA DRA driver's ComputeDomains) on this cluster",
+            related=(svc.located.at("parallelism"),),
+            service=service.name, cluster=cluster.name))
+    elif cluster.dra_api_version != "resource.k8s.io/v1":
+        findings.append(finding(
+            "GEN428",
+            f"service {service.name!r} gets a ComputeDomain, whose controller creates its "
+            "channel's ResourceClaimTemplate as resource.k8s.io/v1, but cluster "
+            f"{cluster.name!r} serves {cluster.dra_api_version}: the template is never "
+            "created and the group's pods stay Pending",
+            cluster.located.at("kubernetes_version"), key_path="kubernetes_version",
+            hint="upgrade the cluster to Kubernetes 1.34 or later (resource.k8s.io/v1)",
+            related=(svc.located.at("parallelism"),),
+            service=service.name, cluster=cluster.name))
+    return findings
+
+
 def _placement_findings(cluster: ClusterPlan) -> list[Finding]:
     from gen.serving.groups import place
 
@@ -136,7 +186,7 @@ def _placement_findings(cluster: ClusterPlan) -> list[Finding]:
 
 
 def check(plan: Plan) -> list[Finding]:
-    """GEN420–GEN426 on every cluster's vLLM services."""
+    """GEN420–GEN428 on every cluster's vLLM services."""
     findings: list[Finding] = []
     for cluster in plan.clusters:
         for svc in cluster.services:
@@ -146,5 +196,6 @@ def check(plan: Plan) -> list[Finding]:
             findings += _shape_findings(cluster, svc, shape)
             if shape.multi_node:
                 findings += _launch_findings(cluster, svc)
+                findings += _domain_findings(cluster, svc, shape)
         findings += _placement_findings(cluster)
     return findings

@@ -173,3 +173,107 @@ def test_derived_gpus_per_pod(tmp_path: Path) -> None:
     lws = _objects(tmp_path, tmp_path / "profiles")["LeaderWorkerSet/big"]
     assert lws["spec"]["leaderWorkerTemplate"]["size"] == 2
     assert _container(lws, "worker")["resources"]["limits"]["nvidia.com/gpu"] == "8"
+
+
+RACK = """\
+    kind: Cluster
+    name: rack
+    kubernetes_version: "{version}"
+    allocation: {allocation}
+    addons: [lws]
+    gitops:
+      engine: flux
+      repo_url: https://github.com/example-org/gpu-fleet.git
+      revision: main
+    node_pools:
+      - name: nvl72
+        gpu: gb200
+        gpus_per_node: 4
+        nodes: 18
+        driver_version: "595.91.07"
+        interconnect: nvlink
+        labels: {{gen.dev/pool: nvl72}}
+    ---
+    kind: GPUClass
+    name: gb200
+    match: {{product: gb200}}
+    ---
+    kind: InferenceService
+    name: ds
+    model: deepseek-ai/DeepSeek-V3
+    clusters: [rack]
+    gpu: {{gpu_class: gb200, count: 4}}
+    parallelism: {parallelism}
+    serving: {{max_model_len: 16384}}
+    """
+
+
+def _rack(tmp_path: Path, *, version: str = "1.36.6", allocation: str = "dra",
+          parallelism: str = "{tensor: 4, pipeline: 4}") -> Path:
+    write_tree(tmp_path, {"profiles/rack.yaml": RACK.format(
+        version=version, allocation=allocation, parallelism=parallelism)})
+    return tmp_path / "profiles"
+
+
+def test_nvl72_group_gets_a_compute_domain(tmp_path: Path) -> None:
+    """Across GB200 trays: a ComputeDomain, its channel claim in every pod (the template is
+    the controller's, not rendered), one clique per group, one pod per tray, and the DRA
+    driver's computeDomains on."""
+    profiles = _rack(tmp_path)
+    assert lint(profiles, base=tmp_path) == []
+    render(profiles, tmp_path / "out", base=tmp_path, validator="embedded")
+    docs = [yaml.safe_load(p.read_text(encoding="utf-8"))
+            for p in (tmp_path / "out" / "rack").rglob("*.yaml")]
+    domain = next(d for d in docs if d["kind"] == "ComputeDomain")
+    assert domain["spec"]["channel"] == {"allocationMode": "Single",
+                                         "resourceClaimTemplate": {"name": "ds-imex-channel"}}
+    assert "numNodes" not in domain["spec"]
+    templates = [d["metadata"]["name"] for d in docs if d["kind"] == "ResourceClaimTemplate"]
+    assert "ds-imex-channel" not in templates
+    lws = next(d for d in docs if d["kind"] == "LeaderWorkerSet")
+    for role in ("leader", "worker"):
+        pod = lws["spec"]["leaderWorkerTemplate"][f"{role}Template"]["spec"]
+        assert {"name": "imex", "resourceClaimTemplateName": "ds-imex-channel"} in \
+            pod["resourceClaims"]
+        assert {"name": "imex"} in pod["containers"][0]["resources"]["claims"]
+        (together,) = pod["affinity"]["podAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"]
+        assert together["topologyKey"] == "nvidia.com/gpu.clique"
+        assert together["matchLabelKeys"] == ["leaderworkerset.sigs.k8s.io/group-key"]
+        (apart,) = pod["affinity"]["podAntiAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"]
+        assert apart["topologyKey"] == "kubernetes.io/hostname"
+    release = next(d for d in docs if d["kind"] == "HelmRelease"
+                   and "dra-driver" in d["metadata"]["name"])
+    assert release["spec"]["values"]["resources"]["computeDomains"] == {"enabled": True}
+
+
+def test_compute_domain_values_follow_the_services() -> None:
+    """The DRA driver's computeDomains is on only where a service renders a ComputeDomain."""
+    from gen.gitops.build import dra_driver_values
+    from gen.pipeline import load_plan
+    from tests.serving.test_build import ROOT
+
+    plan = load_plan(ROOT / "profiles", base=ROOT)
+    for cluster in plan.clusters:
+        if cluster.dra_api_version is not None:
+            assert dra_driver_values(cluster)["resources"]["computeDomains"] == {
+                "enabled": False}, cluster.name
+
+
+def test_group_larger_than_a_clique(tmp_path: Path) -> None:
+    """32 trays of one replica do not fit an 18-tray NVL72 domain: GEN427."""
+    rules = {f.rule for f in lint(_rack(tmp_path, parallelism="{tensor: 4, pipeline: 32}"),
+                                  base=tmp_path)}
+    assert "GEN427" in rules
+
+
+def test_compute_domain_needs_dra_v1(tmp_path: Path) -> None:
+    """On 1.33 (resource.k8s.io/v1beta2) the controller cannot create its v1 template; on a
+    device-plugin cluster there is no ComputeDomain (warning)."""
+    old = lint(_rack(tmp_path / "old", version="1.33.5"), base=tmp_path / "old")
+    assert [(f.rule, f.severity.value) for f in old if f.rule == "GEN428"] == [
+        ("GEN428", "error")]
+    plugin = lint(_rack(tmp_path / "dp", allocation="device-plugin"), base=tmp_path / "dp")
+    assert [(f.rule, f.severity.value) for f in plugin if f.rule == "GEN428"] == [
+        ("GEN428", "warning")]
