@@ -22,9 +22,11 @@ __all__ = ["CORPUS_GROUPS", "live_fleets"]
 
 REPO = Path(__file__).resolve().parents[2]
 
-CORPUS_GROUPS = ("dra", "dynamic-mig", "mig", "security", "serving", "render")
+CORPUS_GROUPS = ("dra", "dynamic-mig", "mig", "security", "serving", "render", "multinode",
+                 "multinode-rack")
 """Corpus files whose cases change what the control plane decides on (DRA classes, claims,
-capacity, MIG, Pod Security, workloads); input, GitOps, CRD-folder and Apple cases do not."""
+capacity, MIG, Pod Security, workloads, LeaderWorkerSet groups and ComputeDomains); input,
+GitOps, CRD-folder and Apple cases do not."""
 
 
 def _digests(profiles: Path, base: Path) -> dict[str, str]:
