@@ -165,8 +165,9 @@ def _placement_findings(cluster: ClusterPlan) -> list[Finding]:
     for svc in cluster.services:
         shape = service_shape(svc)
         name = svc.service.name
-        if shape is None or not shape.multi_node or not shape.ok or name not in placement.wanted:
-            continue
+        if shape is None or not shape.multi_node or name not in placement.wanted or any(
+                p.kind == "pod-above-node" for p in shape.problems):
+            continue  # a pod larger than every node is GEN421's
         wanted, placed = placement.wanted[name], placement.placed[name]
         if placed >= wanted:
             continue

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from tools.judge.lws import GROUP_INDEX, GROUP_KEY, NAME, group_workloads
+from tools.judge.lws import GROUP_INDEX, GROUP_KEY, NAME, group_workloads, merged_groups
 
 
 def _lws(**spec: Any) -> dict[str, Any]:
@@ -45,3 +46,18 @@ def test_autoscaled_groups_follow_keda_minimum() -> None:
         "kind": "LeaderWorkerSet", "name": "big"}}}
     assert len(group_workloads(_lws(), [scaled])) == 3
     assert len(group_workloads(_lws(), [])) == 1
+
+
+@dataclass
+class _Seen:
+    state: str
+
+
+def test_groups_judged_as_one() -> None:
+    """The groups of one LWS give one verdict: the first that did not schedule."""
+    groups = group_workloads(_lws(replicas=2), [])
+    other = {"kind": "Deployment", "metadata": {"name": "d", "namespace": "ns"}}
+    ids = {"big-g0": _Seen("scheduled"), "big-g1": _Seen("unschedulable"), "d": _Seen("scheduled")}
+    merged, kept = merged_groups(ids, [*groups, other], lambda w: str(w["metadata"]["name"]))
+    assert [w["metadata"]["name"] for w in kept] == ["big-g0", "d"]
+    assert merged == {"big-g0": _Seen("unschedulable"), "d": _Seen("scheduled")}

@@ -41,7 +41,7 @@ from gen.fleet.plan import ClusterPlan
 from gen.pipeline import check_report, load_plan
 from tools.judge.cluster import ControlPlane, wait_for
 from tools.judge.fixtures import bootstrap_namespaces, bundled_crds, install_cluster, volume_for
-from tools.judge.lws import group_workloads
+from tools.judge.lws import group_workloads, merged_groups
 from tools.judge.pins import KUBERNETES
 from tools.judge.report import Category
 
@@ -517,6 +517,7 @@ def judge_cluster(plane: ControlPlane, fleet: Fleet, cluster: ClusterPlan,
     exceeded = _gen_exceeded_quotas(findings, cluster)
     refused_quota: set[tuple[str, str]] = set()
     outcomes = _settle(plane, workloads)
+    outcomes, workloads = merged_groups(outcomes, workloads, _object_id)
     for workload in workloads:
         oid = _object_id(workload)
         outcome = outcomes[oid]

@@ -19,10 +19,13 @@ controller creates its template on the plane).
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
-__all__ = ["group_workloads"]
+__all__ = ["GROUP_OF", "group_workloads", "merged_groups"]
+
+GROUP_OF = "judge.gen.dev/group-of"
+"""The annotation of a stand-in StatefulSet: the LeaderWorkerSet whose group it is."""
 
 NAME = "leaderworkerset.sigs.k8s.io/name"
 GROUP_INDEX = "leaderworkerset.sigs.k8s.io/group-index"
@@ -78,10 +81,41 @@ def group_workloads(lws: Mapping[str, Any], objects: Sequence[Mapping[str, Any]]
         out.append({
             "apiVersion": "apps/v1", "kind": "StatefulSet",
             "metadata": {"name": f"{meta['name']}-g{index}", "namespace": meta["namespace"],
-                         "labels": dict(meta.get("labels", {}))},
+                         "labels": dict(meta.get("labels", {})),
+                         "annotations": {GROUP_OF: str(meta["name"])}},
             "spec": {"replicas": size, "serviceName": meta["name"],
                      "podManagementPolicy": "Parallel",
                      "selector": {"matchLabels": {NAME: meta["name"], GROUP_INDEX: str(index)}},
                      "template": template},
         })
     return out
+
+
+Outcome = TypeVar("Outcome")
+
+
+def merged_groups(outcomes: Mapping[str, Outcome], workloads: Sequence[Mapping[str, Any]],
+                  key: Callable[[Mapping[str, Any]], str],
+                  ) -> tuple[dict[str, Outcome], list[Mapping[str, Any]]]:
+    """One verdict per LeaderWorkerSet: its first group's stand-in stays, with the outcome of
+    the first of its groups that did not schedule (else the first group's), since gen's
+    verdict is about every replica of the service at once; other workloads stay as they are.
+    An outcome's ``state`` is "scheduled" when all its pods were bound."""
+    merged: dict[str, Outcome] = {}
+    kept: list[Mapping[str, Any]] = []
+    first: dict[str, str] = {}
+    for workload in workloads:
+        owner = workload["metadata"].get("annotations", {}).get(GROUP_OF)
+        oid = key(workload)
+        if owner is None:
+            merged[oid] = outcomes[oid]
+            kept.append(workload)
+            continue
+        group = f"{workload['metadata']['namespace']}/{owner}"
+        if group not in first:
+            first[group] = oid
+            merged[oid] = outcomes[oid]
+            kept.append(workload)
+        elif getattr(merged[first[group]], "state", "") == "scheduled":
+            merged[first[group]] = outcomes[oid]
+    return merged, kept
