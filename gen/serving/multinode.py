@@ -175,14 +175,14 @@ def build_group(plan: ClusterPlan, svc: ServicePlan, shape: GroupShape) -> list[
     node_selector, pod_tolerations = _placement(svc)
     commands = group_commands(svc, shape)
     port = {"name": PORT_NAME, "containerPort": CONTAINER_PORT, "protocol": "TCP"}
-    pods = {
-        "leader": {"labels": {**meta, "gen.dev/role": "leader"},
-                   "command": commands["leader"][0], "args": commands["leader"][1],
-                   "ports": [port], "probes": True},
-        "worker": {"labels": {**meta, "gen.dev/role": "worker"},
-                   "command": commands["worker"][0], "args": commands["worker"][1],
-                   "ports": [], "probes": False},
-    }
+    pods = [  # the leader (probes, the API port) first, then the workers
+        {"labels": {**meta, "gen.dev/role": "leader"},
+         "command": commands["leader"][0], "args": commands["leader"][1],
+         "ports": [port], "probes": True},
+        {"labels": {**meta, "gen.dev/role": "worker"},
+         "command": commands["worker"][0], "args": commands["worker"][1],
+         "ports": [], "probes": False},
+    ]
     dra = plan.dra_api_version is not None
     claims = ([{"name": "gpu", "resourceClaimTemplateName": plan.claim_templates[name]}]
               if dra else [])
