@@ -171,6 +171,7 @@ def builders() -> tuple[BuildStep, ...]:
     from gen.nvidia import build as nvidia
     from gen.routing import build as routing
     from gen.serving import build as serving
+    from gen.serving import multinode
 
     return (
         BuildStep("namespaces", lambda plan: Built(namespaces(plan))),
@@ -179,6 +180,7 @@ def builders() -> tuple[BuildStep, ...]:
         BuildStep("kueue", kueue.build),
         BuildStep("serving", serving.build),
         BuildStep("routing", routing.build),
+        BuildStep("multinode", multinode.build),
         BuildStep("apple", apple.build),
         BuildStep("gitops", gitops.build),
     )
@@ -272,6 +274,7 @@ def check_parts() -> tuple[CheckPart, ...]:
     from gen.security import checks as security
     from gen.serving import capacity
     from gen.serving import checks as serving
+    from gen.serving import multinode_checks as multinode
 
     return (
         CheckPart("mig", "cluster", mig.check_clusters,
@@ -289,6 +292,7 @@ def check_parts() -> tuple[CheckPart, ...]:
         CheckPart("gitops", "fleet", gitops.fleet_modes),
         CheckPart("capacity", "cluster", capacity.check),
         CheckPart("kueue", "cluster", kueue.check_clusters),
+        CheckPart("multinode", "cluster", multinode.check),
     )
 
 

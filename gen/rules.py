@@ -36,7 +36,8 @@ class Section(enum.Enum):
     MIG = "MIG"
     DRA = "DRA"
     SERVING = "Serving"
-    ROUTING = "Routing"
+    ROUTING = "Routing and prefill/decode"
+    MULTI_NODE = "Multi-node serving"
     QUOTAS = "Quotas (Kueue)"
     SECURITY = "Security"
     APPLE = "Apple Silicon"
@@ -63,6 +64,7 @@ _IO, _MIG, _DRA, _SERVING, _SECURITY, _APPLE, _GITOPS, _CLUSTER = (
     Section.APPLE, Section.GITOPS, Section.CLUSTER,
 )
 _ROUTING = Section.ROUTING
+_MULTI_NODE = Section.MULTI_NODE
 _QUOTAS = Section.QUOTAS
 _WARNING, _INFO = Severity.WARNING, Severity.INFO
 
@@ -453,6 +455,76 @@ _ALL = (
         "a routed service `S` and another service named `S-epp` in the same namespace: the "
         "picker's Deployment, Service and ServiceAccount `S-epp` would be the other "
         "service's objects; reported at the other service's `name`",
+    ),
+    Rule(
+        "GEN420", "parallelism does not split into the group's pods", _MULTI_NODE,
+        "tensor × pipeline × data is not `gpu.count` (GPUs per pod) × pods per group: the "
+        "GPUs do not split into pods of `gpu.count` (vLLM's multi-node launcher gives every "
+        "node the same number of ranks: vllm-project/vllm `vllm/config/parallel.py` "
+        "`nnodes`), a pod holds no whole number of data-parallel ranks "
+        "(`--data-parallel-size-local`), or a one-node replica with data > 1 claims another "
+        "number of GPUs than tensor × pipeline × data (kserve #4946, gpustack #5089); at "
+        "`gpu.count` (else `parallelism`)",
+    ),
+    Rule(
+        "GEN421", "a pod of a multi-node group claims more GPUs than a node has", _MULTI_NODE,
+        "a replica that spans nodes asks `gpu.count` GPUs per pod, more than the pool's "
+        "`gpus_per_node`: no node can hold a pod, the group never starts (kserve #4226); at "
+        "`gpu.count`",
+    ),
+    Rule(
+        "GEN422", "the pool cannot hold every multi-node group at once", _MULTI_NODE,
+        "replicas × pods per group of a multi-node service, with the other services' "
+        "replicas on the same pool, need more nodes (whole pods of `gpu.count` GPUs) than "
+        "the pool has: the leaders schedule and the workers strand (lws #167); at "
+        "`replicas` (`autoscaling.min_replicas`)",
+    ),
+    Rule(
+        "GEN423", "multi-node service on a cluster without LeaderWorkerSet", _MULTI_NODE,
+        "a replica spans nodes (tensor × pipeline × data above `gpus_per_node`), so gen "
+        "renders a LeaderWorkerSet (`leaderworkerset.x-k8s.io/v1`, kubernetes-sigs/lws), but "
+        "the cluster does not list the add-on `lws`: without its CRD the sync fails; at "
+        "`parallelism`, the cluster's `addons` related",
+    ),
+    Rule(
+        "GEN424", "multi-node replica without a fast interconnect declared", _MULTI_NODE,
+        "a replica spans nodes of a pool whose `interconnect` is not declared or is "
+        "`ethernet`: tensor and pipeline traffic between the nodes then goes over TCP "
+        "sockets (vLLM `docs/serving/parallelism_scaling.md`: 'NET/Socket ... is not "
+        "efficient for cross-node tensor parallelism'); at the pool",
+        _WARNING,
+    ),
+    Rule(
+        "GEN425", "data-parallel rank larger than a node", _MULTI_NODE,
+        "data > 1 with tensor × pipeline above `gpus_per_node`: each data-parallel rank would "
+        "span nodes (vLLM `nnodes_within_dp` > 1), a shape gen does not launch; at "
+        "`parallelism`",
+    ),
+    Rule(
+        "GEN426", "Ray executor on an image without Ray", _MULTI_NODE,
+        "`multi_node.executor: ray` with gen's pinned vLLM image: vLLM's CUDA requirements "
+        "(vllm-project/vllm `requirements/cuda.txt`) list no `ray`, so the stock "
+        "`vllm/vllm-openai` image has no `ray` binary (a report for v0.27.1: getainode #84) "
+        "and the group's `ray start` exits 127; use `executor: mp` or an image with Ray "
+        "(`serving.image`); at `multi_node.executor`",
+        _WARNING,
+    ),
+    Rule(
+        "GEN427", "multi-node group larger than one NVLink domain", _MULTI_NODE,
+        "a replica spans more nodes (pods per group) than one NVLink domain (clique) of its "
+        "pool has (`nvlink_domain_nodes`, GB200/GB300 NVL72: 18 trays): the group's pods must "
+        "stay in one clique (node label `nvidia.com/gpu.clique`) to share its IMEX channel "
+        "(NVIDIA/dra-driver-nvidia-gpu issue 892); at `parallelism`",
+    ),
+    Rule(
+        "GEN428", "ComputeDomain on a cluster that cannot create its channels", _MULTI_NODE,
+        "a replica spans trays of an NVLink domain, so gen renders a ComputeDomain "
+        "(`resource.nvidia.com/v1beta1`), but its controller creates the channel's "
+        "ResourceClaimTemplate as `resource.k8s.io/v1` (dra-driver-nvidia-gpu v0.5.0 "
+        "`templates/compute-domain-workload-claim-template.tmpl.yaml`), which the cluster "
+        "does not serve (error); on a device-plugin cluster there are no ComputeDomains and "
+        "the trays talk over the network, not NVLink (warning); at `allocation` / "
+        "`kubernetes_version`",
     ),
     Rule(
         "GEN450", "a replica larger than its Kueue queue can ever admit", _QUOTAS,

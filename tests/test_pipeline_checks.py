@@ -134,7 +134,7 @@ def test_every_check_is_split_into_parts() -> None:
     parts = check_parts()
     assert {p.check for p in parts} == {
         "mig", "dra", "serving", "routing", "security", "satisfiability", "apple", "gitops",
-        "capacity", "kueue"}
+        "capacity", "kueue", "multinode"}
     for part in parts:
         assert (part.once is not None) == (part.scope == "once")
         assert (part.run is not None) == (part.scope != "once")

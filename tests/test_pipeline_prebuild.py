@@ -17,7 +17,8 @@ from gen.errors import GenError
 from gen.pipeline import RenderResult, render
 from tests.helpers import copy_fleet, snapshot_tree
 
-CLUSTERS = ("edge-l4", "mac-lab", "prod-us-east", "research-eu", "shared-lab")
+CLUSTERS = ("edge-l4", "mac-lab", "prod-us-east", "research-eu", "research-multinode",
+            "shared-lab")
 PROD = "profiles/clusters/prod-us-east.yaml"
 LAYOUT = "profiles/mig-layouts/h100-mixed.yaml"
 
@@ -102,7 +103,8 @@ def test_a_one_service_edit_builds_its_cluster_only(rendered: Path, tmp_path: Pa
     _edit(root, "profiles/services/qwen-7b-edge.yaml", "replicas: 3", "replicas: 2")
     result = _render(root, jobs=1)
     assert builds == ["edge-l4"]
-    assert result.skipped == ("mac-lab", "prod-us-east", "research-eu", "shared-lab")
+    assert result.skipped == ("mac-lab", "prod-us-east", "research-eu", "research-multinode",
+            "shared-lab")
 
 
 def test_a_comment_that_moves_lines_moves_the_findings(rendered: Path, tmp_path: Path,

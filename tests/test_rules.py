@@ -74,12 +74,13 @@ _SECTION_OF_HUNDREDS = {
 
 
 def test_sections_follow_the_numbering() -> None:
-    """GEN0xx input and output, GEN1xx MIG, GEN2xx DRA, GEN3xx serving, GEN40x-44x routing,
-    GEN45x-46x quotas, ..."""
+    """GEN0xx input and output, GEN1xx MIG, GEN2xx DRA, GEN3xx serving, GEN40x-41x routing and
+    prefill/decode, GEN42x-44x multi-node, GEN45x-46x quotas, ..."""
     for rule_id, r in RULES.items():
         section = _SECTION_OF_HUNDREDS[rule_id[3]]
-        if rule_id[3] == "4" and rule_id[4] in "56":
-            section = Section.QUOTAS
+        if rule_id[3] == "4":
+            section = {"2": Section.MULTI_NODE, "3": Section.MULTI_NODE, "4": Section.MULTI_NODE,
+                       "5": Section.QUOTAS, "6": Section.QUOTAS}.get(rule_id[4], section)
         assert r.section is section, rule_id
 
 
@@ -96,6 +97,8 @@ def test_default_severities() -> None:
         "GEN221": Severity.WARNING,
         "GEN241": Severity.WARNING,
         "GEN308": Severity.WARNING,
+        "GEN424": Severity.WARNING,
+        "GEN426": Severity.WARNING,
         "GEN502": Severity.INFO,
         "GEN452": Severity.WARNING,
         "GEN456": Severity.WARNING,

@@ -23,6 +23,10 @@ Usage (a developer's command; gen itself never downloads anything)::
     python tools/refresh_crds.py --go-modules --only kueue
                                                   # only that pin's CRDs; the others are
                                                   # kept as bundled
+    python tools/refresh_crds.py --only lws --git kubernetes-sigs/lws=DIR
+                                                  # only the CRDs of these pins (the others
+                                                  # kept as bundled); DIR may be a bare
+                                                  # git directory
     python tools/refresh_crds.py --check          # exit 1 when the data differs
     python tools/refresh_crds.py --convert        # only json-schema/, from the bundled CRDs
                                                   # at hand (no download): after a change
@@ -72,6 +76,9 @@ CRDS: tuple[tuple[str, str], ...] = (
      "config/crd/bases/kustomize.toolkit.fluxcd.io_kustomizations.yaml"),
     ("flux-helm-controller", "config/crd/bases/helm.toolkit.fluxcd.io_helmreleases.yaml"),
     ("keda", "config/crd/bases/keda.sh_scaledobjects.yaml"),
+    ("lws", "config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml"),
+    ("dra-driver",
+     "deployments/helm/dra-driver-nvidia-gpu/crds/resource.nvidia.com_computedomains.yaml"),
     ("keda", "config/crd/bases/keda.sh_triggerauthentications.yaml"),
     ("prometheus-operator",
      "example/prometheus-operator-crd-full/monitoring.coreos.com_servicemonitors.yaml"),
@@ -111,10 +118,13 @@ def _repository(url: str) -> str:
     return f"{parts[0]}/{parts[1]}"
 
 
-def sources() -> tuple[Source, ...]:
-    """Every bundled CRD's upstream manifest, at the release its pin names."""
+def sources(only: frozenset[str] = frozenset()) -> tuple[Source, ...]:
+    """Every bundled CRD's upstream manifest (those of the pins ``only`` names, when it names
+    any), at the release its pin names."""
     found = []
     for pin_id, path in CRDS:
+        if only and pin_id not in only:
+            continue
         release = pin(pin_id)
         found.append(Source(pin_id, _repository(release.source), release.version, path,
                             release.go_module))
@@ -171,10 +181,14 @@ def data_file(repo: str, tag: str, path: str, raw: bytes) -> tuple[str, bytes]:
     return f"{crd['metadata']['name']}.json.gz", gzip.compress(text.encode(), 9, mtime=0)
 
 
-def _recorded_source(data: bytes) -> tuple[str, str]:
-    """(repository, path) a bundled CRD file records it was read from."""
-    source = json.loads(gzip.decompress(data))["source"]
-    return source["repository"], source["path"]
+def _names_from(source: Source, current: dict[str, bytes]) -> list[str]:
+    """The bundled files whose recorded source is ``source``'s repository and path."""
+    names = []
+    for name, data in current.items():
+        recorded = json.loads(gzip.decompress(data))["source"]
+        if (recorded["repository"], recorded["path"]) == (source.repo, source.path):
+            names.append(name)
+    return names
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -185,7 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--go-modules", action="store_true",
                         help="read each release from its Go module zip (go mod download)")
     parser.add_argument("--only", action="append", default=[], metavar="PIN",
-                        help="refresh only the CRDs of this pin (repeatable); keep the others")
+                        help="refresh only the CRDs of this pin (repeatable); the others stay "
+                        "as bundled")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 on change")
     parser.add_argument("--convert", action="store_true",
                         help="only rewrite json-schema/ from the bundled CRDs (no download)")
@@ -195,14 +210,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.convert:
         wanted = current
     else:
-        chosen = [s for s in sources() if not args.only or s.pin_id in args.only]
-        unknown = sorted(set(args.only) - {s.pin_id for s in chosen})
+        only = frozenset(args.only)
+        unknown = sorted(only - {pin_id for pin_id, _ in CRDS})
         if unknown:
-            raise SystemExit(f"--only {', '.join(unknown)}: no CRD of that pin in CRDS")
-        wanted = {} if not args.only else {
-            name: data for name, data in current.items()
-            if _recorded_source(data) not in {(s.repo, s.path) for s in chosen}}
-        for source in chosen:
+            raise SystemExit(f"--only {unknown[0]}: no bundled CRD comes from that pin")
+        kept = {name for source in sources() if source not in sources(only)
+                for name in _names_from(source, current)} if only else set()
+        wanted = {name: current[name] for name in kept}
+        for source in sources(only):
             raw = _read(source, clones, args.go_modules)
             name, data = data_file(source.repo, source.tag, source.path, raw)
             wanted[name] = data

@@ -95,6 +95,8 @@ def _service_lines(svc: ServiceExplanation, plan: Plan | None = None) -> list[st
         lines.append("  no NVIDIA node pool of the cluster can run the service: "
                      "no DRA devices to match")
         return lines
+    if svc.group:
+        lines.append(f"  group: {svc.group}; each pod's claim below")
     for claim in svc.claims:
         lines += _claim_lines(claim)
     for fit in svc.fit:

@@ -11,6 +11,7 @@ import click
 from gen.cli._boundary import handle_errors
 from gen.cli._options import profiles_option
 from gen.errors import VersionError
+from gen.fleet.parallelism import GroupShape, pod_layout
 from gen.serving.fit import FitReport, FitRequest, check_fit, resolve_device
 from gen.serving.memory import GIB, KV_CACHE_DTYPES, QUANTIZATIONS
 from gen.serving.memory_profiles import PINNED_VLLM_VERSION, format_version, parse_vllm_version
@@ -77,6 +78,7 @@ def service_reports(plan: Plan, service: str) -> list[dict[str, Any]]:
         UnresolvedReferenceError: no in-cluster vLLM service of that name in the plan.
     """
     from gen.errors import UnresolvedReferenceError
+    from gen.fleet.parallelism import service_shape
     from gen.fleet.sizing import service_fit
 
     out: list[dict[str, Any]] = []
@@ -92,8 +94,11 @@ def service_reports(plan: Plan, service: str) -> list[dict[str, Any]]:
                          f"model (engine {svc.service.engine}); see `gen explain {service}`")
                 continue
             length, reports = service_fit(svc)
+            shape = service_shape(svc)
+            group = shape if shape is not None and shape.multi_node else None
             out.append({"cluster": cluster.name, "max_model_len": length,
-                        "reports": [(cand.pool.name, report) for cand, report in reports]})
+                        "reports": [(cand.pool.name, report) for cand, report in reports],
+                        "group": group})
     if not out:
         raise UnresolvedReferenceError(other or (
             f"unknown service {service!r} in the selected clusters; known: "
@@ -113,7 +118,8 @@ def _service_output(plan: Plan, service: str, as_json: bool) -> tuple[str, bool]
             "fits": fits,
             "clusters": [
                 {"cluster": e["cluster"], "max_model_len": e["max_model_len"],
-                 "devices": [{"pool": pool, **r.to_json()} for pool, r in e["reports"]]}
+                 "devices": [{"pool": pool, **r.to_json()} for pool, r in e["reports"]],
+                 "group": _group_json(e["group"])}
                 for e in found
             ],
         }
@@ -124,8 +130,27 @@ def _service_output(plan: Plan, service: str, as_json: bool) -> tuple[str, bool]
             blocks.append(f"cluster {entry['cluster']}: no node pool offers the devices this "
                           "service asks for (GEN304)")
         for pool, report in entry["reports"]:
-            blocks.append(f"cluster {entry['cluster']}, pool {pool}:\n{format_report(report)}")
+            blocks.append(f"cluster {entry['cluster']}, pool {pool}:\n{format_report(report)}"
+                          + _group_text(entry["group"]))
     return "\n\n".join(blocks), fits
+
+
+def _group_text(shape: GroupShape | None) -> str:
+    """The per-node lines of a replica that spans nodes (the per-GPU budget above holds on
+    every GPU of every node: each rank has the worst stage's weights, its shard and its KV)."""
+    if shape is None:
+        return ""
+    lines = [f"\n  per node (one pod a node): {shape.describe()}"]
+    lines += [f"    {line}" for line in pod_layout(shape)]
+    return "\n".join(lines)
+
+
+def _group_json(shape: GroupShape | None) -> dict[str, Any] | None:
+    if shape is None:
+        return None
+    return {"pods": shape.pods, "gpus_per_pod": shape.gpus_per_pod,
+            "gpus_per_node": shape.gpus_per_node, "data_local": shape.data_local,
+            "pod_layout": list(pod_layout(shape))}
 
 
 def _release(text: str | None) -> tuple[int, int, int]:

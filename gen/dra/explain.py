@@ -130,6 +130,9 @@ class ServiceExplanation:
     fit: tuple[FitExplanation, ...]
     findings: tuple[Finding, ...]
     """The cluster's :data:`EXPLAINED_RULES` findings about this service."""
+    group: str = ""
+    """The group shape of a replica that spans nodes
+    (:meth:`gen.fleet.parallelism.GroupShape.describe`), "" for a one-pod replica."""
 
     @property
     def allocatable(self) -> bool:
@@ -258,8 +261,12 @@ def _service(cluster: ClusterPlan, svc: ServicePlan,
         same = tuple(gpu.same) if gpu is not None else ()
         claims = tuple(_claim(a, same) for a in analyze_service(Matcher(), cluster, svc))
         fit = _fit(svc)
+    from gen.fleet.parallelism import service_shape
+
+    shape = service_shape(svc)
+    group = shape.describe() if shape is not None and shape.multi_node else ""
     return ServiceExplanation(name, cluster.name, cluster.dra_api_version, has_devices,
-                              claims, fit, mine)
+                              claims, fit, mine, group)
 
 
 def _slices(cluster: ClusterPlan) -> tuple[PoolSlices, ...]:
@@ -343,6 +350,7 @@ def _service_json(svc: ServiceExplanation) -> dict[str, Any]:
             for f in svc.fit
         ],
         "findings": [f.to_json() for f in svc.findings],
+        "group": svc.group or None,
     }
 
 
@@ -354,7 +362,8 @@ def to_json(explanation: Explanation) -> dict[str, Any]:
 
     Keys: ``schema_version``, ``service`` (or null), ``ok``, ``clusters``: per cluster
     ``name``, ``services`` (the service there: ``dra_api_version``, ``has_dra_devices``,
-    ``allocatable``, ``claims`` with their ``selectors``, ``same``, ``compiles``,
+    ``allocatable``, ``group`` (a replica that spans nodes: its shape, else null), ``claims``
+    with their ``selectors``, ``same``, ``compiles``,
     ``satisfiable`` and per pool the device ``shapes`` that match or not and why, the
     replicas per node; ``fit`` per device; ``findings`` as ``gen lint --format json`` writes
     them), ``slices`` (per pool the ResourceSlice documents, or null) and ``runbook``

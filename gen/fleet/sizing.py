@@ -18,7 +18,7 @@ from gen.fleet.plan import ServicePlan
 if TYPE_CHECKING:
     from gen.serving.fit import FitDevice, FitReport, FitRequest, ServingConfig
 
-__all__ = ["fit_reports", "resolved_max_model_len", "service_fit", "serving_config"]
+__all__ = ["engine_gpus", "fit_reports", "resolved_max_model_len", "service_fit", "serving_config"]
 
 
 def _device(cand: Candidate) -> FitDevice:
@@ -44,7 +44,21 @@ def _request(svc: ServicePlan, config: ServingConfig, cand: Candidate,
 
     assert svc.model is not None
     return FitRequest.for_service(svc.service, svc.model, _device(cand),
-                                  max_model_len=max_model_len, config=config)
+                                  max_model_len=max_model_len, config=config,
+                                  gpus=engine_gpus(svc, cand))
+
+
+def engine_gpus(svc: ServicePlan, cand: Candidate) -> int | None:
+    """The GPUs one vLLM engine of the service budgets over on ``cand``'s pool: TP × PP for
+    a replica of several data-parallel engines or one that spans nodes (each rank holds the
+    worst pipeline stage's weights, its tensor shard and its KV, wherever its pod is:
+    :mod:`gen.fleet.parallelism`); None (the claim's ``gpu.count``) otherwise."""
+    par = svc.service.parallelism
+    if svc.service.gpu is None or cand.is_mig:
+        return None
+    if par.data > 1 or par.gpus > cand.pool.pool.gpus_per_node:
+        return par.tensor * par.pipeline
+    return None
 
 
 def fit_reports(

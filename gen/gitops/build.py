@@ -238,11 +238,17 @@ def gpu_operator_values(plan: ClusterPlan) -> dict[str, Any]:
 
 
 def dra_driver_values(plan: ClusterPlan) -> dict[str, Any]:
-    """NVIDIA DRA driver Helm values: GPU allocation on, ComputeDomains off, gen's gates."""
+    """NVIDIA DRA driver Helm values: GPU allocation on, ComputeDomains on exactly where a
+    service renders one (a replica across the trays of an NVLink domain:
+    :func:`gen.fleet.parallelism.compute_domain`), gen's gates."""
+    from gen.fleet.parallelism import compute_domain
+
+    domains = any(compute_domain(svc) is not None for svc in plan.services
+                  if svc.service.engine == "vllm" and svc.service.gpu is not None)
     values: dict[str, Any] = {
         "nvidiaDriverRoot": DRIVER_ROOT,
         "gpuResourcesEnabledOverride": True,
-        "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}},
+        "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": domains}},
     }
     from gen.nvidia.dynamic import driver_gates
 

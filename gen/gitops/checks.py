@@ -49,9 +49,15 @@ def _addons(cluster: ClusterPlan) -> list[Finding]:
 def _cache_mode(svc: ServicePlan, cluster: ClusterPlan) -> tuple[str, str | None, int]:
     """(access mode, StorageClass named or None, replicas it is sized for) of the service's
     model-cache PVC."""
+    from gen.fleet.parallelism import service_shape
+
     service = svc.service
     replicas = service.max_replicas if service.engine == "vllm" else service.replicas
     mode, klass = model_cache_storage(cluster, service, replicas)
+    shape = service_shape(svc)
+    if shape is not None and shape.multi_node:
+        # A LeaderWorkerSet: one cache volume per pod (volumeClaimTemplates), so one replica's.
+        return service.storage.access_mode or "ReadWriteOnce", klass, 1
     return mode, klass, replicas
 
 

@@ -95,6 +95,19 @@ class NodePool(Spec):
         default_factory=dict, description="Labels the nodes carry (used for node selection)."
     )
     taints: tuple[Taint, ...] = Field((), description="Taints the nodes carry.")
+    interconnect: Literal["infiniband", "roce", "nvlink", "ethernet"] | None = Field(
+        None,
+        description="The network between the pool's nodes that a replica spanning nodes "
+        "talks over (NCCL): 'infiniband' or 'roce' (GPUDirect RDMA), 'nvlink' (a multi-node "
+        "NVLink fabric), 'ethernet' (TCP sockets only). Unset: not declared (GEN424).",
+    )
+    nvlink_domain_nodes: int | None = Field(
+        None, ge=1, le=576,
+        description="Nodes of one multi-node NVLink domain (clique) of the pool; default: the "
+        "GPU's rack-scale system from the catalog (GB200/GB300 NVL72: 18 trays of 4 GPUs). "
+        "A replica that spans nodes there gets a ComputeDomain (IMEX channel) and stays "
+        "inside one clique (node label nvidia.com/gpu.clique).",
+    )
     apple_vm: AppleVM | None = Field(None, description="VM sizing for platform 'apple-vm'.")
 
     @model_validator(mode="after")
@@ -313,11 +326,12 @@ class Monitoring(Spec):
 AccessMode = Literal["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"]
 """A PersistentVolumeClaim access mode."""
 
-Addon = Literal["prometheus-operator", "keda", "inference-extension", "kueue"]
+Addon = Literal["prometheus-operator", "keda", "inference-extension", "kueue", "lws"]
 """A cluster add-on whose custom resources gen renders: Prometheus Operator
 (``ServiceMonitor``), KEDA (``ScaledObject``), the Gateway API Inference Extension
 (``InferencePool``, with llm-d-router's ``InferenceObjective``), Kueue (``ClusterQueue``,
-``LocalQueue``, ``ResourceFlavor``, ``WorkloadPriorityClass``)."""
+``LocalQueue``, ``ResourceFlavor``, ``WorkloadPriorityClass``), LeaderWorkerSet
+(``LeaderWorkerSet``, for replicas that span nodes)."""
 
 
 class Gateway(Spec):
@@ -330,6 +344,8 @@ class Gateway(Spec):
         alias="class", description="Its GatewayClass (e.g. 'istio', 'kgateway', "
         "'agentgateway'): the implementation that serves it.",
     )
+
+
 class Kueue(Spec):
     """Kueue installation (Helm chart), for clusters with ``quota_engine: kueue``."""
 
@@ -416,7 +432,8 @@ class Cluster(ProfileKind):
     addons: tuple[Addon, ...] = Field(
         (),
         description="Add-ons installed in the cluster whose custom resources gen may "
-        "render: 'prometheus-operator' (ServiceMonitors), 'keda' (ScaledObjects). An "
+        "render: 'prometheus-operator' (ServiceMonitors), 'keda' (ScaledObjects), 'lws' "
+        "(LeaderWorkerSets of multi-node replicas). An "
         "object whose CRD the cluster lacks fails the whole sync, so gen renders none.",
     )
     storage: ClusterStorage = Field(

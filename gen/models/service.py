@@ -52,10 +52,35 @@ class GPURequest(Spec):
 
 
 class Parallelism(Spec):
-    """How the model is split across devices."""
+    """How the model is split across devices: each replica runs on tensor × pipeline × data
+    GPUs; above the pool's ``gpus_per_node`` the replica spans nodes (a LeaderWorkerSet
+    group of pods, each with ``gpu.count`` GPUs; docs/multi-node.md)."""
 
     tensor: int = Field(1, ge=1, le=64, description="Tensor-parallel size.")
     pipeline: int = Field(1, ge=1, le=64, description="Pipeline-parallel size.")
+    data: int = Field(
+        1, ge=1, le=256, description="Data-parallel size: engine copies of tensor × pipeline "
+        "GPUs each inside one replica (vLLM --data-parallel-size)."
+    )
+    expert: bool = Field(
+        False, description="Expert parallelism for MoE layers (vLLM --enable-expert-parallel): "
+        "the experts are sharded over tensor × data ranks instead of tensor-split."
+    )
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of one replica: tensor × pipeline × data."""
+        return self.tensor * self.pipeline * self.data
+
+
+class MultiNode(Spec):
+    """How a replica that spans nodes is launched."""
+
+    executor: Literal["mp", "ray"] = Field(
+        "mp", description="'mp': vLLM's own multi-node launcher (--nnodes, --node-rank, "
+        "--master-addr, --headless workers). 'ray': a Ray cluster per group (the image must "
+        "ship ray; see GEN426)."
+    )
 
 
 PickerProfile = Literal["default", "prefix-cache", "load-aware"]
@@ -290,7 +315,14 @@ class InferenceService(ProfileKind):
     clusters: tuple[DNSLabel, ...] = Field(min_length=1, description="Clusters it runs in.")
     node_pool: DNSLabel | None = Field(None, description="Pin to one node pool by name.")
     gpu: GPURequest | None = Field(None, description="Accelerators per replica (in-cluster).")
-    parallelism: Parallelism = Field(default_factory=Parallelism, description="TP/PP sizes.")
+    parallelism: Parallelism = Field(
+        default_factory=Parallelism, description="Tensor, pipeline, data and expert parallelism."
+    )
+    multi_node: MultiNode = Field(
+        default_factory=MultiNode,
+        description="Launch of a replica that spans nodes (tensor × pipeline × data above the "
+        "pool's gpus_per_node).",
+    )
     replicas: int = Field(1, ge=0, le=1000, description="Replicas when not autoscaled.")
     autoscaling: Autoscaling | None = Field(None, description="Scale on queue depth.")
     serving: Serving = Field(default_factory=Serving, description="Engine settings.")

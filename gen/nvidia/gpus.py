@@ -94,6 +94,9 @@ class GPU:
     brand: str = "Nvidia"
     """NVML's brand as the DRA driver publishes it (``Nvidia``, ``NvidiaRTX``, ``GeForce``)."""
     addressing_mode: str | None = None
+    nvlink_domain_nodes: int | None = None
+    """Nodes (compute trays) of one multi-node NVLink domain of the rack-scale system this
+    GPU ships in (GB200/GB300 NVL72: 18); None: NVLink ends at the node."""
     """NVML's addressing mode on coherent systems (``ATS``, ``HMM``, ``None``), else None."""
 
     def __hash__(self) -> int:
@@ -296,6 +299,8 @@ def _build_gpu(row: Mapping[str, Any], data: Mapping[str, Any]) -> GPU:
         cuda_total_mib=int(row["cuda_total_mib"]) if "cuda_total_mib" in row else None,
         brand=str(row.get("brand", "Nvidia")),
         addressing_mode=row.get("addressing_mode"),
+        nvlink_domain_nodes=(int(row["nvlink_domain_nodes"]) if "nvlink_domain_nodes" in row
+                             else None),
     )
 
 

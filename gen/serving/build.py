@@ -267,8 +267,12 @@ def _label_safe(value: str) -> str:
 
 def build(plan: ClusterPlan) -> Built:
     """vLLM objects of every in-cluster vLLM service of the cluster."""
+    from gen.fleet.parallelism import service_shape
+
     specs: list[ManifestSpec] = []
     for svc in plan.services:
         if svc.service.engine == "vllm" and svc.service.gpu is not None:
-            specs.extend(build_service(plan, svc))
+            shape = service_shape(svc)
+            if shape is None or not shape.multi_node:  # groups: gen.serving.multinode
+                specs.extend(build_service(plan, svc))
     return Built(specs)

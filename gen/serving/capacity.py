@@ -17,6 +17,7 @@ from typing import Literal
 
 from gen.errors import Finding
 from gen.fleet.manifests import extended_resource_name
+from gen.fleet.parallelism import service_shape
 from gen.fleet.plan import ClusterPlan, Plan, PoolPlan
 from gen.rules import finding
 
@@ -72,6 +73,9 @@ def _cluster_findings(cluster: ClusterPlan) -> list[Finding]:
         pools = [p for p in svc.pools if p.pool.platform == "nvidia" and p.gpu is not None]
         if gpu is None or not pools:
             continue
+        shape = service_shape(svc)
+        if shape is not None and shape.multi_node:
+            continue  # a group of pods on several nodes: GEN422 (gen.serving.groups)
         resource = extended_resource(cluster, svc)
         replicas = svc.service.min_replicas
         supply = {p.pool.name: units_per_node(p, cluster.mig_strategy)[resource] for p in pools}

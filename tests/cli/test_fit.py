@@ -165,7 +165,8 @@ def test_unknown_service_is_a_located_error(runner: CliRunner) -> None:
 
 def test_fit_service_is_lints_decision_for_every_profile(runner: CliRunner) -> None:
     """For each in-cluster vLLM service of profiles/: `gen fit --service` gives the verdict and
-    numbers lint uses, and the rendered Deployment passes the settings fit assumed."""
+    numbers lint uses, and the rendered Deployment (a group's leader) passes the settings fit
+    assumed."""
     import yaml
 
     from gen.fleet.sizing import service_fit
@@ -182,7 +183,11 @@ def test_fit_service_is_lints_decision_for_every_profile(runner: CliRunner) -> N
             continue
         for doc in yaml.safe_load_all(data):
             if isinstance(doc, dict) and doc.get("kind") == "Deployment":
-                deployments[doc["metadata"]["name"]] = doc
+                deployments[doc["metadata"]["name"]] = doc["spec"]["template"]
+            elif isinstance(doc, dict) and doc.get("kind") == "LeaderWorkerSet":
+                # A replica that spans nodes: the leader serves the settings fit assumed.
+                template = doc["spec"]["leaderWorkerTemplate"]["leaderTemplate"]
+                deployments[doc["metadata"]["name"]] = template
     checked = 0
     for cluster in plan.clusters:
         for svc in cluster.services:
@@ -199,7 +204,7 @@ def test_fit_service_is_lints_decision_for_every_profile(runner: CliRunner) -> N
             assert [d["per_gpu_bytes"] for d in entry["devices"]] == [
                 r.to_json()["per_gpu_bytes"] for _, r in reports]
             assert (svc.service.model in gen301) is not data["fits"]
-            args = deployments[name]["spec"]["template"]["spec"]["containers"][0]["args"]
+            args = deployments[name]["spec"]["containers"][0]["args"]
             flag = {a: args[i + 1] for i, a in enumerate(args[:-1]) if a.startswith("--")}
             settings = entry["devices"][0]["settings"]
             assert int(flag["--max-model-len"]) == settings["max_model_len"] == length

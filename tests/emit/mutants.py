@@ -171,6 +171,11 @@ CRD_EXTRA: list[dict[str, Any]] = [
      "spec": _GATEWAY_SPEC},
     {"apiVersion": "gateway.networking.k8s.io/v1beta1", "kind": "HTTPRoute",
      "metadata": {"name": "llama", "namespace": "inference"}, "spec": _ROUTE_SPEC},
+    # As gen.serving.multinode renders it for a replica across the trays of an NVL72 rack.
+    {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
+     "metadata": {"name": "ds-imex", "namespace": "inference"},
+     "spec": {"channel": {"resourceClaimTemplate": {"name": "ds-imex-channel"},
+                          "allocationMode": "Single"}}},
     {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "OCIRepository",
      "metadata": {"name": "dra-driver", "namespace": "flux-system"},
      "spec": {"interval": "12h", "url": "oci://registry.k8s.io/dra-driver-nvidia/chart",

@@ -358,9 +358,11 @@ def test_known_custom_kinds() -> None:
         ("kueue.x-k8s.io/v1beta2", "ResourceFlavor"),
         ("kueue.x-k8s.io/v1beta2", "WorkloadPriorityClass"),
         ("kustomize.toolkit.fluxcd.io/v1", "Kustomization"),
+        ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
         ("llm-d.ai/v1alpha2", "InferenceObjective"),
         ("monitoring.coreos.com/v1", "PodMonitor"),
         ("monitoring.coreos.com/v1", "ServiceMonitor"),
+        ("resource.nvidia.com/v1beta1", "ComputeDomain"),
         ("source.toolkit.fluxcd.io/v1", "GitRepository"),
         ("source.toolkit.fluxcd.io/v1", "HelmChart"),
         ("source.toolkit.fluxcd.io/v1", "HelmRepository"),
@@ -654,5 +656,5 @@ def test_refresh_tool_only_refreshes_one_pin(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(tool, "_read", fake_read)
     tool.main(["--only", "kueue", "--check"])  # writes nothing (the digests differ)
     assert sorted(read) == sorted(kueue)
-    with pytest.raises(SystemExit, match="no CRD of that pin"):
+    with pytest.raises(SystemExit, match="no bundled CRD comes from that pin"):
         tool.main(["--only", "no-such-pin", "--check"])

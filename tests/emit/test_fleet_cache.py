@@ -28,7 +28,8 @@ from gen.errors import Finding, GenError, Severity, SourceLocation
 from gen.pipeline import RenderResult, render
 from tests.helpers import copy_fleet, snapshot_tree, stat_tree
 
-CLUSTERS = ("edge-l4", "mac-lab", "prod-us-east", "research-eu", "shared-lab")
+CLUSTERS = ("edge-l4", "mac-lab", "prod-us-east", "research-eu", "research-multinode",
+            "shared-lab")
 SERVICE = "profiles/services/qwen-7b-edge.yaml"
 
 

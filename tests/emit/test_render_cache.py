@@ -29,7 +29,8 @@ from gen.errors import GenError, StaleOutputError
 from gen.pipeline import RenderResult, load_plan, render
 from tests.helpers import REPO, copy_fleet, snapshot_tree, stat_tree
 
-CLUSTERS = ("edge-l4", "mac-lab", "prod-us-east", "research-eu", "shared-lab")
+CLUSTERS = ("edge-l4", "mac-lab", "prod-us-east", "research-eu", "research-multinode",
+            "shared-lab")
 
 
 def _render(root: Path, **kwargs: Any) -> RenderResult:
@@ -220,7 +221,8 @@ def test_check_after_a_hand_edit_exits_1_and_names_the_file(rendered: Path,
     assert proc.returncode == 1, proc.stderr
     assert "edge-l4/workloads/edge/deployment-qwen-7b.yaml" in proc.stderr
     result = _render(root)  # render repairs it; the other clusters stay cached
-    assert result.skipped == ("mac-lab", "prod-us-east", "research-eu", "shared-lab")
+    assert result.skipped == ("mac-lab", "prod-us-east", "research-eu", "research-multinode",
+            "shared-lab")
     assert snapshot_tree(root / "out") == snapshot_tree(rendered / "out")
 
 

@@ -126,6 +126,7 @@ def test_one_root_per_engine_is_all_that_is_applied_by_hand(fleet_out: Path) -> 
         "edge-l4/flux-system/kustomization-edge-l4-bootstrap.yaml",
         "mac-lab/flux-system/kustomization-mac-lab-bootstrap.yaml",
         "research-eu/flux-system/kustomization-research-eu-bootstrap.yaml",
+        "research-multinode/flux-system/kustomization-research-multinode-bootstrap.yaml",
         "shared-lab/flux-system/kustomization-shared-lab-bootstrap.yaml",
     ]
     argo = roots["_fleet/argocd/application-gen-root.yaml"]

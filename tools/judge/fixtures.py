@@ -24,6 +24,7 @@ from importlib import resources
 from typing import Any
 
 from gen.dra.simulate import DRIVER, node_name, resource_slices
+from gen.fleet.parallelism import CLIQUE_LABEL, nvlink_domain_nodes
 from gen.fleet.plan import ClusterPlan, PoolPlan
 from gen.serving.capacity import units_per_node
 from tools.judge.cluster import ControlPlane
@@ -77,10 +78,13 @@ def nodes(cluster: ClusterPlan) -> Iterator[tuple[PoolPlan, dict[str, Any]]]:
         if not _is_dra(cluster):
             for resource, count in sorted(units_per_node(pool, cluster.mig_strategy).items()):
                 capacity[resource] = str(count)
+        domain = nvlink_domain_nodes(pool)
         for index in range(pool.pool.nodes):
             name = node_name(pool, index)
             labels = {**pool.node_labels, "kubernetes.io/hostname": name,
                       "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
+            if domain is not None:  # as GPU feature discovery labels an NVLink rack's nodes
+                labels[CLIQUE_LABEL] = f"{pool.name}.{index // domain}"
             yield pool, {
                 "apiVersion": "v1", "kind": "Node",
                 "metadata": {"name": name, "labels": labels},

@@ -22,10 +22,11 @@ __all__ = ["CORPUS_GROUPS", "live_fleets"]
 
 REPO = Path(__file__).resolve().parents[2]
 
-CORPUS_GROUPS = ("dra", "dynamic-mig", "mig", "security", "serving", "render", "kueue")
+CORPUS_GROUPS = ("dra", "dynamic-mig", "mig", "security", "serving", "render", "kueue",
+                 "multinode", "multinode-rack")
 """Corpus files whose cases change what the control plane decides on (DRA classes, claims,
-capacity, MIG, Pod Security, workloads, Kueue queues); input, GitOps, CRD-folder and Apple
-cases do not."""
+capacity, MIG, Pod Security, workloads, Kueue queues, LeaderWorkerSet groups and
+ComputeDomains); input, GitOps, CRD-folder and Apple cases do not."""
 
 
 def _digests(profiles: Path, base: Path) -> dict[str, str]:

@@ -45,12 +45,14 @@ from gen.fleet.plan import ClusterPlan
 from gen.pipeline import check_report, load_plan
 from tools.judge.cluster import ControlPlane, wait_for
 from tools.judge.fixtures import bootstrap_namespaces, bundled_crds, install_cluster, volume_for
+from tools.judge.lws import group_workloads, merged_groups
 from tools.judge.pins import KUBERNETES
 from tools.judge.report import Category
 
 __all__ = ["CAPACITY_RULES", "Fleet", "LiveCategories", "judge_fleet", "prepare", "reset"]
 
-CAPACITY_RULES = frozenset({"GEN204", "GEN205", "GEN240", "GEN241", "GEN304", "GEN330"})
+CAPACITY_RULES = frozenset({"GEN204", "GEN205", "GEN240", "GEN241", "GEN304", "GEN330",
+                            "GEN421", "GEN422", "GEN427"})
 """gen's findings that say a service's replicas will not all get their devices (or a node)."""
 
 OBJECT_RULES = frozenset({"GEN201", "GEN203", "GEN216"})
@@ -338,6 +340,12 @@ def _apply_cluster(plane: ControlPlane, fleet: Fleet, cluster: ClusterPlan,
                 plane.applied.append(obj)
                 if obj["kind"] == "PersistentVolumeClaim":
                     _bind(plane, obj)
+                if obj["kind"] == "LeaderWorkerSet":  # what its controller would make
+                    for group in group_workloads(obj, objects):
+                        made = plane.apply(group)
+                        plane.must(made, f"group StatefulSet {group['metadata']['name']}")
+                        applied.append(group)
+                        plane.applied.append(group)
     return applied
 
 
@@ -517,6 +525,7 @@ def judge_cluster(plane: ControlPlane, fleet: Fleet, cluster: ClusterPlan,
     exceeded = _gen_exceeded_quotas(findings, cluster)
     refused_quota: set[tuple[str, str]] = set()
     outcomes = _settle(plane, workloads)
+    outcomes, workloads = merged_groups(outcomes, workloads, _object_id)
     for workload in workloads:
         oid = _object_id(workload)
         outcome = outcomes[oid]
