@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
+from gen.fleet.endpoints import ROLES, Role
 from gen.fleet.plan import ClusterPlan, ServicePlan
 from gen.fleet.profile_set import Located
 
@@ -22,8 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ROLE_NAMES", "Unit", "role_view", "units"]
 
-RoleName = Literal["prefill", "decode"]
-ROLE_NAMES: tuple[RoleName, ...] = ("prefill", "decode")
+ROLE_NAMES: tuple[Role, ...] = ROLES
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class Unit:
     (``plan`` is then the service's own)."""
 
     plan: ServicePlan
-    role: RoleName | None
+    role: Role | None
     parent: ServicePlan
 
     @property
@@ -46,7 +46,7 @@ def _gpu_class(plan: ClusterPlan, name: str) -> GPUClass | None:
     return located.value if located is not None else None
 
 
-def role_view(plan: ClusterPlan, svc: ServicePlan, role: RoleName) -> ServicePlan:
+def role_view(plan: ClusterPlan, svc: ServicePlan, role: Role) -> ServicePlan:
     """The ServicePlan of one role of a disaggregated service."""
     service = svc.service
     assert service.disaggregation is not None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from gen.fleet.endpoints import PORT_NAME, ROUTED_PORT, workload_selector
 from gen.fleet.manifests import (
     extended_resource_name,
     has_addon,
@@ -26,8 +27,8 @@ from gen.fleet.placement import candidates
 from gen.fleet.plan import Built, ClusterPlan, ManifestSpec, ServicePlan
 from gen.fleet.sizing import resolved_max_model_len, serving_config
 
-PORT_NAME = "http"
-CONTAINER_PORT = 8000
+CONTAINER_PORT = ROUTED_PORT
+"""vLLM's port on aggregated and prefill pods (the routing sidecar's on decode pods)."""
 PRESTOP_SECONDS = 15
 CACHE_MOUNT = "/models"
 DOWNLOAD_BYTES_PER_S = 200 * 1024**2
@@ -154,8 +155,7 @@ def service_labels(svc: ServicePlan) -> tuple[dict[str, str], dict[str, str]]:
     """(labels, selector labels) of a service's objects and pods."""
     service = svc.service
     meta = labels(service.name, "inference", **{"gen.dev/model": _label_safe(service.model)})
-    selector = {"app.kubernetes.io/name": service.name, "app.kubernetes.io/component": "inference"}
-    return meta, selector
+    return meta, workload_selector(service)
 
 
 def deployment(

@@ -27,13 +27,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from gen.fleet.endpoints import (
+    ROLE_LABEL,
+    SIDECAR_ENGINE_PORT,
+    Role,
+    engine_port,
+    workload_selector,
+)
 from gen.fleet.manifests import manifest
 from gen.fleet.plan import ClusterPlan, ManifestSpec, ServicePlan
 from gen.fleet.roles import Unit, units
 from gen.pins import pin
 from gen.serving.build import (
     CONTAINER_PORT,
-    PORT_NAME,
     deployment,
     engine_args,
     engine_env,
@@ -52,12 +58,10 @@ __all__ = [
     "sidecar_image",
 ]
 
-ROLE_LABEL = "llm-d.ai/role"
-"""The pod label the endpoint picker's prefill and decode filters read
-(llm-d-router ``pkg/epp/framework/plugins/scheduling/filter/bylabel``, v0.10.0)."""
-DECODE_VLLM_PORT = 8200
-"""Where vLLM listens on a decode pod: behind the sidecar, its ``--model-server-port``
-default (``defaultVLLMPort``, llm-d-router ``pkg/sidecar/proxy/options.go``, v0.10.0)."""
+DECODE_VLLM_PORT = SIDECAR_ENGINE_PORT
+"""Where vLLM listens on a decode pod (:mod:`gen.fleet.endpoints`): behind the sidecar, its
+``--model-server-port`` default (``defaultVLLMPort``, llm-d-router
+``pkg/sidecar/proxy/options.go``, v0.10.0)."""
 VLLM_PORT_NAME = "vllm"
 SIDECAR_RESOURCES = {
     "requests": {"cpu": "250m", "memory": "256Mi"},
@@ -104,10 +108,11 @@ def sidecar_container(connector: str) -> dict[str, Any]:
     }
 
 
-def role_labels(svc: ServicePlan, role: str) -> tuple[dict[str, str], dict[str, str]]:
-    """(labels, selector) of a role's Deployment and pods: the service's plus the role."""
-    meta, selector = service_labels(svc)
-    return {**meta, ROLE_LABEL: role}, {**selector, ROLE_LABEL: role}
+def role_labels(svc: ServicePlan, role: Role) -> tuple[dict[str, str], dict[str, str]]:
+    """(labels, selector) of a role's Deployment and pods: the service's plus the role label
+    (:func:`gen.fleet.endpoints.workload_selector`)."""
+    meta, _ = service_labels(svc)
+    return {**meta, ROLE_LABEL: role}, workload_selector(svc.service, role)
 
 
 def _role_env(unit: Unit, connector: str) -> list[dict[str, Any]]:
@@ -125,7 +130,7 @@ def _role_deployment(plan: ClusterPlan, unit: Unit, connector: str) -> ManifestS
     parent = unit.parent
     meta, selector = role_labels(parent, unit.role)
     decode = unit.role == "decode"
-    port = DECODE_VLLM_PORT if decode else CONTAINER_PORT
+    port = engine_port(parent.service, unit.role)
     args = [*engine_args(unit.plan, port=port), KV_FLAG, kv_transfer_config(connector, unit.role)]
     return deployment(
         plan, unit.plan, name=unit.plan.service.name, meta=meta, selector=selector,

@@ -26,19 +26,18 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Literal
+
+from gen.fleet.endpoints import Role
 
 __all__ = [
     "CONNECTORS",
     "KV_ROLES",
     "ConnectorSpec",
-    "RoleName",
     "kv_transfer_config",
     "parse_kv_transfer_config",
 ]
 
-RoleName = Literal["prefill", "decode"]
-KV_ROLES: dict[RoleName, str] = {"prefill": "kv_producer", "decode": "kv_consumer"}
+KV_ROLES: dict[Role, str] = {"prefill": "kv_producer", "decode": "kv_consumer"}
 """The ``kv_role`` each side runs (vLLM KVTransferConfig.kv_role)."""
 
 NIXL_SIDE_CHANNEL_PORT = 5600
@@ -100,7 +99,7 @@ CONNECTORS: dict[str, ConnectorSpec] = {
 }
 
 
-def kv_transfer_config(connector: str, role: RoleName) -> str:
+def kv_transfer_config(connector: str, role: Role) -> str:
     """The ``--kv-transfer-config`` JSON of one side, as vLLM parses it."""
     spec = CONNECTORS[connector]
     return json.dumps({"kv_connector": spec.vllm_class, "kv_role": KV_ROLES[role]},
