@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from gen.fleet.endpoints import (
+    PORT_NAME,
     ROLE_LABEL,
     SIDECAR_ENGINE_PORT,
     Role,
