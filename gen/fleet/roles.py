@@ -21,7 +21,7 @@ from gen.fleet.profile_set import Located
 if TYPE_CHECKING:
     from gen.models import GPUClass, InferenceService
 
-__all__ = ["ROLE_NAMES", "Unit", "role_view", "units"]
+__all__ = ["ROLE_NAMES", "Unit", "role_view", "units", "workloads"]
 
 ROLE_NAMES: tuple[Role, ...] = ROLES
 
@@ -69,7 +69,7 @@ def role_view(plan: ClusterPlan, svc: ServicePlan, role: Role) -> ServicePlan:
         )
     return dataclasses.replace(
         svc, located=Located(view, svc.located.document), gpu_class=gpu_class,
-        alternatives=alternatives,
+        alternatives=alternatives, role=role,
     )
 
 
@@ -78,3 +78,9 @@ def units(plan: ClusterPlan, svc: ServicePlan) -> tuple[Unit, ...]:
     if svc.service.disaggregation is None:
         return (Unit(svc, None, svc),)
     return tuple(Unit(role_view(plan, svc, role), role, svc) for role in ROLE_NAMES)
+
+
+def workloads(plan: ClusterPlan) -> tuple[ServicePlan, ...]:
+    """Every workload of the cluster: each service, a disaggregated one as its two roles
+    (what fit, capacity, placement and the claim templates count)."""
+    return tuple(unit.plan for svc in plan.services for unit in units(plan, svc))
