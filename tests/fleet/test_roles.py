@@ -25,5 +25,5 @@ def test_roles_take_their_settings_and_default_to_the_service() -> None:
     names = [w.service.name for w in workloads(cluster)]
     assert "qwen-32b-pd" not in names
     assert {"qwen-32b", "qwen-32b-pd-prefill", "qwen-32b-pd-decode"} <= set(names)
-    (other,) = units(cluster, [s for s in cluster.services if s.service.name == "qwen-32b"][0])
+    (other,) = units(cluster, next(s for s in cluster.services if s.service.name == "qwen-32b"))
     assert other.role is None and other.plan is other.parent

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from gen.fleet.endpoints import pool_selector
-from gen.pipeline import load_plan, render_outputs
 from gen.pins import pin
+from gen.pipeline import load_plan, render_outputs
 from tests.helpers import REPO, copy_fleet
 
 SERVICE = "qwen-32b-pd"
