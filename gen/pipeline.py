@@ -262,6 +262,7 @@ def check_parts() -> tuple[CheckPart, ...]:
     from gen.security import checks as security
     from gen.serving import capacity
     from gen.serving import checks as serving
+    from gen.serving import disaggregation_checks as disaggregation
 
     return (
         CheckPart("mig", "cluster", mig.check_clusters,
@@ -270,6 +271,7 @@ def check_parts() -> tuple[CheckPart, ...]:
         CheckPart("dra", "cluster", dra.check_clusters),
         CheckPart("dra", "fleet", dra.check_fleet),
         CheckPart("serving", "cluster", serving.check),
+        CheckPart("disaggregation", "fleet", disaggregation.check),
         CheckPart("security", "fleet", security.check),
         CheckPart("satisfiability", "cluster", dra_capacity.check),
         CheckPart("apple", "cluster", apple.check_clusters),

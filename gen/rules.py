@@ -383,6 +383,41 @@ _ALL = (
         "`replicas`, the pools as related locations",
     ),
     Rule(
+        "GEN410", "KV connector in serving.extra_args differs from the declared one", _SERVING,
+        "a disaggregated service's `serving.extra_args` holds `--kv-transfer-config` with "
+        "another `kv_connector` (or none) than `disaggregation.connector`: both roles get it, "
+        "and the engines and the routing sidecar disagree on the hand-over, so decode "
+        "recomputes every prompt (kserve/kserve#5987; llm-d/llm-d-router#1221, a Mooncake "
+        "engine behind a nixlv2 sidecar ran as aggregated serving)",
+    ),
+    Rule(
+        "GEN411", "KV role in serving.extra_args: one side runs the other's role", _SERVING,
+        "a disaggregated service's `serving.extra_args` sets the `kv_role` "
+        "(`--kv-transfer-config`): one value for both roles, so prefill and decode cannot be "
+        "`kv_producer` and `kv_consumer` (swapped roles, llm-d/llm-d#394)",
+    ),
+    Rule(
+        "GEN412", "prefill TP larger than decode TP with NIXL", _SERVING,
+        "`connector: nixl` with the prefill's tensor-parallel size above the decode's: "
+        "\"Prefill TP > Decode TP is not supported for most model architectures\" (llm-d "
+        "guides/pd-disaggregation README; llm-d/llm-d#394, vllm-project/vllm#43523): the "
+        "client sees a hang, not an error",
+        _WARNING,
+    ),
+    Rule(
+        "GEN413", "prefill and decode TP sizes neither divides the other", _SERVING,
+        "`connector: nixl` or `mooncake` with prefill and decode tensor-parallel sizes "
+        "neither of which divides the other: vLLM's `_get_tp_ratio` asserts divisibility at "
+        "the KV handshake (vllm-project/vllm v0.33.0 `kv_connector/v1/nixl/tp_mapping.py`, "
+        "`kv_connector/v1/mooncake/mooncake_connector.py`; vllm-project/vllm#50765)",
+    ),
+    Rule(
+        "GEN414", "autoscaling on a disaggregated service does nothing", _SERVING,
+        "`autoscaling` on a service with `disaggregation`: the prefill and decode workloads "
+        "run their own replicas (gen renders no ScaledObject for them)",
+        _WARNING,
+    ),
+    Rule(
         "GEN501", "literal secret in a profile", _SECURITY,
         "a value that looks like a credential (Hugging Face, OpenAI-style, GitHub or GitLab "
         "token, AWS key, private key) in a profile, also where a Secret's name belongs (it "
