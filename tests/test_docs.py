@@ -164,3 +164,20 @@ def test_models_doc_profile_example_loads(tmp_path: Path) -> None:
     spec = LLMSpec.from_profile(located.value, profiles.model_configs[name])
     assert (spec.id, spec.max_context, spec.experts, spec.license_gated) == (
         "acme/Qwen3-30B-A3B-support", 32768, 128, True)
+
+
+def test_disaggregation_doc_example_is_true() -> None:
+    """docs/disaggregation.md shows the example profile, the decode pod's sidecar as gen
+    renders it, and the start of `gen fit --service` for the service."""
+    doc = (ROOT / "docs" / "disaggregation.md").read_text(encoding="utf-8")
+    profile = (ROOT / "profiles" / "services" / "qwen-32b-pd.yaml").read_text(encoding="utf-8")
+    assert _doc_block(doc, "<!-- disaggregation-profile -->", "yaml") == profile
+    # out/ is the render of profiles/ (tests/test_golden.py keeps it so).
+    decode = (ROOT / "out" / "research-eu" / "workloads" / "research" /
+              "deployment-qwen-32b-pd-decode.yaml").read_text(encoding="utf-8")
+    assert _doc_block(doc, "<!-- disaggregation-sidecar -->", "yaml") in decode
+    fitted = CliRunner().invoke(cli, ["fit", "--service", "qwen-32b-pd",
+                                      "--profiles", str(ROOT / "profiles")])
+    assert fitted.exit_code == 0, fitted.output
+    assert _doc_block(doc, "<!-- disaggregation-fit -->", "text") in fitted.output
+    assert "cluster research-eu, role decode, pool h200:" in fitted.output
