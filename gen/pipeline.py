@@ -165,12 +165,14 @@ def builders() -> tuple[BuildStep, ...]:
     from gen.gitops import build as gitops
     from gen.nvidia import build as nvidia
     from gen.serving import build as serving
+    from gen.serving import disaggregation
 
     return (
         BuildStep("namespaces", lambda plan: Built(namespaces(plan))),
         BuildStep("mig", nvidia.build),
         BuildStep("dra", dra.build),
         BuildStep("serving", serving.build),
+        BuildStep("disaggregation", disaggregation.build),
         BuildStep("apple", apple.build),
         BuildStep("gitops", gitops.build),
     )

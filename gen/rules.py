@@ -2,9 +2,10 @@
 
 This is the one registry of rule ids. ``GEN0xx`` are input and output (profiles, templates,
 rendered manifests, and the default rule of gen's errors), ``GEN1xx`` MIG, ``GEN2xx`` DRA,
-``GEN3xx`` serving / fit, ``GEN5xx`` security, ``GEN6xx`` Apple Silicon, ``GEN7xx`` GitOps,
-``GEN8xx`` a live cluster against the profiles (``gen verify``). Ids are stable: a rule
-is never renumbered, and an id is never reused.
+``GEN3xx`` serving / fit, ``GEN4xx`` routing and prefill/decode disaggregation, ``GEN5xx``
+security, ``GEN6xx`` Apple Silicon, ``GEN7xx`` GitOps, ``GEN8xx`` a live cluster against the
+profiles (``gen verify``). Ids are stable: a rule is never renumbered, and an id is never
+reused.
 
 The title is the one-line description SARIF viewers show (``tool.driver.rules``); the doc text
 is the "what" column of ``docs/lint-rules.md``, which :func:`rules_markdown` generates::
@@ -35,6 +36,7 @@ class Section(enum.Enum):
     MIG = "MIG"
     DRA = "DRA"
     SERVING = "Serving"
+    ROUTING = "Routing and disaggregation"
     SECURITY = "Security"
     APPLE = "Apple Silicon"
     GITOPS = "GitOps"
@@ -59,6 +61,7 @@ _IO, _MIG, _DRA, _SERVING, _SECURITY, _APPLE, _GITOPS, _CLUSTER = (
     Section.INPUT_OUTPUT, Section.MIG, Section.DRA, Section.SERVING, Section.SECURITY,
     Section.APPLE, Section.GITOPS, Section.CLUSTER,
 )
+_ROUTING = Section.ROUTING
 _WARNING, _INFO = Severity.WARNING, Severity.INFO
 
 _ALL = (
@@ -383,7 +386,7 @@ _ALL = (
         "`replicas`, the pools as related locations",
     ),
     Rule(
-        "GEN410", "KV connector in serving.extra_args differs from the declared one", _SERVING,
+        "GEN410", "KV connector in serving.extra_args differs from the declared one", _ROUTING,
         "a disaggregated service's `serving.extra_args` holds `--kv-transfer-config` with "
         "another `kv_connector` (or none) than `disaggregation.connector`: both roles get it, "
         "and the engines and the routing sidecar disagree on the hand-over, so decode "
@@ -391,13 +394,13 @@ _ALL = (
         "engine behind a nixlv2 sidecar ran as aggregated serving)",
     ),
     Rule(
-        "GEN411", "KV role in serving.extra_args: one side runs the other's role", _SERVING,
+        "GEN411", "KV role in serving.extra_args: one side runs the other's role", _ROUTING,
         "a disaggregated service's `serving.extra_args` sets the `kv_role` "
         "(`--kv-transfer-config`): one value for both roles, so prefill and decode cannot be "
         "`kv_producer` and `kv_consumer` (swapped roles, llm-d/llm-d#394)",
     ),
     Rule(
-        "GEN412", "prefill TP larger than decode TP with NIXL", _SERVING,
+        "GEN412", "prefill TP larger than decode TP with NIXL", _ROUTING,
         "`connector: nixl` with the prefill's tensor-parallel size above the decode's: "
         "\"Prefill TP > Decode TP is not supported for most model architectures\" (llm-d "
         "guides/pd-disaggregation README; llm-d/llm-d#394, vllm-project/vllm#43523): the "
@@ -405,14 +408,14 @@ _ALL = (
         _WARNING,
     ),
     Rule(
-        "GEN413", "prefill and decode TP sizes neither divides the other", _SERVING,
+        "GEN413", "prefill and decode TP sizes neither divides the other", _ROUTING,
         "`connector: nixl` or `mooncake` with prefill and decode tensor-parallel sizes "
         "neither of which divides the other: vLLM's `_get_tp_ratio` asserts divisibility at "
         "the KV handshake (vllm-project/vllm v0.33.0 `kv_connector/v1/nixl/tp_mapping.py`, "
         "`kv_connector/v1/mooncake/mooncake_connector.py`; vllm-project/vllm#50765)",
     ),
     Rule(
-        "GEN414", "autoscaling on a disaggregated service does nothing", _SERVING,
+        "GEN414", "autoscaling on a disaggregated service does nothing", _ROUTING,
         "`autoscaling` on a service with `disaggregation`: the prefill and decode workloads "
         "run their own replicas (gen renders no ScaledObject for them)",
         _WARNING,

@@ -68,7 +68,8 @@ def test_rule_fields(rule_id: str) -> None:
 
 _SECTION_OF_HUNDREDS = {
     "0": Section.INPUT_OUTPUT, "1": Section.MIG, "2": Section.DRA, "3": Section.SERVING,
-    "5": Section.SECURITY, "6": Section.APPLE, "7": Section.GITOPS, "8": Section.CLUSTER,
+    "4": Section.ROUTING, "5": Section.SECURITY, "6": Section.APPLE, "7": Section.GITOPS,
+    "8": Section.CLUSTER,
 }
 
 
@@ -91,6 +92,8 @@ def test_default_severities() -> None:
         "GEN221": Severity.WARNING,
         "GEN241": Severity.WARNING,
         "GEN308": Severity.WARNING,
+        "GEN412": Severity.WARNING,
+        "GEN414": Severity.WARNING,
         "GEN502": Severity.INFO,
         "GEN604": Severity.WARNING,
         "GEN609": Severity.WARNING,

@@ -303,15 +303,11 @@ def _label_safe(value: str) -> str:
 
 
 def build(plan: ClusterPlan) -> Built:
-    """vLLM objects of every in-cluster vLLM service of the cluster: a disaggregated one as
-    its two role workloads (:mod:`gen.serving.disaggregation`)."""
-    from gen.serving.disaggregation import build_disaggregated
-
+    """vLLM objects of every in-cluster vLLM service of the cluster (a disaggregated one is
+    :mod:`gen.serving.disaggregation`'s)."""
     specs: list[ManifestSpec] = []
     for svc in plan.services:
-        if svc.service.engine == "vllm" and svc.service.gpu is not None:
-            if svc.service.disaggregation is not None:
-                specs.extend(build_disaggregated(plan, svc))
-            else:
-                specs.extend(build_service(plan, svc))
+        if svc.service.engine == "vllm" and svc.service.gpu is not None \
+                and svc.service.disaggregation is None:
+            specs.extend(build_service(plan, svc))
     return Built(specs)

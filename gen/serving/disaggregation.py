@@ -36,7 +36,7 @@ from gen.fleet.endpoints import (
     workload_selector,
 )
 from gen.fleet.manifests import manifest
-from gen.fleet.plan import ClusterPlan, ManifestSpec, ServicePlan
+from gen.fleet.plan import Built, ClusterPlan, ManifestSpec, ServicePlan
 from gen.fleet.roles import Unit, units
 from gen.pins import pin
 from gen.serving.build import (
@@ -53,6 +53,7 @@ __all__ = [
     "DECODE_VLLM_PORT",
     "ROLE_LABEL",
     "SIDECAR_RESOURCES",
+    "build",
     "build_disaggregated",
     "role_labels",
     "sidecar_container",
@@ -167,3 +168,14 @@ def build_disaggregated(plan: ClusterPlan, svc: ServicePlan) -> list[ManifestSpe
         *shared_objects(plan, svc, pods=pods, target_port=CONTAINER_PORT),
         _peers_policy(svc),
     ]
+
+
+def build(plan: ClusterPlan) -> Built:
+    """The objects of every disaggregated in-cluster vLLM service of the cluster."""
+    specs: list[ManifestSpec] = []
+    for svc in plan.services:
+        service = svc.service
+        if service.engine == "vllm" and service.gpu is not None \
+                and service.disaggregation is not None:
+            specs.extend(build_disaggregated(plan, svc))
+    return Built(specs)
