@@ -181,3 +181,19 @@ def test_device_plugin_roles_get_extended_resources(tmp_path: Path) -> None:
     assert json.loads(_arg(args, "--kv-transfer-config"))["kv_connector"] == "MooncakeConnector"
     assert {"name": "mooncake", "containerPort": 8998, "protocol": "TCP"} in \
         prefill["containers"][0]["ports"]
+
+
+def test_role_capacity_findings_are_the_services(tmp_path: Path) -> None:
+    """Both roles count against the pools; a role short of devices is reported at its own
+    `replicas`, as a finding about the service the profile names."""
+    from gen.pipeline import lint
+
+    root = copy_fleet(tmp_path)
+    path = root / "profiles" / "services" / "qwen-32b-pd.yaml"
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("  prefill:\n    replicas: 2\n",
+                                 "  prefill:\n    replicas: 15\n"), encoding="utf-8")
+    found = [f for f in lint(root / "profiles", base=root) if f.rule == "GEN205"]
+    # 16 H200s: qwen-32b takes 1, the 15 prefill pods the rest, the decode pod gets none.
+    assert [(f.key_path, f.service) for f in found] == [
+        ("disaggregation.decode.replicas", SERVICE)]
