@@ -82,8 +82,11 @@ def units(plan: ClusterPlan, svc: ServicePlan) -> tuple[Unit, ...]:
 
 def workloads(plan: ClusterPlan) -> tuple[ServicePlan, ...]:
     """Every workload of the cluster: each service, a disaggregated one as its two roles
-    (what fit, capacity, placement and the claim templates count)."""
-    return tuple(unit.plan for svc in plan.services for unit in units(plan, svc))
+    (what fit, capacity, placement and the claim templates count), in namespace/name order
+    as the capacity rules place them (``<service>-decode`` before ``<service>-prefill``,
+    as the API server lists the Deployments)."""
+    return tuple(sorted((unit.plan for svc in plan.services for unit in units(plan, svc)),
+                        key=lambda w: (w.service.namespace, w.service.name)))
 
 
 def role_owners(plan: ClusterPlan) -> dict[str, str]:
