@@ -27,6 +27,7 @@ Kubernetes minor decides gen's side. The harness's limits are listed in ``docs/c
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -460,7 +461,10 @@ def _gen_predictions(findings: Sequence[Finding], cluster: ClusterPlan
         if finding.cluster and finding.cluster != cluster.name:
             continue
         if finding.rule in CAPACITY_RULES and finding.severity is Severity.ERROR:
-            short.add(finding.service)
+            # A finding at a role's key (disaggregation.decode.replicas) is about that role's
+            # workload only: the other role may well be placed.
+            role = re.match(r"disaggregation\.(prefill|decode)\.", finding.key_path or "")
+            short.add(f"{finding.service}-{role.group(1)}" if role else finding.service)
         if finding.rule == "GEN502":
             opt_out.add(finding.service)
     return short, opt_out
@@ -530,7 +534,9 @@ def judge_cluster(plane: ControlPlane, fleet: Fleet, cluster: ClusterPlan,
         if outcome.state.startswith("refused"):
             continue
         broken = [d for d in _dependencies(workload, objects) if not gen_ok.get(d, True)]
-        gen_alloc = "unschedulable" if service in short or broken else "scheduled"
+        role = workload["spec"]["template"]["metadata"].get("labels", {}).get("llm-d.ai/role")
+        named_short = service in short or (role is not None and f"{service}-{role}" in short)
+        gen_alloc = "unschedulable" if named_short or broken else "scheduled"
         up_alloc = "scheduled" if outcome.state == "scheduled" else "unschedulable"
         categories.allocation.add(case, gen_alloc, up_alloc, outcome.detail)
     used = _workload_classes(workloads, objects)
