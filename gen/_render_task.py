@@ -246,6 +246,7 @@ class Renderer:
     def render(self, cluster: ClusterPlan) -> Rendered:
         """Render and validate one built cluster."""
         from gen.emit.render import kustomizations, render_cluster
+        from gen.routing import rendered as routing_rendered
 
         try:
             objects, files = render_cluster(self.environment(), cluster)
@@ -259,6 +260,10 @@ class Renderer:
             if schema is not None:
                 where = SourceLocation(f"{self.options.out_label}/{obj.path}")
                 findings.extend(schema.validate(obj.data, cluster.minor, where, obj.origin))
+        findings.extend(routing_rendered.check([
+            routing_rendered.Object(SourceLocation(f"{self.options.out_label}/{obj.path}"),
+                                    obj.data, obj.origin, obj.template)
+            for obj in objects]))
         for path, text in kustomizations(cluster.name, objects).items():
             outputs[path] = text.encode("utf-8")
         for file in files:
@@ -268,7 +273,7 @@ class Renderer:
 
 _TASK_MODULES = (
     "gen.gitops.provenance", "gen.fleet.suppress", "gen.emit.render", "gen.emit.validate",
-    "gen.emit.crd_rules",
+    "gen.emit.crd_rules", "gen.routing.rendered",
 )
 """What a task imports on first use beside the stages (:attr:`Stages.warm`)."""
 

@@ -164,6 +164,7 @@ def builders() -> tuple[BuildStep, ...]:
     from gen.fleet.manifests import namespaces
     from gen.gitops import build as gitops
     from gen.nvidia import build as nvidia
+    from gen.routing import build as routing
     from gen.serving import build as serving
     from gen.serving import disaggregation
 
@@ -172,6 +173,7 @@ def builders() -> tuple[BuildStep, ...]:
         BuildStep("mig", nvidia.build),
         BuildStep("dra", dra.build),
         BuildStep("serving", serving.build),
+        BuildStep("routing", routing.build),
         BuildStep("disaggregation", disaggregation.build),
         BuildStep("apple", apple.build),
         BuildStep("gitops", gitops.build),
@@ -261,6 +263,7 @@ def check_parts() -> tuple[CheckPart, ...]:
     from gen.dra import checks as dra
     from gen.gitops import checks as gitops
     from gen.nvidia import checks as mig
+    from gen.routing import checks as routing
     from gen.security import checks as security
     from gen.serving import capacity
     from gen.serving import checks as serving
@@ -273,6 +276,7 @@ def check_parts() -> tuple[CheckPart, ...]:
         CheckPart("dra", "cluster", dra.check_clusters),
         CheckPart("dra", "fleet", dra.check_fleet),
         CheckPart("serving", "cluster", serving.check),
+        CheckPart("routing", "cluster", routing.check),
         CheckPart("disaggregation", "fleet", disaggregation.check),
         CheckPart("security", "fleet", security.check),
         CheckPart("satisfiability", "cluster", dra_capacity.check),

@@ -2,10 +2,9 @@
 
 This is the one registry of rule ids. ``GEN0xx`` are input and output (profiles, templates,
 rendered manifests, and the default rule of gen's errors), ``GEN1xx`` MIG, ``GEN2xx`` DRA,
-``GEN3xx`` serving / fit, ``GEN4xx`` routing and prefill/decode disaggregation, ``GEN5xx``
-security, ``GEN6xx`` Apple Silicon, ``GEN7xx`` GitOps, ``GEN8xx`` a live cluster against the
-profiles (``gen verify``). Ids are stable: a rule is never renumbered, and an id is never
-reused.
+``GEN3xx`` serving / fit, ``GEN4xx`` routing and prefill/decode, ``GEN5xx`` security,
+``GEN6xx`` Apple Silicon, ``GEN7xx`` GitOps, ``GEN8xx`` a live cluster against the profiles
+(``gen verify``). Ids are stable: a rule is never renumbered, and an id is never reused.
 
 The title is the one-line description SARIF viewers show (``tool.driver.rules``); the doc text
 is the "what" column of ``docs/lint-rules.md``, which :func:`rules_markdown` generates::
@@ -36,7 +35,7 @@ class Section(enum.Enum):
     MIG = "MIG"
     DRA = "DRA"
     SERVING = "Serving"
-    ROUTING = "Routing and disaggregation"
+    ROUTING = "Routing"
     SECURITY = "Security"
     APPLE = "Apple Silicon"
     GITOPS = "GitOps"
@@ -384,6 +383,71 @@ _ALL = (
         "autoscaled) need more `nvidia.com/gpu` or `nvidia.com/mig-<profile>` per node than "
         "the pools they may use have: the rest stay Pending; reported at the service's "
         "`replicas`, the pools as related locations",
+    ),
+    Rule(
+        "GEN401", "route to a Gateway the cluster does not declare", _ROUTING,
+        "`routing.gateway` names no Gateway of the cluster's `gateways` (or a bare name two "
+        "declared Gateways in different namespaces share): the HTTPRoute's parentRef "
+        "resolves to nothing and the route is never Accepted (kserve/kserve#4972, "
+        "kserve/kserve#5385); reported at `routing.gateway`",
+    ),
+    Rule(
+        "GEN402", "routing on a cluster without the inference-extension add-on", _ROUTING,
+        "a routed service in a cluster whose `addons` lack `inference-extension`: without the "
+        "InferencePool CRD the whole sync fails, so gen renders no routing objects; reported "
+        "at `routing` (kubernetes-sigs/gateway-api-inference-extension, "
+        "config/crd/bases/inference.networking.k8s.io_inferencepools.yaml@v1.6.0)",
+    ),
+    Rule(
+        "GEN403", "Kubernetes too old for routed serving", _ROUTING,
+        "a routed service in a cluster older than Kubernetes 1.29: the Gateway API Inference "
+        "Extension v1.6.0 asks for sidecar containers, on by default since 1.29 "
+        "(kubernetes-sigs/gateway-api-inference-extension "
+        "site-src/_includes/prereqs.md@v1.6.0); reported at the cluster's "
+        "`kubernetes_version`",
+    ),
+    Rule(
+        "GEN404", "Gateway API too old for the HTTPRoute gen renders", _ROUTING,
+        "a routed service in a cluster whose `gateway_api_version` is older than v1.2.0: "
+        "HTTPRoute `timeouts` is in the standard channel only from v1.2.0 "
+        "(kubernetes-sigs/gateway-api config/crd/standard/"
+        "gateway.networking.k8s.io_httproutes.yaml at v1.1.0 and v1.2.0), so the API server "
+        "drops the request timeout and long generations are cut at the gateway's default; "
+        "reported at `gateway_api_version`",
+    ),
+    Rule(
+        "GEN405", "InferencePool selector matches pods of another workload", _ROUTING,
+        "a rendered InferencePool whose `selector.matchLabels` also match the pod template of "
+        "a workload that is not one of its service's serving workloads (the endpoint picker's, "
+        "another service's): the picker sends requests to pods that refuse them "
+        "(llm-d/llm-d#2212, 'Connection refused'); only a template override can do this, and "
+        "the finding is at the rendered pool with the workload related",
+    ),
+    Rule(
+        "GEN406", "serving pod's port is not among the pool's targetPorts", _ROUTING,
+        "a pod the InferencePool selects has no container port among its `targetPorts`: the "
+        "pool silently drops it (kubernetes-sigs/gateway-api-inference-extension#2562); "
+        "at the rendered workload (a template override), the pool related",
+    ),
+    Rule(
+        "GEN407", "HTTPRoute backend is not an InferencePool of its namespace", _ROUTING,
+        "a rendered HTTPRoute backendRef of kind InferencePool in the retired group "
+        "`inference.networking.x-k8s.io` ('InferencePool not found', "
+        "kubernetes-sigs/gateway-api-inference-extension#1530; `InvalidKind`, "
+        "kserve/kserve#4833), or in another namespace (no ReferenceGrant gen renders), or "
+        "naming no pool of the cluster; only a template override can do this",
+    ),
+    Rule(
+        "GEN408", "two InferencePools behind one HTTPRoute rule", _ROUTING,
+        "one HTTPRoute rule with more than one InferencePool backendRef: the pools share one "
+        "picker's decision and an empty pool answers 503 for the whole rule "
+        "(istio/istio#61594); only a template override can do this",
+    ),
+    Rule(
+        "GEN409", "endpoint picker name taken", _ROUTING,
+        "a routed service `S` and another service named `S-epp` in the same namespace: the "
+        "picker's Deployment, Service and ServiceAccount `S-epp` would be the other "
+        "service's objects; reported at the other service's `name`",
     ),
     Rule(
         "GEN410", "KV connector in serving.extra_args differs from the declared one", _ROUTING,

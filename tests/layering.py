@@ -84,6 +84,7 @@ FACTS = (
     "gen.serving.image",  # the image a service runs and the release it reads from it
     "gen.apple.chips",  # the Apple chip catalog and llama.cpp / krunkit facts
     "gen.security.podsecurity",  # the Pod Security Standards as rules over a pod spec
+    "gen.routing.picker",  # llm-d-router's endpoint picker at the pinned release
 )
 """Pure knowledge modules inside capability packages: they import only kernel, models and
 other facts, and any layer above may use them."""
@@ -95,6 +96,7 @@ CAPABILITIES = (
     "gen.apple.*",
     "gen.gitops.*",
     "gen.security.*",
+    "gen.routing.*",
 )
 """The capability packages; a module of one imports no non-facts module of another."""
 

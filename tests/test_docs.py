@@ -166,6 +166,31 @@ def test_models_doc_profile_example_loads(tmp_path: Path) -> None:
         "acme/Qwen3-30B-A3B-support", 32768, 128, True)
 
 
+def test_routing_doc_example_renders_and_lints_as_shown(tmp_path: Path) -> None:
+    """docs/routing.md: its fleet renders the pool and route it shows, and with another
+    gateway name lints to the error it shows."""
+    from gen.pipeline import lint
+
+    doc = (ROOT / "docs" / "routing.md").read_text(encoding="utf-8")
+    profile = _doc_block(doc, "<!-- routing-profile -->", "yaml")
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    (profiles / "fleet.yaml").write_text(profile)
+    render(profiles, tmp_path / "out", base=tmp_path, validator="embedded")
+    folder = tmp_path / "out" / "prod" / "workloads" / "inference"
+    assert (folder / "inferencepool-qwen-7b.yaml").read_text() == _doc_block(
+        doc, "<!-- routing-pool -->", "yaml")
+    assert (folder / "httproute-qwen-7b.yaml").read_text() == _doc_block(
+        doc, "<!-- routing-route -->", "yaml")
+    bad = tmp_path / "bad" / "profiles"
+    bad.mkdir(parents=True)
+    (bad / "fleet.yaml").write_text(profile.replace("gateway: inference-gateway",
+                                                    "gateway: public"))
+    shown = _doc_block(doc, "<!-- routing-lint -->", "text").strip()
+    found = [f for f in lint(bad, base=bad.parent) if f.rule == "GEN401"]
+    assert [f.format().splitlines()[0] for f in found] == [shown]
+
+
 def test_disaggregation_doc_example_is_true() -> None:
     """docs/disaggregation.md shows the example profile, the decode pod's sidecar as gen
     renders it, and the start of `gen fit --service` for the service."""
@@ -173,11 +198,11 @@ def test_disaggregation_doc_example_is_true() -> None:
     profile = (ROOT / "profiles" / "services" / "qwen-32b-pd.yaml").read_text(encoding="utf-8")
     assert _doc_block(doc, "<!-- disaggregation-profile -->", "yaml") == profile
     # out/ is the render of profiles/ (tests/test_golden.py keeps it so).
-    decode = (ROOT / "out" / "research-eu" / "workloads" / "research" /
+    decode = (ROOT / "out" / "prod-us-east" / "workloads" / "inference" /
               "deployment-qwen-32b-pd-decode.yaml").read_text(encoding="utf-8")
     assert _doc_block(doc, "<!-- disaggregation-sidecar -->", "yaml") in decode
     fitted = CliRunner().invoke(cli, ["fit", "--service", "qwen-32b-pd",
                                       "--profiles", str(ROOT / "profiles")])
     assert fitted.exit_code == 0, fitted.output
     assert _doc_block(doc, "<!-- disaggregation-fit -->", "text") in fitted.output
-    assert "cluster research-eu, role decode, pool h200:" in fitted.output
+    assert "cluster prod-us-east, role decode, pool h100-full:" in fitted.output

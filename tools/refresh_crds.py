@@ -20,6 +20,9 @@ Usage (a developer's command; gen itself never downloads anything)::
     python tools/refresh_crds.py --git argoproj/argo-cd=../argo-cd --git ...
                                                   # from local clones (git show TAG:PATH);
                                                   # a clone wins over the other two
+    python tools/refresh_crds.py --only gateway-api --only llm-d-router ...
+                                                  # only those pins' CRDs; the others
+                                                  # stay as bundled
     python tools/refresh_crds.py --check          # exit 1 when the data differs
     python tools/refresh_crds.py --convert        # only json-schema/, from the bundled CRDs
                                                   # at hand (no download): after a change
@@ -74,6 +77,11 @@ CRDS: tuple[tuple[str, str], ...] = (
      "example/prometheus-operator-crd-full/monitoring.coreos.com_servicemonitors.yaml"),
     ("prometheus-operator",
      "example/prometheus-operator-crd-full/monitoring.coreos.com_podmonitors.yaml"),
+    ("gateway-api", "config/crd/standard/gateway.networking.k8s.io_gateways.yaml"),
+    ("gateway-api", "config/crd/standard/gateway.networking.k8s.io_httproutes.yaml"),
+    ("gateway-api-inference-extension",
+     "config/crd/bases/inference.networking.k8s.io_inferencepools.yaml"),
+    ("llm-d-router", "config/crd/bases/llm-d.ai_inferenceobjectives.yaml"),
 )
 """(pin id in ``gen/data/pins.yaml``, path of the CRD manifest in the project's repository)."""
 
@@ -164,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="read that repository from a local clone instead of GitHub")
     parser.add_argument("--go-modules", action="store_true",
                         help="read each release from its Go module zip (go mod download)")
+    parser.add_argument("--only", action="append", default=[], metavar="PIN",
+                        help="refresh only the CRDs of this pin (repeatable); keep the others")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 on change")
     parser.add_argument("--convert", action="store_true",
                         help="only rewrite json-schema/ from the bundled CRDs (no download)")
@@ -173,8 +183,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.convert:
         wanted = current
     else:
-        wanted = {}
+        only = {_repository(pin(p).source) for p in args.only}
+        wanted = dict(current) if only else {}
         for source in sources():
+            if only and source.repo not in only:
+                continue
             raw = _read(source, clones, args.go_modules)
             name, data = data_file(source.repo, source.tag, source.path, raw)
             wanted[name] = data

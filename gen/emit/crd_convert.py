@@ -400,16 +400,25 @@ def _strip(node: Any) -> Any:
     return out
 
 
+APPROVAL_ANNOTATION = "api-approved.kubernetes.io"
+
+
 def compact_crd(crd: Mapping[str, Any]) -> dict[str, Any]:
     """What gen keeps of an upstream CRD: its names, scope and each version's name, served flag
-    and ``openAPIV3Schema`` without annotations (a fraction of the size; same verdicts)."""
+    and ``openAPIV3Schema`` without annotations (a fraction of the size; same verdicts), and
+    the ``api-approved.kubernetes.io`` annotation of a group under ``k8s.io`` (the API server
+    installs such a CRD only with it: kubernetes/enhancements#1111)."""
     spec = crd["spec"]
     names = {k: spec["names"][k] for k in ("kind", "plural", "singular", "listKind")
              if k in spec["names"]}
+    metadata: dict[str, Any] = {"name": crd["metadata"]["name"]}
+    approved = (crd["metadata"].get("annotations") or {}).get(APPROVAL_ANNOTATION)
+    if approved is not None:
+        metadata["annotations"] = {APPROVAL_ANNOTATION: approved}
     return {
         "apiVersion": crd["apiVersion"],
         "kind": crd["kind"],
-        "metadata": {"name": crd["metadata"]["name"]},
+        "metadata": metadata,
         "spec": {
             "group": spec["group"],
             "names": names,

@@ -35,8 +35,9 @@ from typing import TYPE_CHECKING, Literal
 from gen.fleet.manifests import MANAGED_BY
 
 if TYPE_CHECKING:
-    from gen.fleet.plan import ServicePlan
+    from gen.fleet.plan import ClusterPlan, ServicePlan
     from gen.models import InferenceService
+    from gen.models.cluster import Gateway
 
 __all__ = [
     "COMPONENT",
@@ -50,11 +51,13 @@ __all__ = [
     "Role",
     "endpoints",
     "engine_port",
+    "gateway_of",
     "picker_name",
     "picker_selector",
     "pod_labels",
     "pool_name",
     "pool_selector",
+    "routed",
     "workload_selector",
 ]
 
@@ -152,3 +155,26 @@ def endpoints(svc: ServicePlan) -> Endpoints:
         picker=picker_name(service),
         roles=ROLES if service.disaggregation is not None else (),
     )
+
+
+def gateway_of(plan: ClusterPlan, service: InferenceService) -> Gateway | None:
+    """The declared Gateway ``routing.gateway`` names in the cluster (``name``, or
+    ``namespace/name``); ``None`` when the service is not routed, or names no Gateway the
+    cluster declares, or a bare name two declared Gateways share (GEN401 says which)."""
+    if service.routing is None:
+        return None
+    namespace, _, name = service.routing.gateway.rpartition("/")
+    found = [g for g in plan.cluster.gateways
+             if g.name == name and (not namespace or g.namespace == namespace)]
+    return found[0] if len(found) == 1 else None
+
+
+def routed(plan: ClusterPlan, svc: ServicePlan) -> bool:
+    """Whether the service is served through its InferencePool in this cluster: it asks for
+    routing, the cluster has the ``inference-extension`` add-on (the InferencePool CRD) and
+    declares the Gateway (GEN401 / GEN402 report why not). Its pods' NetworkPolicy is then
+    the routing one (only the gateway and the picker reach them), not the plain Service's."""
+    service = svc.service
+    return (service.routing is not None and service.gpu is not None
+            and "inference-extension" in plan.cluster.addons
+            and gateway_of(plan, service) is not None)

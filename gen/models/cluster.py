@@ -237,9 +237,22 @@ class Monitoring(Spec):
 AccessMode = Literal["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"]
 """A PersistentVolumeClaim access mode."""
 
-Addon = Literal["prometheus-operator", "keda"]
+Addon = Literal["prometheus-operator", "keda", "inference-extension"]
 """A cluster add-on whose custom resources gen renders: Prometheus Operator
-(``ServiceMonitor``), KEDA (``ScaledObject``)."""
+(``ServiceMonitor``), KEDA (``ScaledObject``), the Gateway API Inference Extension
+(``InferencePool``, with llm-d-router's ``InferenceObjective``)."""
+
+
+class Gateway(Spec):
+    """A Gateway the cluster runs (gen does not install the implementation: declaring it is the
+    promise that it exists and accepts HTTPRoutes from the services' namespaces)."""
+
+    name: DNSSubdomain = Field(description="The Gateway's name.")
+    namespace: DNSLabel = Field(description="The Gateway's namespace.")
+    gateway_class: DNSSubdomain = Field(
+        alias="class", description="Its GatewayClass (e.g. 'istio', 'kgateway', "
+        "'agentgateway'): the implementation that serves it.",
+    )
 
 
 class StorageClassInfo(Spec):
@@ -324,6 +337,25 @@ class Cluster(ProfileKind):
     storage: ClusterStorage = Field(
         default_factory=ClusterStorage, description="Model-cache storage classes."
     )
+    gateways: tuple[Gateway, ...] = Field(
+        (), max_length=64,
+        description="Gateways the cluster runs, that routed services ('routing.gateway') "
+        "attach their HTTPRoutes to.",
+    )
+    gateway_api_version: str = Field(
+        pin("gateway-api").version, pattern=r"^v?[0-9]+\.[0-9]+(\.[0-9]+)?(?!\n)$",
+        description="The Gateway API release whose CRDs the cluster runs (HTTPRoute "
+        "'timeouts' needs v1.2.0 or newer); default: the release gen validates against.",
+    )
+
+    @field_validator("gateways")
+    @classmethod
+    def _unique_gateways(cls, value: tuple[Gateway, ...]) -> tuple[Gateway, ...]:
+        seen = [(g.namespace, g.name) for g in value]
+        twice = sorted({f"{ns}/{name}" for ns, name in seen if seen.count((ns, name)) > 1})
+        if twice:
+            raise ValueError(f"gateway {twice[0]!r} is declared more than once")
+        return value
 
     @model_validator(mode="after")
     def _unique_pools(self) -> Cluster:

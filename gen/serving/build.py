@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gen.fleet.endpoints import PORT_NAME, ROUTED_PORT, workload_selector
+from gen.fleet.endpoints import PORT_NAME, ROUTED_PORT, routed, workload_selector
 from gen.fleet.manifests import (
     extended_resource_name,
     has_addon,
@@ -223,6 +223,12 @@ def deployment(
     )
 
 
+def scraped(plan: ClusterPlan) -> bool:
+    """Whether the cluster's Prometheus Operator scrapes the services (ServiceMonitors)."""
+    return bool(plan.cluster.monitoring.service_monitors
+                and has_addon(plan, "prometheus-operator"))
+
+
 def shared_objects(
     plan: ClusterPlan, svc: ServicePlan, *, pods: int, target_port: int | None = None,
 ) -> list[ManifestSpec]:
@@ -250,15 +256,19 @@ def shared_objects(
             "vllm/pdb.yaml.j2", origin,
             name=name, namespace=ns, labels=meta, selector=selector_labels,
         ),
-        manifest(
+    ]
+    if not routed(plan, svc):
+        # A routed service's pods get the routing capability's policy instead (only the
+        # gateway and the endpoint picker reach them): policies add up, so this one, open to
+        # the whole namespace, would undo it.
+        specs.append(manifest(
             "vllm/networkpolicy.yaml.j2", origin,
             name=name, namespace=ns, labels=meta, selector=selector_labels,
             port=CONTAINER_PORT,
             namespaces=sorted({*service.exposure.allow_from_namespaces,
                                plan.cluster.monitoring.namespace}),
-        ),
-    ]
-    if plan.cluster.monitoring.service_monitors and has_addon(plan, "prometheus-operator"):
+        ))
+    if scraped(plan):
         specs.append(manifest(
             "vllm/servicemonitor.yaml.j2", origin,
             name=name, namespace=ns, labels=meta, selector=selector_labels,
@@ -287,6 +297,12 @@ def build_service(plan: ClusterPlan, svc: ServicePlan) -> list[ManifestSpec]:
             f'sum(vllm:num_requests_waiting{{namespace="{ns}",'
             f'model_name="{service.serving.served_model_name or name}"}})'
         )
+        if routed(plan, svc) and scraped(plan):
+            # A routed service scales on its endpoint picker's view of the pool, as llm-d
+            # recommends (KEDA + EPP metrics): the same requests waiting, one series.
+            from gen.routing.picker import queue_query
+
+            query = queue_query(service.name, ns)
         specs.append(manifest(
             "vllm/scaledobject.yaml.j2", origin,
             name=name, namespace=ns, labels=meta,

@@ -150,7 +150,27 @@ def validate_mutants(seed: int, per_object: int
 
 # ----------------------------------------------------------- the CRD differential's mutants
 
+_GATEWAY_SPEC = {
+    "gatewayClassName": "istio",
+    "listeners": [{"name": "http", "port": 80, "protocol": "HTTP",
+                   "allowedRoutes": {"namespaces": {"from": "All"}}}],
+}
+_ROUTE_SPEC = {
+    "parentRefs": [{"group": "gateway.networking.k8s.io", "kind": "Gateway",
+                    "name": "inference-gateway", "namespace": "gateway-system"}],
+    "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": "/"}}],
+               "backendRefs": [{"group": "inference.networking.k8s.io",
+                                "kind": "InferencePool", "name": "llama"}]}],
+}
 CRD_EXTRA: list[dict[str, Any]] = [
+    {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+     "metadata": {"name": "inference-gateway", "namespace": "gateway-system"},
+     "spec": _GATEWAY_SPEC},
+    {"apiVersion": "gateway.networking.k8s.io/v1beta1", "kind": "Gateway",
+     "metadata": {"name": "inference-gateway", "namespace": "gateway-system"},
+     "spec": _GATEWAY_SPEC},
+    {"apiVersion": "gateway.networking.k8s.io/v1beta1", "kind": "HTTPRoute",
+     "metadata": {"name": "llama", "namespace": "inference"}, "spec": _ROUTE_SPEC},
     {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "OCIRepository",
      "metadata": {"name": "dra-driver", "namespace": "flux-system"},
      "spec": {"interval": "12h", "url": "oci://registry.k8s.io/dra-driver-nvidia/chart",

@@ -51,6 +51,7 @@ def test_example_fleet_agrees(control_plane: ControlPlane) -> None:
     by_name = {c.name: c for c in categories.all()}
     assert by_name["objects"].total >= 50
     assert by_name["allocation"].total >= 4
+    assert by_name["pool selection"].total >= 1
     for category in categories.all():
         assert category.disagreements() == [], category.name
 
@@ -74,3 +75,19 @@ def test_a_wrong_gen_verdict_is_caught(control_plane: ControlPlane, tmp_path: Pa
     verdict = differs["mutant/research-eu/DeviceClass/h200"]
     assert (verdict.gen, verdict.upstream) == ("valid", "invalid")
     assert "compilation failed" in verdict.detail
+
+
+def test_a_pool_selecting_other_pods_is_caught(control_plane: ControlPlane,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the pool's selector cut down to ``managed-by: gen``, the API server selects the
+    endpoint picker's pods too: the pool-selection verdict differs."""
+    from gen.fleet import endpoints
+
+    monkeypatch.setattr(endpoints, "pool_selector",
+                        lambda *_: {"app.kubernetes.io/managed-by": "gen"})
+    categories = LiveCategories()
+    judge_fleet(control_plane, EXAMPLE, categories, ("prod-us-east",))
+    differs = {v.case: v for v in categories.pool_selection.disagreements()}
+    verdict = differs["example/prod-us-east/InferencePool/inference/llama-70b"]
+    assert (verdict.gen, verdict.upstream) == ("exact", "differs")
+    assert "llama-70b-epp" in verdict.detail

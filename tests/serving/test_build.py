@@ -141,7 +141,9 @@ def test_service_pdb_autoscaling_monitoring(objects: dict[str, dict[str, Any]]) 
                  "NetworkPolicy", "PersistentVolumeClaim"):
         assert any(k == kind and n.startswith("llama-70b") for k, n in kinds), kind
     (scaled,) = [o for o in objects.values() if o["kind"] == "ScaledObject"]
-    assert "vllm:num_requests_waiting" in scaled["spec"]["triggers"][0]["metadata"]["query"]
+    # llama-70b is routed and its picker scraped: it scales on the picker's queue metrics
+    # (tests/routing/test_build.py); unrouted, on vLLM's own.
+    assert "llm_d_epp_average_queue_size" in scaled["spec"]["triggers"][0]["metadata"]["query"]
     assert "replicas" not in _deployment(objects, "llama-70b")["spec"]
     assert all(o["metadata"]["name"] != "vllm" for o in objects.values()
                if o["kind"] == "Service")

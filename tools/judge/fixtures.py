@@ -94,6 +94,30 @@ def nodes(cluster: ClusterPlan) -> Iterator[tuple[PoolPlan, dict[str, Any]]]:
             }
 
 
+SYSTEM_NODE = "system-0"
+"""A CPU node without taints, made for clusters with routed services: gen's profiles model the
+GPU pools only, and a real cluster runs its system pods (here the endpoint picker, which asks
+for CPUs and tolerates no GPU taint) on CPU nodes."""
+
+
+def system_nodes(cluster: ClusterPlan) -> Iterator[dict[str, Any]]:
+    """The CPU node of a cluster with a routed service (none otherwise)."""
+    if not any(s.service.routing is not None for s in cluster.services):
+        return
+    labels = {"kubernetes.io/hostname": SYSTEM_NODE, "kubernetes.io/os": "linux",
+              "kubernetes.io/arch": "amd64"}
+    yield {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": SYSTEM_NODE, "labels": labels},
+        "spec": {"taints": []},
+        "status": {"capacity": dict(NODE_CAPACITY), "allocatable": dict(NODE_CAPACITY),
+                   "phase": "Running",
+                   "conditions": [{"type": "Ready", "status": "True",
+                                   "reason": "KubeletReady",
+                                   "message": "made by gen's judge"}]},
+    }
+
+
 def slices(cluster: ClusterPlan) -> Iterator[tuple[PoolPlan, dict[str, Any]]]:
     """(pool, ResourceSlice) the NVIDIA DRA driver would publish, for every node."""
     if not _is_dra(cluster):
@@ -124,6 +148,8 @@ def install_cluster(plane: ControlPlane, cluster: ClusterPlan) -> list[tuple[str
     """Nodes and (DRA) slices and chart classes for ``cluster``; returns the refusals of
     slices as (slice name, API server message): gen's simulation must be accepted."""
     for _, node in nodes(cluster):
+        create_node(plane, node)
+    for node in system_nodes(cluster):
         create_node(plane, node)
     refused: list[tuple[str, str]] = []
     if _is_dra(cluster):

@@ -20,6 +20,10 @@ controllers turn Deployments into Pods and claims, and the scheduler places them
 * **allocation** — gen: every replica of the service gets its devices unless lint reports a
   capacity finding for it (GEN204/205/240/241/304/330) or refuses a class or claim template it
   needs; upstream: the scheduler binds every pod, or leaves one ``PodScheduled=False``.
+* **pool selection** — gen: each InferencePool selects exactly the pods of its service's serving
+  workloads, each with a container port among its ``targetPorts``; upstream: the API server's
+  label selection over every pod the controllers created in the namespace (the endpoint
+  picker's included), compared with the pods the ReplicaSet controller made for the service.
 
 All clusters of a fleet are judged at the apiserver's version (v1.36); the cluster's own
 Kubernetes minor decides gen's side. The harness's limits are listed in ``docs/conformance.md``.
@@ -79,7 +83,7 @@ class Fleet:
 
 
 class LiveCategories:
-    """The five control-plane categories, filled fleet by fleet."""
+    """The six control-plane categories, filled fleet by fleet."""
 
     def __init__(self) -> None:
         k8s = KUBERNETES
@@ -90,9 +94,13 @@ class LiveCategories:
                                      f"PodSecurity admission (kube-apiserver {k8s})")
         self.quotas = Category("quotas", f"ResourceQuota admission (kube-apiserver {k8s})")
         self.allocation = Category("allocation", f"kube-scheduler {k8s} with DRA, no kubelet")
+        self.pool_selection = Category(
+            "pool selection", f"kube-apiserver {k8s} label selection of the pods the "
+            "ReplicaSet controller creates")
 
     def all(self) -> tuple[Category, ...]:
-        return (self.objects, self.dynamic_mig, self.pod_security, self.quotas, self.allocation)
+        return (self.objects, self.dynamic_mig, self.pod_security, self.quotas, self.allocation,
+                self.pool_selection)
 
 
 # --------------------------------------------------------------------------- the plane
@@ -539,6 +547,7 @@ def judge_cluster(plane: ControlPlane, fleet: Fleet, cluster: ClusterPlan,
         gen_alloc = "unschedulable" if named_short or broken else "scheduled"
         up_alloc = "scheduled" if outcome.state == "scheduled" else "unschedulable"
         categories.allocation.add(case, gen_alloc, up_alloc, outcome.detail)
+    _judge_pools(plane, fleet, cluster, applied, categories)
     used = _workload_classes(workloads, objects)
     for quota in cluster.cluster.quotas:
         key = (quota.namespace, quota.gpu_class)
@@ -547,6 +556,55 @@ def judge_cluster(plane: ControlPlane, fleet: Fleet, cluster: ClusterPlan,
                 _case(fleet, cluster, f"quota/{quota.namespace}/{quota.gpu_class}"),
                 "exceeded" if key in exceeded else "within",
                 "exceeded" if key in refused_quota else "within")
+
+
+def _owned_pods(plane: ControlPlane, workload: Mapping[str, Any]) -> set[str]:
+    """The pods the controllers created for a Deployment (through its ReplicaSets)."""
+    namespace, name = str(workload["metadata"]["namespace"]), str(workload["metadata"]["name"])
+    sets = {str(r["metadata"]["name"]) for r in plane.list("apps/v1", "ReplicaSet", namespace)
+            if any(o.get("kind") == "Deployment" and o.get("name") == name
+                   for o in r["metadata"].get("ownerReferences") or ())}
+    return {str(p["metadata"]["name"]) for p in plane.list("v1", "Pod", namespace)
+            if any(o.get("kind") == "ReplicaSet" and o.get("name") in sets
+                   for o in p["metadata"].get("ownerReferences") or ())}
+
+
+def _judge_pools(plane: ControlPlane, fleet: Fleet, cluster: ClusterPlan,
+                 applied: Sequence[Mapping[str, Any]], categories: LiveCategories) -> None:
+    """pool selection — gen: each InferencePool selects exactly the pods of its service's
+    serving workloads (:mod:`gen.fleet.endpoints`: the service's vLLM Deployment), each with a
+    container port among its targetPorts; upstream: the API server's selection of the pool's
+    ``matchLabels`` over every pod the controllers created in the namespace, compared with the
+    pods the ReplicaSet controller created for those workloads."""
+    from gen.fleet.endpoints import workload_selector
+
+    services = {s.service.name: s.service for s in cluster.services}
+    for pool in (o for o in applied if o["kind"] == "InferencePool"):
+        namespace, name = str(pool["metadata"]["namespace"]), str(pool["metadata"]["name"])
+        service = services.get(name)
+        own = [w for w in applied if w["kind"] == "Deployment"
+               and str(w["metadata"]["namespace"]) == namespace and service is not None
+               and all(w["spec"]["template"]["metadata"]["labels"].get(k) == v
+                       for k, v in workload_selector(service).items())]
+        expected: set[str] = set()
+        for workload in own:
+            expected |= _owned_pods(plane, workload)
+        selector = pool["spec"]["selector"]["matchLabels"]
+        labels = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
+        pods = plane.list("v1", "Pod", namespace, labels)
+        selected = {str(p["metadata"]["name"]) for p in pods}
+        targets = {int(t["number"]) for t in pool["spec"]["targetPorts"]}
+        portless = sorted(str(p["metadata"]["name"]) for p in pods if not targets & {
+            int(port["containerPort"]) for c in p["spec"]["containers"]
+            for port in c.get("ports") or ()})
+        if selected == expected and expected and not portless:
+            upstream, detail = "exact", f"{len(selected)} pod(s), all on {sorted(targets)}"
+        else:
+            upstream = "differs"
+            detail = (f"selected {sorted(selected)}, the service's {sorted(expected)}, "
+                      f"without a target port {portless}")
+        categories.pool_selection.add(_case(fleet, cluster, f"InferencePool/{namespace}/{name}"),
+                                      "exact", upstream, detail)
 
 
 def judge_fleet(plane: ControlPlane, fleet: Fleet, categories: LiveCategories,

@@ -1,0 +1,1 @@
+"""Routed serving: InferencePool, the endpoint picker (llm-d-router), HTTPRoute, policies."""
