@@ -304,17 +304,11 @@ def cluster_checks(plan: Plan, cluster: ClusterPlan) -> ClusterFindings:
 def _local_checks(plan: Plan) -> ClusterFindings:
     """The ``cluster`` and ``once`` parts of every check on the built clusters of ``plan``
     together (of the ``once`` lists with the same key, the first cluster's)."""
-    from gen.fleet.roles import role_owners
-
     findings: list[Finding] = []
     once: dict[str, list[Finding]] = {}
-    owners = {name: owner for cluster in plan.clusters
-              for name, owner in role_owners(cluster).items()}
     for part in check_parts():
         if part.scope == "cluster" and part.run is not None:
-            # A finding about a role workload is about the service the profile names.
-            findings.extend(dataclasses.replace(f, service=owners[f.service])
-                            if f.service in owners else f for f in part.run(plan))
+            findings.extend(part.run(plan))
         elif part.scope == "once" and part.once is not None:
             for cluster in plan.clusters:
                 for key, found in part.once(cluster).items():

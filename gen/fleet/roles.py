@@ -21,7 +21,7 @@ from gen.fleet.profile_set import Located
 if TYPE_CHECKING:
     from gen.models import GPUClass, InferenceService
 
-__all__ = ["ROLE_NAMES", "Unit", "role_owners", "role_view", "units", "workloads"]
+__all__ = ["ROLE_NAMES", "Unit", "role_view", "units", "workloads"]
 
 ROLE_NAMES: tuple[Role, ...] = ROLES
 
@@ -88,9 +88,3 @@ def workloads(plan: ClusterPlan) -> tuple[ServicePlan, ...]:
     return tuple(sorted((unit.plan for svc in plan.services for unit in units(plan, svc)),
                         key=lambda w: (w.service.namespace, w.service.name)))
 
-
-def role_owners(plan: ClusterPlan) -> dict[str, str]:
-    """Role workload name → the service it belongs to (``qwen-pd-prefill`` → ``qwen-pd``):
-    a finding about a role is about the service the profile names."""
-    return {unit.plan.service.name: svc.service.name
-            for svc in plan.services for unit in units(plan, svc) if unit.role is not None}

@@ -183,9 +183,9 @@ def test_device_plugin_roles_get_extended_resources(tmp_path: Path) -> None:
         prefill["containers"][0]["ports"]
 
 
-def test_role_capacity_findings_are_the_services(tmp_path: Path) -> None:
+def test_role_capacity_findings_name_the_role(tmp_path: Path) -> None:
     """Both roles count against the pools; a role short of devices is reported at its own
-    `replicas`, as a finding about the service the profile names."""
+    `replicas`, as a finding about that role's workload (`<service>-prefill`)."""
     from gen.pipeline import lint
 
     root = copy_fleet(tmp_path)
@@ -199,4 +199,4 @@ def test_role_capacity_findings_are_the_services(tmp_path: Path) -> None:
     # 14 prefill pods (2 each) the rest (the scheduler agrees: tools/judge, corpus
     # disaggregation.yaml).
     assert [(f.rule, f.key_path, f.service) for f in found] == [
-        ("GEN205", "disaggregation.prefill.replicas", SERVICE)]
+        ("GEN205", "disaggregation.prefill.replicas", f"{SERVICE}-prefill")]

@@ -31,7 +31,6 @@ Kubernetes minor decides gen's side. The harness's limits are listed in ``docs/c
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -469,10 +468,9 @@ def _gen_predictions(findings: Sequence[Finding], cluster: ClusterPlan
         if finding.cluster and finding.cluster != cluster.name:
             continue
         if finding.rule in CAPACITY_RULES and finding.severity is Severity.ERROR:
-            # A finding at a role's key (disaggregation.decode.replicas) is about that role's
-            # workload only: the other role may well be placed.
-            role = re.match(r"disaggregation\.(prefill|decode)\.", finding.key_path or "")
-            short.add(f"{finding.service}-{role.group(1)}" if role else finding.service)
+            # A role's finding names its workload (<service>-prefill): the other role may
+            # well be placed.
+            short.add(finding.service)
         if finding.rule == "GEN502":
             opt_out.add(finding.service)
     return short, opt_out
@@ -594,8 +592,13 @@ def _judge_pools(plane: ControlPlane, fleet: Fleet, cluster: ClusterPlan,
         pods = plane.list("v1", "Pod", namespace, labels)
         selected = {str(p["metadata"]["name"]) for p in pods}
         targets = {int(t["number"]) for t in pool["spec"]["targetPorts"]}
+        # A pod's ports: its containers' and its native sidecars' (restartable init
+        # containers: the routing sidecar of a decode pod listens on the routed port).
         portless = sorted(str(p["metadata"]["name"]) for p in pods if not targets & {
-            int(port["containerPort"]) for c in p["spec"]["containers"]
+            int(port["containerPort"])
+            for c in (*p["spec"]["containers"],
+                      *(i for i in p["spec"].get("initContainers") or ()
+                        if i.get("restartPolicy") == "Always"))
             for port in c.get("ports") or ()})
         if selected == expected and expected and not portless:
             upstream, detail = "exact", f"{len(selected)} pod(s), all on {sorted(targets)}"
