@@ -198,7 +198,7 @@ def test_disaggregation_doc_example_is_true() -> None:
     profile = (ROOT / "profiles" / "services" / "qwen-32b-pd.yaml").read_text(encoding="utf-8")
     assert _doc_block(doc, "<!-- disaggregation-profile -->", "yaml") == profile
     # out/ is the render of profiles/ (tests/test_golden.py keeps it so).
-    decode = (ROOT / "out" / "prod-us-east" / "workloads" / "inference" /
+    decode = (ROOT / "out" / "prod-us-east" / "workloads" / "research" /
               "deployment-qwen-32b-pd-decode.yaml").read_text(encoding="utf-8")
     assert _doc_block(doc, "<!-- disaggregation-sidecar -->", "yaml") in decode
     fitted = CliRunner().invoke(cli, ["fit", "--service", "qwen-32b-pd",

@@ -190,8 +190,7 @@ def test_role_capacity_findings_name_the_role(tmp_path: Path) -> None:
 
     root = copy_fleet(tmp_path)
     path = root / "profiles" / "services" / "qwen-32b-pd.yaml"
-    text = path.read_text(encoding="utf-8").replace("namespace: inference",
-                                                    "namespace: research")
+    text = path.read_text(encoding="utf-8")
     path.write_text(text.replace("  prefill:\n    replicas: 2\n",
                                  "  prefill:\n    replicas: 14\n"), encoding="utf-8")
     found = [f for f in lint(root / "profiles", base=root) if f.rule.startswith("GEN2")]
