@@ -195,13 +195,13 @@ def test_disaggregation_doc_example_is_true() -> None:
     """docs/disaggregation.md shows the example profile, the decode pod's sidecar as gen
     renders it, and the start of `gen fit --service` for the service."""
     doc = (ROOT / "docs" / "disaggregation.md").read_text(encoding="utf-8")
-    profile = (ROOT / "profiles" / "services" / "qwen-32b-pd.yaml").read_text(encoding="utf-8")
+    profile = (ROOT / "profiles" / "services" / "qwen-7b-pd.yaml").read_text(encoding="utf-8")
     assert _doc_block(doc, "<!-- disaggregation-profile -->", "yaml") == profile
     # out/ is the render of profiles/ (tests/test_golden.py keeps it so).
-    decode = (ROOT / "out" / "prod-us-east" / "workloads" / "research" /
-              "deployment-qwen-32b-pd-decode.yaml").read_text(encoding="utf-8")
+    decode = (ROOT / "out" / "prod-us-east" / "workloads" / "inference" /
+              "deployment-qwen-7b-pd-decode.yaml").read_text(encoding="utf-8")
     assert _doc_block(doc, "<!-- disaggregation-sidecar -->", "yaml") in decode
-    fitted = CliRunner().invoke(cli, ["fit", "--service", "qwen-32b-pd",
+    fitted = CliRunner().invoke(cli, ["fit", "--service", "qwen-7b-pd",
                                       "--profiles", str(ROOT / "profiles")])
     assert fitted.exit_code == 0, fitted.output
     assert _doc_block(doc, "<!-- disaggregation-fit -->", "text") in fitted.output

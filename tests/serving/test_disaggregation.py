@@ -14,7 +14,7 @@ from gen.pins import pin
 from gen.pipeline import load_plan, render_outputs
 from tests.helpers import REPO, copy_fleet
 
-SERVICE = "qwen-32b-pd"
+SERVICE = "qwen-7b-pd"
 
 
 def _objects(root: Path) -> list[dict[str, Any]]:
@@ -90,7 +90,7 @@ def test_role_parallelism_and_claims(objects: list[dict[str, Any]]) -> None:
     """Each role its own TP, its own claim template (DRA) and /dev/shm for its devices."""
     templates = {o["metadata"]["name"]: o for o in objects
                  if o["kind"] == "ResourceClaimTemplate"}
-    for role, tp, count, shm in (("prefill", "2", 2, "16Gi"), ("decode", "4", 4, "32Gi")):
+    for role, tp, count, shm in (("prefill", "1", 1, "2Gi"), ("decode", "2", 2, "16Gi")):
         pod = _pod(_one(objects, "Deployment", f"{SERVICE}-{role}"))
         (vllm,) = pod["containers"]
         assert _arg(vllm["args"], "--tensor-parallel-size") == tp
@@ -159,8 +159,8 @@ def test_device_plugin_roles_get_extended_resources(tmp_path: Path) -> None:
     """On a device-plugin cluster each role asks nvidia.com/gpu for its own count; the
     Mooncake contract (its bootstrap port, the sidecar's mooncake protocol)."""
     root = copy_fleet(tmp_path)
-    (root / "profiles" / "services" / "qwen-7b-pd.yaml").write_text(
-        "kind: InferenceService\nname: qwen-7b-pd\nnamespace: edge\n"
+    (root / "profiles" / "services" / "qwen-7b-edge-pd.yaml").write_text(
+        "kind: InferenceService\nname: qwen-7b-edge-pd\nnamespace: edge\n"
         "model: Qwen/Qwen2.5-7B-Instruct\nclusters: [edge-l4]\n"
         "gpu: {gpu_class: l4}\nserving: {max_model_len: 8192}\n"
         "resources: {cpu: '4', memory: 24Gi}\n"
@@ -169,10 +169,10 @@ def test_device_plugin_roles_get_extended_resources(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     objects = _objects(root)
-    prefill = _pod(_one(objects, "Deployment", "qwen-7b-pd-prefill"))
-    decode = _pod(_one(objects, "Deployment", "qwen-7b-pd-decode"))
-    assert _one(objects, "Deployment", "qwen-7b-pd-prefill")["spec"]["replicas"] == 1
-    assert _one(objects, "Deployment", "qwen-7b-pd-decode")["spec"]["replicas"] == 2
+    prefill = _pod(_one(objects, "Deployment", "qwen-7b-edge-pd-prefill"))
+    decode = _pod(_one(objects, "Deployment", "qwen-7b-edge-pd-decode"))
+    assert _one(objects, "Deployment", "qwen-7b-edge-pd-prefill")["spec"]["replicas"] == 1
+    assert _one(objects, "Deployment", "qwen-7b-edge-pd-decode")["spec"]["replicas"] == 2
     for pod in (prefill, decode):
         assert "resourceClaims" not in pod
         assert pod["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"
@@ -189,13 +189,14 @@ def test_role_capacity_findings_name_the_role(tmp_path: Path) -> None:
     from gen.pipeline import lint
 
     root = copy_fleet(tmp_path)
-    path = root / "profiles" / "services" / "qwen-32b-pd.yaml"
-    text = path.read_text(encoding="utf-8")
+    path = root / "profiles" / "services" / "qwen-7b-pd.yaml"
+    # In a namespace without llama-70b's quota: only the pools decide.
+    text = path.read_text(encoding="utf-8").replace("namespace: inference",
+                                                    "namespace: research")
     path.write_text(text.replace("  prefill:\n    replicas: 2\n",
-                                 "  prefill:\n    replicas: 14\n"), encoding="utf-8")
+                                 "  prefill:\n    replicas: 28\n"), encoding="utf-8")
     found = [f for f in lint(root / "profiles", base=root) if f.rule.startswith("GEN2")]
-    # 32 whole H100s in namespace/name order: llama-70b takes 4, the decode pod 4, 12 of the
-    # 14 prefill pods (2 each) the rest (the scheduler agrees: tools/judge, corpus
-    # disaggregation.yaml).
+    # 32 whole H100s in namespace/name order: llama-70b takes 4, the decode pod 2, 26 of the
+    # 28 prefill pods the rest (the scheduler agrees: tools/judge, corpus disaggregation.yaml).
     assert [(f.rule, f.key_path, f.service) for f in found] == [
         ("GEN205", "disaggregation.prefill.replicas", f"{SERVICE}-prefill")]
