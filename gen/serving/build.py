@@ -244,7 +244,8 @@ def shared_objects(
         manifest(
             "vllm/service.yaml.j2", origin,
             name=name, namespace=ns, labels=meta, selector=selector_labels,
-            port=service.exposure.port, port_name=PORT_NAME, target_port=target_port,
+            port=service.exposure.port, port_name=PORT_NAME,
+            target_port=PORT_NAME if target_port is None else target_port,
         ),
         manifest(
             "vllm/pvc.yaml.j2", origin,
