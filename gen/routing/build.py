@@ -11,7 +11,9 @@ declares the Gateway it names (:func:`gen.fleet.endpoints.routed`) gets, in its 
   (Recreate, one leader when replicas > 1), Service (ext-proc and metrics ports),
   ServiceAccount, Role and RoleBinding, its ``EndpointPickerConfig`` in a ConfigMap;
 * ``HTTPRoute`` ``gateway.networking.k8s.io/v1`` from the declared Gateway to the pool;
-* ``InferenceObjective`` ``llm-d.ai/v1alpha2`` when ``routing.priority`` is set;
+* ``InferenceObjective`` ``llm-d.ai/v1alpha2`` when ``routing.priority`` is set, and the
+  route then names it in each request's ``x-llm-d-inference-objective`` header (a request
+  without the header has no objective, so the priority would not apply);
 * two NetworkPolicies: the picker's (ext-proc from the Gateway's namespace, metrics from the
   monitoring namespace) and the serving pods' (the routed port from the Gateway's namespace,
   the picker, the monitoring namespace and ``exposure.allow_from_namespaces``; any port from
@@ -82,6 +84,8 @@ def build_service(plan: ClusterPlan, svc: ServicePlan) -> list[ManifestSpec]:
             gateway=gateway.name, gateway_namespace=gateway.namespace,
             hostnames=list(routing.hostnames), path_prefix=routing.path_prefix,
             pool=found.pool, timeout=f"{routing.request_timeout_seconds}s",
+            objective=service.name if routing.priority is not None else None,
+            objective_header=picker.OBJECTIVE_HEADER,
         ),
     ]
     if routing.priority is not None:
@@ -100,7 +104,7 @@ def build_service(plan: ClusterPlan, svc: ServicePlan) -> list[ManifestSpec]:
                  name=found.picker, namespace=ns, labels=picker_meta),
         manifest("routing/configmap.yaml.j2", origin,
                  name=found.picker, namespace=ns, labels=picker_meta,
-                 file=picker.CONFIG_FILE, content=text),
+                 data={picker.CONFIG_FILE: text}),
         manifest(
             "routing/deployment.yaml.j2", origin,
             name=found.picker, namespace=ns, labels=picker_meta,

@@ -27,6 +27,7 @@ __all__ = [
     "EXT_PROC_PORT",
     "HEALTH_PORT",
     "METRICS_PORT",
+    "OBJECTIVE_HEADER",
     "PLUGIN_TYPES",
     "PROFILE_WEIGHTS",
     "RESOURCES",
@@ -39,6 +40,10 @@ __all__ = [
     "rbac_rules",
 ]
 
+OBJECTIVE_HEADER = "x-llm-d-inference-objective"
+"""The request header that names a request's InferenceObjective (pkg/epp/metadata/consts.go,
+``ObjectiveKey``; read in pkg/epp/handlers/request.go): without it a request has no
+objective, so the route sets it for the service's priority to apply."""
 EXT_PROC_PORT = 9002
 """The gRPC ext-proc port the gateway calls (container port ``grpc``)."""
 HEALTH_PORT = 9003

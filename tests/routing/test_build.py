@@ -76,6 +76,9 @@ def test_the_route_objective_and_policies() -> None:
     assert route["rules"][0]["timeouts"] == {"request": "300s"}
     assert route["rules"][0]["matches"][0]["path"] == {"type": "PathPrefix", "value": "/v1"}
     assert objects[("InferenceObjective", "llama-70b")]["spec"]["priority"] == 10
+    assert route["rules"][0]["filters"] == [{
+        "type": "RequestHeaderModifier", "requestHeaderModifier": {"set": [
+            {"name": "x-llm-d-inference-objective", "value": "llama-70b"}]}}]
     pods = objects[("NetworkPolicy", "llama-70b")]["spec"]
     peers = pods["ingress"][0]["from"]
     namespaces = {p["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"]
