@@ -171,7 +171,7 @@ def builders() -> tuple[BuildStep, ...]:
     from gen.nvidia import build as nvidia
     from gen.routing import build as routing
     from gen.serving import build as serving
-    from gen.serving import multinode
+    from gen.serving import disaggregation, multinode
 
     return (
         BuildStep("namespaces", lambda plan: Built(namespaces(plan))),
@@ -181,6 +181,7 @@ def builders() -> tuple[BuildStep, ...]:
         BuildStep("serving", serving.build),
         BuildStep("routing", routing.build),
         BuildStep("multinode", multinode.build),
+        BuildStep("disaggregation", disaggregation.build),
         BuildStep("apple", apple.build),
         BuildStep("gitops", gitops.build),
     )
@@ -274,6 +275,7 @@ def check_parts() -> tuple[CheckPart, ...]:
     from gen.security import checks as security
     from gen.serving import capacity
     from gen.serving import checks as serving
+    from gen.serving import disaggregation_checks as disaggregation
     from gen.serving import multinode_checks as multinode
 
     return (
@@ -284,6 +286,7 @@ def check_parts() -> tuple[CheckPart, ...]:
         CheckPart("dra", "fleet", dra.check_fleet),
         CheckPart("serving", "cluster", serving.check),
         CheckPart("routing", "cluster", routing.check),
+        CheckPart("disaggregation", "fleet", disaggregation.check),
         CheckPart("security", "fleet", security.check),
         CheckPart("satisfiability", "cluster", dra_capacity.check),
         CheckPart("apple", "cluster", apple.check_clusters),

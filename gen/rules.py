@@ -457,6 +457,41 @@ _ALL = (
         "service's objects; reported at the other service's `name`",
     ),
     Rule(
+        "GEN410", "KV connector in serving.extra_args differs from the declared one", _ROUTING,
+        "a disaggregated service's `serving.extra_args` holds `--kv-transfer-config` with "
+        "another `kv_connector` (or none) than `disaggregation.connector`: both roles get it, "
+        "and the engines and the routing sidecar disagree on the hand-over, so decode "
+        "recomputes every prompt (kserve/kserve#5987; llm-d/llm-d-router#1221, a Mooncake "
+        "engine behind a nixlv2 sidecar ran as aggregated serving)",
+    ),
+    Rule(
+        "GEN411", "KV role in serving.extra_args: one side runs the other's role", _ROUTING,
+        "a disaggregated service's `serving.extra_args` sets the `kv_role` "
+        "(`--kv-transfer-config`): one value for both roles, so prefill and decode cannot be "
+        "`kv_producer` and `kv_consumer` (swapped roles, llm-d/llm-d#394)",
+    ),
+    Rule(
+        "GEN412", "prefill TP larger than decode TP with NIXL", _ROUTING,
+        "`connector: nixl` with the prefill's tensor-parallel size above the decode's: "
+        "\"Prefill TP > Decode TP is not supported for most model architectures\" (llm-d "
+        "guides/pd-disaggregation README; llm-d/llm-d#394, vllm-project/vllm#43523): the "
+        "client sees a hang, not an error",
+        _WARNING,
+    ),
+    Rule(
+        "GEN413", "prefill and decode TP sizes neither divides the other", _ROUTING,
+        "`connector: nixl` or `mooncake` with prefill and decode tensor-parallel sizes "
+        "neither of which divides the other: vLLM's `_get_tp_ratio` asserts divisibility at "
+        "the KV handshake (vllm-project/vllm v0.33.0 `kv_connector/v1/nixl/tp_mapping.py`, "
+        "`kv_connector/v1/mooncake/mooncake_connector.py`; vllm-project/vllm#50765)",
+    ),
+    Rule(
+        "GEN414", "autoscaling on a disaggregated service does nothing", _ROUTING,
+        "`autoscaling` on a service with `disaggregation`: the prefill and decode workloads "
+        "run their own replicas (gen renders no ScaledObject for them)",
+        _WARNING,
+    ),
+    Rule(
         "GEN420", "parallelism does not split into the group's pods", _MULTI_NODE,
         "tensor × pipeline × data is not `gpu.count` (GPUs per pod) × pods per group: the "
         "GPUs do not split into pods of `gpu.count` (vLLM's multi-node launcher gives every "
@@ -525,6 +560,14 @@ _ALL = (
         "does not serve (error); on a device-plugin cluster there are no ComputeDomains and "
         "the trays talk over the network, not NVLink (warning); at `allocation` / "
         "`kubernetes_version`",
+    ),
+    Rule(
+        "GEN429", "multi-node replica behind routing or disaggregation", _MULTI_NODE,
+        "a replica that spans nodes (a LeaderWorkerSet group) on a service with `routing` or "
+        "`disaggregation`: gen does not render that combination yet — the InferencePool would "
+        "select the group's headless worker pods, which serve no requests (llm-d serves "
+        "wide-EP groups through the leader's port only: llm-d/llm-d guides/wide-ep), and the "
+        "role workloads are one-node Deployments; at `routing` / `disaggregation`",
     ),
     Rule(
         "GEN450", "a replica larger than its Kueue queue can ever admit", _QUOTAS,

@@ -189,3 +189,20 @@ def test_routing_doc_example_renders_and_lints_as_shown(tmp_path: Path) -> None:
     shown = _doc_block(doc, "<!-- routing-lint -->", "text").strip()
     found = [f for f in lint(bad, base=bad.parent) if f.rule == "GEN401"]
     assert [f.format().splitlines()[0] for f in found] == [shown]
+
+
+def test_disaggregation_doc_example_is_true() -> None:
+    """docs/disaggregation.md shows the example profile, the decode pod's sidecar as gen
+    renders it, and the start of `gen fit --service` for the service."""
+    doc = (ROOT / "docs" / "disaggregation.md").read_text(encoding="utf-8")
+    profile = (ROOT / "profiles" / "services" / "qwen-7b-pd.yaml").read_text(encoding="utf-8")
+    assert _doc_block(doc, "<!-- disaggregation-profile -->", "yaml") == profile
+    # out/ is the render of profiles/ (tests/test_golden.py keeps it so).
+    decode = (ROOT / "out" / "prod-us-east" / "workloads" / "inference" /
+              "deployment-qwen-7b-pd-decode.yaml").read_text(encoding="utf-8")
+    assert _doc_block(doc, "<!-- disaggregation-sidecar -->", "yaml") in decode
+    fitted = CliRunner().invoke(cli, ["fit", "--service", "qwen-7b-pd",
+                                      "--profiles", str(ROOT / "profiles")])
+    assert fitted.exit_code == 0, fitted.output
+    assert _doc_block(doc, "<!-- disaggregation-fit -->", "text") in fitted.output
+    assert "cluster prod-us-east, role decode, pool h100-full:" in fitted.output

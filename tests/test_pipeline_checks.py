@@ -133,8 +133,8 @@ def test_every_check_is_split_into_parts() -> None:
     """Each capability check has parts, each part one callable of its scope."""
     parts = check_parts()
     assert {p.check for p in parts} == {
-        "mig", "dra", "serving", "routing", "security", "satisfiability", "apple", "gitops",
-        "capacity", "kueue", "multinode"}
+        "mig", "dra", "serving", "routing", "disaggregation", "security", "satisfiability",
+        "apple", "gitops", "capacity", "kueue", "multinode"}
     for part in parts:
         assert (part.once is not None) == (part.scope == "once")
         assert (part.run is not None) == (part.scope != "once")

@@ -99,6 +99,8 @@ def test_default_severities() -> None:
         "GEN308": Severity.WARNING,
         "GEN424": Severity.WARNING,
         "GEN426": Severity.WARNING,
+        "GEN412": Severity.WARNING,
+        "GEN414": Severity.WARNING,
         "GEN502": Severity.INFO,
         "GEN452": Severity.WARNING,
         "GEN456": Severity.WARNING,

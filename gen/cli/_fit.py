@@ -79,6 +79,7 @@ def service_reports(plan: Plan, service: str) -> list[dict[str, Any]]:
     """
     from gen.errors import UnresolvedReferenceError
     from gen.fleet.parallelism import service_shape
+    from gen.fleet.roles import units
     from gen.fleet.sizing import service_fit
 
     out: list[dict[str, Any]] = []
@@ -93,12 +94,13 @@ def service_reports(plan: Plan, service: str) -> list[dict[str, Any]]:
                 other = (f"service {service!r} is not an in-cluster vLLM service with a catalog "
                          f"model (engine {svc.service.engine}); see `gen explain {service}`")
                 continue
-            length, reports = service_fit(svc)
-            shape = service_shape(svc)
-            group = shape if shape is not None and shape.multi_node else None
-            out.append({"cluster": cluster.name, "max_model_len": length,
-                        "reports": [(cand.pool.name, report) for cand, report in reports],
-                        "group": group})
+            # A disaggregated service: each role with its own parallelism and devices.
+            for unit in units(cluster, svc):
+                length, reports = service_fit(unit.plan)
+                shape = service_shape(unit.plan)
+                out.append({"cluster": cluster.name, "role": unit.role, "max_model_len": length,
+                            "reports": [(cand.pool.name, report) for cand, report in reports],
+                            "group": shape if shape is not None and shape.multi_node else None})
     if not out:
         raise UnresolvedReferenceError(other or (
             f"unknown service {service!r} in the selected clusters; known: "
@@ -117,7 +119,8 @@ def _service_output(plan: Plan, service: str, as_json: bool) -> tuple[str, bool]
             "service": service,
             "fits": fits,
             "clusters": [
-                {"cluster": e["cluster"], "max_model_len": e["max_model_len"],
+                {"cluster": e["cluster"], **({"role": e["role"]} if e["role"] else {}),
+                 "max_model_len": e["max_model_len"],
                  "devices": [{"pool": pool, **r.to_json()} for pool, r in e["reports"]],
                  "group": _group_json(e["group"])}
                 for e in found
@@ -126,11 +129,13 @@ def _service_output(plan: Plan, service: str, as_json: bool) -> tuple[str, bool]
         return json.dumps(data, indent=2), fits
     blocks = []
     for entry in found:
+        where = f"cluster {entry['cluster']}" + (f", role {entry['role']}" if entry["role"]
+                                                  else "")
         if not entry["reports"]:
-            blocks.append(f"cluster {entry['cluster']}: no node pool offers the devices this "
+            blocks.append(f"{where}: no node pool offers the devices this "
                           "service asks for (GEN304)")
         for pool, report in entry["reports"]:
-            blocks.append(f"cluster {entry['cluster']}, pool {pool}:\n{format_report(report)}"
+            blocks.append(f"{where}, pool {pool}:\n{format_report(report)}"
                           + _group_text(entry["group"]))
     return "\n\n".join(blocks), fits
 

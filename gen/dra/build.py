@@ -12,6 +12,7 @@ from typing import Any
 from gen.dra.selectors import class_cel
 from gen.fleet.manifests import claim_template_name, extended_resource_name, labels, manifest
 from gen.fleet.plan import Built, ClusterPlan, ManifestSpec, ServicePlan
+from gen.fleet.roles import units
 from gen.k8s.versions import flat_requests
 from gen.models import GPUClass
 from gen.models.cluster import GPUQuota
@@ -133,9 +134,9 @@ def _claimed(plan: ClusterPlan) -> list[ServicePlan]:
     if plan.dra_api_version is None:
         return []
     return [
-        svc for svc in plan.services
-        if svc.service.gpu is not None and svc.gpu_class is not None
-        and svc.service.engine == "vllm"
+        unit.plan for svc in plan.services for unit in units(plan, svc)
+        if unit.plan.service.gpu is not None and unit.plan.gpu_class is not None
+        and unit.plan.service.engine == "vllm"
     ]
 
 
@@ -153,7 +154,9 @@ def claim_content(plan: ClusterPlan, svc: ServicePlan) -> dict[str, Any]:
 
 
 def claim_templates(plan: ClusterPlan) -> dict[str, str]:
-    """Service name → the name of its ResourceClaimTemplate (derived from the content)."""
+    """Service name → the name of its ResourceClaimTemplate (derived from the content);
+    a disaggregated service's roles by their workload names (``<service>-prefill``,
+    :mod:`gen.fleet.roles`)."""
     return {
         svc.service.name: claim_template_name(svc.service, claim_content(plan, svc))
         for svc in _claimed(plan)
@@ -172,8 +175,9 @@ def _specs(plan: ClusterPlan) -> list[ManifestSpec]:
     specs = []
     used = sorted({
         name
-        for svc in plan.services if svc.gpu_class is not None
-        for name in (svc.gpu_class.name, *(c.name for c, _ in svc.alternatives))
+        for svc in plan.services for unit in units(plan, svc)
+        if unit.plan.gpu_class is not None
+        for name in (unit.plan.gpu_class.name, *(c.name for c, _ in unit.plan.alternatives))
     } | {q.gpu_class for q in plan.cluster.quotas})
     for name in used:
         located = plan.gpu_classes[name]

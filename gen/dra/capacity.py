@@ -29,6 +29,7 @@ from gen.dra.satisfiability import ChoiceAnalysis, Matcher, analyze_cluster
 from gen.dra.simulate import is_dynamic
 from gen.errors import Finding, Severity, SourceLocation
 from gen.fleet.plan import ClusterPlan, Plan, PoolPlan, ServicePlan
+from gen.fleet.roles import workloads
 from gen.rules import finding
 
 __all__ = [
@@ -107,7 +108,7 @@ def cluster_packing(cluster: ClusterPlan, model: Models,
                     ) -> Packing | None:
     """The packing of the cluster's minimum replicas in service order (None: no dynamic
     MIG pool among the pools its services use)."""
-    analyzed = [(svc, analyze(svc)) for svc in cluster.services
+    analyzed = [(svc, analyze(svc)) for svc in workloads(cluster)
                 if svc.service.gpu is not None and svc.gpu_class is not None]
     models = cluster_models(cluster, analyzed, model)
     if not any(m.counters.parts for m in models.values()):

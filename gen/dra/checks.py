@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from gen.errors import CELCompileError, Finding
 from gen.fleet.plan import ClusterPlan, Plan
+from gen.fleet.roles import workloads
 from gen.k8s.versions import runtime_config_needed
 from gen.rules import finding
 
@@ -143,7 +144,7 @@ def _runtime_config_findings(cluster: ClusterPlan) -> list[Finding]:
 def _service_findings(cluster: ClusterPlan) -> list[Finding]:
     findings = []
     gates = cluster.cluster.dra_driver.feature_gates
-    for svc in cluster.services:
+    for svc in workloads(cluster):
         service = svc.service
         if service.gpu is None:
             continue
@@ -219,7 +220,7 @@ def _selector_findings(plan: Plan) -> list[Finding]:
     for cluster in plan.clusters:
         if cluster.dra_api_version is None:
             continue
-        for svc in cluster.services:
+        for svc in workloads(cluster):
             classes = [svc.gpu_class, *(c for c, _ in svc.alternatives)]
             for gpu_class in classes:
                 if gpu_class is not None:
@@ -266,8 +267,8 @@ def check_clusters(plan: Plan) -> list[Finding]:
         findings += _runtime_config_findings(cluster)
         if cluster.dra_api_version is not None:
             findings += _service_findings(cluster)
-        elif any(s.service.gpu and s.service.gpu.alternatives for s in cluster.services):
-            for svc in cluster.services:
+        elif any(s.service.gpu and s.service.gpu.alternatives for s in workloads(cluster)):
+            for svc in workloads(cluster):
                 if svc.service.gpu and svc.service.gpu.alternatives:
                     findings.append(finding(
                         "GEN208",
@@ -297,7 +298,7 @@ def _rendered_classes(cluster: ClusterPlan) -> list[str]:
     and the chart's own classes a profile names)."""
     return sorted({
         name
-        for svc in cluster.services if svc.gpu_class is not None
+        for svc in workloads(cluster) if svc.gpu_class is not None
         for name in (svc.gpu_class.name, *(c.name for c, _ in svc.alternatives))
     } | {q.gpu_class for q in cluster.cluster.quotas})
 
@@ -373,7 +374,7 @@ def _quota_shortfalls(cluster: ClusterPlan) -> list[Finding]:
     findings = []
     for index, quota in enumerate(cluster.cluster.quotas):
         users = []
-        for svc in cluster.services:
+        for svc in workloads(cluster):
             service = svc.service
             gpu = service.gpu
             if gpu is None or gpu.alternatives or service.namespace != quota.namespace \
@@ -464,7 +465,7 @@ def _device_plugin_drops(cluster: ClusterPlan) -> list[Finding]:
     """GEN217: settings a device-plugin cluster cannot honour, which gen leaves out."""
     findings = []
     why = f"cluster {cluster.name!r} uses the device plugin, which cannot honour it"
-    for svc in cluster.services:
+    for svc in workloads(cluster):
         gpu = svc.service.gpu
         if gpu is None:
             continue

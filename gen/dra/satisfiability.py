@@ -34,6 +34,7 @@ from gen.dra.devices import Device, ShapeKey
 from gen.dra.simulate import NodeInventory, node_inventory, shape_summary
 from gen.errors import CELCompileError, CELRuntimeError, Finding, Severity, SourceLocation
 from gen.fleet.plan import ClusterPlan, PoolPlan, ServicePlan
+from gen.fleet.roles import workloads
 from gen.models import GPUClass
 from gen.rules import finding
 
@@ -513,7 +514,7 @@ def analyze_cluster(matcher: Matcher, cluster: ClusterPlan) -> ClusterAnalysis:
 
     findings: list[Finding] = []
     analyzed = []
-    for svc in cluster.services:
+    for svc in workloads(cluster):
         if svc.service.gpu is None or svc.gpu_class is None or not nvidia_pools(svc):
             continue  # GEN304 reports a service without pools; Apple pools are not DRA
         if svc.service.engine == "vllm" and not candidates(svc, match_class=False):

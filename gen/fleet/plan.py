@@ -131,6 +131,9 @@ class ServicePlan:
     model: LLMSpec | None
     pools: tuple[PoolPlan, ...]
     """Pools whose nodes may run it (by node_pool pin and platform)."""
+    role: str | None = None
+    """``prefill`` or ``decode`` for a role of a disaggregated service (its profile is the
+    service with the role's settings, :mod:`gen.fleet.roles`); None for a service."""
 
     @property
     def service(self) -> InferenceService:
@@ -144,6 +147,10 @@ class ServicePlan:
         each replica (``gpu.count``, else ``gpu``), never the document's first line."""
         service = self.service
         key: tuple[str, ...]
+        if self.role is not None:
+            where, found = self.located.document.locate(("disaggregation", self.role, "replicas"))
+            if len(found) == 3:
+                return where, f"disaggregation.{self.role}.replicas"
         if at_max and service.autoscaling is not None:
             key = ("autoscaling", "max_replicas")
         elif service.autoscaling is not None:

@@ -183,6 +183,22 @@ def _resolve_service(
                 ))
             else:
                 alternatives.append((alt_ref.value, alt.count))
+    for role in ("prefill", "decode"):
+        role_gpu = getattr(svc.disaggregation, role).gpu if svc.disaggregation else None
+        if role_gpu is None:
+            continue
+        for key, name in (
+            (("gpu_class",), role_gpu.gpu_class),
+            *((("alternatives", j, "gpu_class"), alt.gpu_class)
+              for j, alt in enumerate(role_gpu.alternatives)),
+        ):
+            if name not in profiles.gpu_classes:
+                path = ("disaggregation", role, "gpu", *key)
+                findings.append(_not_found(
+                    "GPU class", name, profiles.gpu_classes, svc_located.at(*path),
+                    ".".join(str(k) if isinstance(k, str) else f"[{k}]" for k in path)
+                    .replace(".[", "["),
+                ))
     model = None
     try:
         model = models.lookup(svc.model)

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gen.fleet.plan import ClusterPlan, Plan, PoolPlan
+from gen.fleet.roles import workloads
 from gen.nvidia.gpus import GPU, MIGProfile
 from gen.nvidia.mig import check_layout
 
@@ -137,7 +138,7 @@ def pool_demand(cluster: ClusterPlan, pool: PoolPlan) -> tuple[dict[str, int], l
     unknown = []
     gpu = pool.gpu
     assert gpu is not None
-    for svc in cluster.services:
+    for svc in workloads(cluster):
         cls = svc.gpu_class
         if cls is None or cls.device_type != "mig" or svc.service.gpu is None:
             continue

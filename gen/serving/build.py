@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gen.fleet.endpoints import PORT_NAME, engine_port, routed, workload_selector
+from gen.fleet.endpoints import PORT_NAME, ROUTED_PORT, routed, workload_selector
 from gen.fleet.manifests import (
     extended_resource_name,
     has_addon,
@@ -28,6 +28,8 @@ from gen.fleet.placement import candidates
 from gen.fleet.plan import Built, ClusterPlan, ManifestSpec, ServicePlan
 from gen.fleet.sizing import resolved_max_model_len, serving_config
 
+CONTAINER_PORT = ROUTED_PORT
+"""vLLM's port on aggregated and prefill pods (the routing sidecar's on decode pods)."""
 PRESTOP_SECONDS = 15
 CACHE_MOUNT = "/models"
 DOWNLOAD_BYTES_PER_S = 200 * 1024**2
@@ -67,7 +69,7 @@ def extended_resource(plan: ClusterPlan, svc: ServicePlan) -> str:
     return "nvidia.com/gpu"
 
 
-def _env(svc: ServicePlan) -> list[dict[str, Any]]:
+def engine_env(svc: ServicePlan) -> list[dict[str, Any]]:
     service = svc.service
     env: list[dict[str, Any]] = [
         {"name": "HF_HOME", "value": f"{CACHE_MOUNT}/huggingface"},
@@ -95,7 +97,7 @@ def _env(svc: ServicePlan) -> list[dict[str, Any]]:
     return env
 
 
-def engine_args(svc: ServicePlan) -> list[str]:
+def engine_args(svc: ServicePlan, port: int = CONTAINER_PORT) -> list[str]:
     """``vllm serve`` arguments; every memory-relevant setting explicit, from the service's one
     :class:`gen.serving.fit.ServingConfig` (the settings lint and ``gen fit`` budget)."""
     service = svc.service
@@ -105,7 +107,7 @@ def engine_args(svc: ServicePlan) -> list[str]:
     args = [
         service.model,
         "--host", "0.0.0.0",
-        "--port", str(engine_port(service)),
+        "--port", str(port),
         "--served-model-name", serving.served_model_name or service.name,
         "--max-model-len", str(length),
         "--tensor-parallel-size", str(config.tensor_parallel),
@@ -150,15 +152,32 @@ def _placement(svc: ServicePlan) -> tuple[dict[str, str], list[dict[str, str]]]:
     return selector, tolerations(pools)
 
 
-def build_service(plan: ClusterPlan, svc: ServicePlan) -> list[ManifestSpec]:
-    """Every object of one vLLM service in one cluster."""
+def service_labels(svc: ServicePlan) -> tuple[dict[str, str], dict[str, str]]:
+    """(labels, selector labels) of a service's objects and pods."""
+    service = svc.service
+    meta = labels(service.name, "inference", **{"gen.dev/model": _label_safe(service.model)})
+    return meta, workload_selector(service)
+
+
+def deployment(
+    plan: ClusterPlan,
+    svc: ServicePlan,
+    *,
+    name: str,
+    meta: dict[str, str],
+    selector: dict[str, str],
+    cache_claim: str,
+    args: list[str],
+    env: list[dict[str, Any]],
+    port: int = CONTAINER_PORT,
+    port_name: str = PORT_NAME,
+    extra_ports: tuple[dict[str, Any], ...] = (),
+    init_containers: tuple[dict[str, Any], ...] = (),
+) -> ManifestSpec:
+    """The Deployment of one vLLM workload: ``svc`` sizes its pods (devices, claim, probes,
+    placement, drain); the caller names it, labels it and gives its engine's arguments."""
     service = svc.service
     origin = svc.located.document.location
-    name = service.name
-    ns = service.namespace
-    meta = labels(name, "inference", **{"gen.dev/model": _label_safe(service.model)})
-    selector_labels = workload_selector(service)
-    port = engine_port(service)
     devices = gpu_devices(svc)
     weight_bytes = svc.model.weight_bytes if svc.model is not None else 20 * 1024**3
     startup = startup_seconds(weight_bytes)
@@ -175,39 +194,60 @@ def build_service(plan: ClusterPlan, svc: ServicePlan) -> list[ManifestSpec]:
         resources["requests"][resource] = str(devices)
     node_selector, pod_tolerations = _placement(svc)
     grace = PRESTOP_SECONDS + service.serving.shutdown_timeout_seconds + 15
-    cache_access, cache_class = model_cache_storage(plan, service, service.max_replicas)
-    specs = [
-        manifest(
-            "vllm/deployment.yaml.j2", origin,
-            name=name, namespace=ns, labels={**meta, **queue_labels(plan, svc)},
-            selector=selector_labels,
-            replicas=None if service.autoscaling else service.replicas,
-            image=_image(svc),
-            args=engine_args(svc),
-            env=_env(svc),
-            port=port, port_name=PORT_NAME,
-            resources=resources,
-            startup_failure_threshold=math.ceil(startup / PROBE_PERIOD),
-            probe_period=PROBE_PERIOD,
-            progress_deadline_seconds=progress_deadline_seconds(
-                PROBE_PERIOD, math.ceil(startup / PROBE_PERIOD)),
-            shm_size=shm_size(devices),
-            cache_claim=f"{name}-model-cache",
-            node_selector=node_selector,
-            tolerations=pod_tolerations,
-            resource_claims=(
-                [{"name": "gpu", "resourceClaimTemplateName": plan.claim_templates[name]}]
-                if dra else []
-            ),
-            grace_seconds=grace,
-            prestop_seconds=PRESTOP_SECONDS,
-            native_sleep=plan.minor >= 30,
-            max_surge=0 if devices else 1,
+    return manifest(
+        "vllm/deployment.yaml.j2", origin,
+        name=name, namespace=service.namespace, labels={**meta, **queue_labels(plan, svc)},
+        selector=selector,
+        replicas=None if service.autoscaling else service.replicas,
+        image=_image(svc),
+        args=args,
+        env=env,
+        port=port, port_name=port_name,
+        extra_ports=list(extra_ports),
+        init_containers=list(init_containers),
+        resources=resources,
+        startup_failure_threshold=math.ceil(startup / PROBE_PERIOD),
+        probe_period=PROBE_PERIOD,
+        progress_deadline_seconds=progress_deadline_seconds(
+            PROBE_PERIOD, math.ceil(startup / PROBE_PERIOD)),
+        shm_size=shm_size(devices),
+        cache_claim=cache_claim,
+        node_selector=node_selector,
+        tolerations=pod_tolerations,
+        resource_claims=(
+            [{"name": "gpu", "resourceClaimTemplateName": plan.claim_templates[service.name]}]
+            if dra else []
         ),
+        grace_seconds=grace,
+        prestop_seconds=PRESTOP_SECONDS,
+        native_sleep=plan.minor >= 30,
+        max_surge=0 if devices else 1,
+    )
+
+
+def scraped(plan: ClusterPlan) -> bool:
+    """Whether the cluster's Prometheus Operator scrapes the services (ServiceMonitors)."""
+    return bool(plan.cluster.monitoring.service_monitors
+                and has_addon(plan, "prometheus-operator"))
+
+
+def shared_objects(
+    plan: ClusterPlan, svc: ServicePlan, *, pods: int, target_port: int | None = None,
+) -> list[ManifestSpec]:
+    """The objects every pod of a service shares: Service, model-cache PVC (sized for
+    ``pods`` mounting it), PDB, NetworkPolicy, ServiceMonitor; ``target_port`` a number
+    where the pods' port 8000 is not one container's named port."""
+    service = svc.service
+    origin = svc.located.document.location
+    name, ns = service.name, service.namespace
+    meta, selector_labels = service_labels(svc)
+    cache_access, cache_class = model_cache_storage(plan, service, pods)
+    specs = [
         manifest(
             "vllm/service.yaml.j2", origin,
             name=name, namespace=ns, labels=meta, selector=selector_labels,
             port=service.exposure.port, port_name=PORT_NAME,
+            target_port=PORT_NAME if target_port is None else target_port,
         ),
         manifest(
             "vllm/pvc.yaml.j2", origin,
@@ -227,24 +267,40 @@ def build_service(plan: ClusterPlan, svc: ServicePlan) -> list[ManifestSpec]:
         specs.append(manifest(
             "vllm/networkpolicy.yaml.j2", origin,
             name=name, namespace=ns, labels=meta, selector=selector_labels,
-            port=port,
+            port=CONTAINER_PORT,
             namespaces=sorted({*service.exposure.allow_from_namespaces,
                                plan.cluster.monitoring.namespace}),
         ))
-    scraped = plan.cluster.monitoring.service_monitors and has_addon(plan, "prometheus-operator")
-    if scraped:
+    if scraped(plan):
         specs.append(manifest(
             "vllm/servicemonitor.yaml.j2", origin,
             name=name, namespace=ns, labels=meta, selector=selector_labels,
             port_name=PORT_NAME,
         ))
+    return specs
+
+
+def build_service(plan: ClusterPlan, svc: ServicePlan) -> list[ManifestSpec]:
+    """Every object of one vLLM service in one cluster."""
+    service = svc.service
+    origin = svc.located.document.location
+    name = service.name
+    ns = service.namespace
+    meta, selector_labels = service_labels(svc)
+    specs = [
+        deployment(
+            plan, svc, name=name, meta=meta, selector=selector_labels,
+            cache_claim=f"{name}-model-cache", args=engine_args(svc), env=engine_env(svc),
+        ),
+        *shared_objects(plan, svc, pods=service.max_replicas),
+    ]
     if service.autoscaling is not None and has_addon(plan, "keda"):
         auto = service.autoscaling
         query = (
             f'sum(vllm:num_requests_waiting{{namespace="{ns}",'
             f'model_name="{service.serving.served_model_name or name}"}})'
         )
-        if routed(plan, svc) and scraped:
+        if routed(plan, svc) and scraped(plan):
             # A routed service scales on its endpoint picker's view of the pool, as llm-d
             # recommends (KEDA + EPP metrics): the same requests waiting, one series.
             from gen.routing.picker import queue_query
@@ -266,13 +322,16 @@ def _label_safe(value: str) -> str:
 
 
 def build(plan: ClusterPlan) -> Built:
-    """vLLM objects of every in-cluster vLLM service of the cluster."""
+    """vLLM objects of every in-cluster vLLM service of the cluster (a disaggregated one is
+    :mod:`gen.serving.disaggregation`'s, a multi-node one :mod:`gen.serving.multinode`'s)."""
     from gen.fleet.parallelism import service_shape
 
     specs: list[ManifestSpec] = []
     for svc in plan.services:
         if svc.service.engine == "vllm" and svc.service.gpu is not None:
             shape = service_shape(svc)
+            if svc.service.disaggregation is not None:
+                continue  # the role workloads: gen.serving.disaggregation
             if shape is None or not shape.multi_node:  # groups: gen.serving.multinode
                 specs.extend(build_service(plan, svc))
     return Built(specs)

@@ -19,6 +19,7 @@ from gen.errors import Finding
 from gen.fleet.manifests import extended_resource_name
 from gen.fleet.parallelism import service_shape
 from gen.fleet.plan import ClusterPlan, Plan, PoolPlan
+from gen.fleet.roles import workloads
 from gen.rules import finding
 
 __all__ = ["check", "units_per_node"]
@@ -68,7 +69,7 @@ def _cluster_findings(cluster: ClusterPlan) -> list[Finding]:
 
     state: dict[tuple[str, str], Counter[int]] = {}
     findings = []
-    for svc in cluster.services:
+    for svc in workloads(cluster):
         gpu = svc.service.gpu
         pools = [p for p in svc.pools if p.pool.platform == "nvidia" and p.gpu is not None]
         if gpu is None or not pools:

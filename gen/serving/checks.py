@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from gen.errors import Finding, Severity
 from gen.fleet.plan import ClusterPlan, Plan, ServicePlan
+from gen.fleet.roles import workloads
 from gen.rules import finding
 
 if TYPE_CHECKING:
@@ -194,7 +195,7 @@ def check(plan: Plan) -> list[Finding]:
 
     findings: list[Finding] = []
     for cluster in plan.clusters:
-        for svc in cluster.services:
+        for svc in workloads(cluster):
             service = svc.service
             if service.gpu is None or service.engine != "vllm":
                 continue

@@ -60,11 +60,11 @@ from gen.fleet.plan import Built, ClusterPlan, ManifestSpec, ServicePlan
 from gen.serving.build import (
     PRESTOP_SECONDS,
     PROBE_PERIOD,
-    _env,
     _image,
     _label_safe,
     _placement,
     engine_args,
+    engine_env,
     extended_resource,
     shm_size,
     startup_seconds,
@@ -200,7 +200,7 @@ def build_group(plan: ClusterPlan, svc: ServicePlan, shape: GroupShape) -> list[
             name=name, namespace=ns, labels={**meta, **queue_labels(plan, svc)},
             annotations={"argocd.argoproj.io/sync-wave": "0"},
             replicas=None if service.autoscaling else service.replicas,
-            size=shape.pods, pods=pods, image=_image(svc), env=_env(svc),
+            size=shape.pods, pods=pods, image=_image(svc), env=engine_env(svc),
             port_name=PORT_NAME, resources=resources, affinity=_affinity(plan, name, domain),
             startup_failure_threshold=math.ceil(startup / PROBE_PERIOD),
             probe_period=PROBE_PERIOD, shm_size=shm_size(shape.gpus_per_pod),
@@ -217,7 +217,7 @@ def build_group(plan: ClusterPlan, svc: ServicePlan, shape: GroupShape) -> list[
             "vllm/service.yaml.j2", origin,
             name=name, namespace=ns, labels=meta,
             selector={**selector, LEADER_INDEX_LABEL: "0"},
-            port=service.exposure.port, port_name=PORT_NAME,
+            port=service.exposure.port, port_name=PORT_NAME, target_port=PORT_NAME,
         ),
         manifest(
             "vllm/pdb.yaml.j2", origin,
@@ -263,6 +263,6 @@ def build(plan: ClusterPlan) -> Built:
     specs: list[ManifestSpec] = []
     for svc in plan.services:
         shape = service_shape(svc) if svc.service.gpu is not None else None
-        if shape is not None and shape.multi_node:
+        if shape is not None and shape.multi_node and svc.service.disaggregation is None:
             specs.extend(build_group(plan, svc, shape))
     return Built(specs)

@@ -89,6 +89,19 @@ def _launch_findings(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
             hint="install LeaderWorkerSet (kubernetes-sigs/lws) and add 'lws' to the "
             "cluster's addons, or fit the replica in one node",
             related=(cluster.located.at("addons"),), service=service.name, cluster=cluster.name))
+    for key, what in (("routing", "routed through an InferencePool"),
+                      ("disaggregation", "split into prefill and decode")):
+        if getattr(service, key) is not None:
+            findings.append(finding(
+                "GEN429",
+                f"service {service.name!r} spans nodes and is {what}: gen does not yet render "
+                "a multi-node group behind the endpoint picker (the pool would select the "
+                "group's headless workers, and the role workloads are one-node Deployments)",
+                svc.located.at(key), key_path=key,
+                hint=f"remove '{key}' and serve the group through its leader-only Service, or "
+                "fit one replica (of each role) in one node",
+                related=(svc.located.at("parallelism"),), service=service.name,
+                cluster=cluster.name))
     pool = shape_pool(svc)
     if pool is not None and pool.pool.interconnect in (None, "ethernet"):
         what = ("declares no interconnect" if pool.pool.interconnect is None
@@ -187,7 +200,7 @@ def _placement_findings(cluster: ClusterPlan) -> list[Finding]:
 
 
 def check(plan: Plan) -> list[Finding]:
-    """GEN420–GEN428 on every cluster's vLLM services."""
+    """GEN420–GEN429 on every cluster's vLLM services."""
     findings: list[Finding] = []
     for cluster in plan.clusters:
         for svc in cluster.services:

@@ -169,6 +169,7 @@ def test_fit_service_is_lints_decision_for_every_profile(runner: CliRunner) -> N
     assumed."""
     import yaml
 
+    from gen.fleet.roles import units
     from gen.fleet.sizing import service_fit
     from gen.pipeline import lint, load_plan, render_outputs
     from tests.serving.test_build import ROOT
@@ -193,25 +194,31 @@ def test_fit_service_is_lints_decision_for_every_profile(runner: CliRunner) -> N
         for svc in cluster.services:
             if svc.service.engine != "vllm" or svc.service.gpu is None or svc.model is None:
                 continue
-            name = svc.service.name
-            result = runner.invoke(cli, ["fit", "--service", name, "--cluster", cluster.name,
+            result = runner.invoke(cli, ["fit", "--service", svc.service.name,
+                                         "--cluster", cluster.name,
                                          "--profiles", str(ROOT / "profiles"), "--json"])
             data = json.loads(result.stdout)
-            length, reports = service_fit(svc)
-            (entry,) = data["clusters"]
-            assert entry["max_model_len"] == length
-            assert [d["fits"] for d in entry["devices"]] == [r.fits for _, r in reports]
-            assert [d["per_gpu_bytes"] for d in entry["devices"]] == [
-                r.to_json()["per_gpu_bytes"] for _, r in reports]
-            assert (svc.service.model in gen301) is not data["fits"]
-            args = deployments[name]["spec"]["containers"][0]["args"]
-            flag = {a: args[i + 1] for i, a in enumerate(args[:-1]) if a.startswith("--")}
-            settings = entry["devices"][0]["settings"]
-            assert int(flag["--max-model-len"]) == settings["max_model_len"] == length
-            assert int(flag["--max-num-seqs"]) == settings["max_num_seqs"]
-            assert int(flag["--max-num-batched-tokens"]) == settings["max_num_batched_tokens"]
-            assert float(flag["--gpu-memory-utilization"]) == settings["gpu_memory_utilization"]
-            assert flag["--kv-cache-dtype"] == settings["kv_cache_dtype"]
+            # A disaggregated service: one entry per role, each its role's Deployment.
+            for unit in units(cluster, svc):
+                (entry,) = [e for e in data["clusters"] if e.get("role") == unit.role]
+                name = unit.plan.service.name
+                length, reports = service_fit(unit.plan)
+                assert entry["max_model_len"] == length
+                assert [d["fits"] for d in entry["devices"]] == [r.fits for _, r in reports]
+                assert [d["per_gpu_bytes"] for d in entry["devices"]] == [
+                    r.to_json()["per_gpu_bytes"] for _, r in reports]
+                assert (svc.service.model in gen301) is not data["fits"]
+                args = deployments[name]["spec"]["containers"][0]["args"]
+                flag = {a: args[i + 1] for i, a in enumerate(args[:-1]) if a.startswith("--")}
+                settings = entry["devices"][0]["settings"]
+                assert int(flag["--max-model-len"]) == settings["max_model_len"] == length
+                assert int(flag["--max-num-seqs"]) == settings["max_num_seqs"]
+                assert int(flag["--max-num-batched-tokens"]) == settings["max_num_batched_tokens"]
+                assert float(flag["--gpu-memory-utilization"]) == \
+                    settings["gpu_memory_utilization"]
+                assert flag["--kv-cache-dtype"] == settings["kv_cache_dtype"]
+                assert int(flag["--tensor-parallel-size"]) == \
+                    entry["devices"][0]["parallelism"]["tensor_parallel"]
             checked += 1
     assert checked >= 3
 

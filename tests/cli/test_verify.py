@@ -121,8 +121,8 @@ def test_text_output(runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None
     assert lines[1] == "    rendered to at out/prod-us-east/workloads/inference/" \
         "service-llama-70b.yaml"
     assert result.stderr == (
-        "prod-us-east, fake cluster: 20 object(s) dry-run (18 accepted, 2 refused, 0 not "
-        "served, 0 not checked), 2 pool(s), 6 node(s); 2 error(s), 0 warning(s), 0 info(s).\n")
+        "prod-us-east, fake cluster: 51 object(s) dry-run (46 accepted, 5 refused, 0 not "
+        "served, 0 not checked), 2 pool(s), 6 node(s); 5 error(s), 0 warning(s), 0 info(s).\n")
 
 
 def test_json_output(runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -132,7 +132,7 @@ def test_json_output(runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout) == {
         "version": 1, "cluster": "prod-us-east", "server": "fake cluster",
-        "checked": {"objects": 20, "accepted": 20, "refused": 0, "not_served": 0,
+        "checked": {"objects": 51, "accepted": 51, "refused": 0, "not_served": 0,
                     "not_checked": 0, "nodes": 6, "pools": 2},
         "findings": [], "summary": {"error": 0, "warning": 0, "info": 0},
     }

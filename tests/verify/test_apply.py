@@ -192,7 +192,8 @@ def test_warnings_are_findings(prod: tuple[ClusterPlan, list[OutObject]]) -> Non
         return ApplyAnswer(200, dict(obj), warnings)
 
     report = dry_run(cluster, _fake(objects, answer=answer), objects, ["inference"])
-    assert [f.rule for f in report.findings] == ["GEN804", "GEN804"]
+    # One per PodDisruptionBudget in 'inference' (llama-70b, llama-8b-mig, qwen-7b-pd).
+    assert [f.rule for f in report.findings] == ["GEN804", "GEN804", "GEN804"]
     assert report.findings[0].severity is Severity.WARNING
     assert report.accepted == len(objects)
 

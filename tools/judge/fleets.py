@@ -23,7 +23,7 @@ __all__ = ["CORPUS_GROUPS", "live_fleets"]
 REPO = Path(__file__).resolve().parents[2]
 
 CORPUS_GROUPS = ("dra", "dynamic-mig", "mig", "security", "serving", "render", "kueue",
-                 "multinode", "multinode-rack")
+                 "multinode", "multinode-rack", "disaggregation")
 """Corpus files whose cases change what the control plane decides on (DRA classes, claims,
 capacity, MIG, Pod Security, workloads, Kueue queues, LeaderWorkerSet groups and
 ComputeDomains); input, GitOps, CRD-folder and Apple cases do not."""
@@ -47,14 +47,16 @@ def _digests(profiles: Path, base: Path) -> dict[str, str]:
     return digests
 
 
-def corpus_fleets(scratch: Path) -> Iterator[tuple[Fleet, tuple[str, ...]]]:
-    """(fleet, clusters to judge) for each corpus case that changes a cluster's objects."""
+def corpus_fleets(scratch: Path, groups: tuple[str, ...] = CORPUS_GROUPS
+                  ) -> Iterator[tuple[Fleet, tuple[str, ...]]]:
+    """(fleet, clusters to judge) for each corpus case of ``groups`` that changes a
+    cluster's objects."""
     from tests.corpus.edits import apply_edit
     from tests.corpus.test_corpus import CASES
 
     base_digests = _digests(REPO / "profiles", REPO)
     for case in CASES:
-        if case.group not in CORPUS_GROUPS or case.mode not in ("lint", "render") or case.xfail:
+        if case.group not in groups or case.mode not in ("lint", "render") or case.xfail:
             continue
         root = scratch / f"{case.group}-{case.name}"
         shutil.copytree(REPO / "profiles", root / "profiles", symlinks=True)
@@ -69,11 +71,20 @@ def corpus_fleets(scratch: Path) -> Iterator[tuple[Fleet, tuple[str, ...]]]:
 def live_fleets(scratch: Path) -> Iterator[tuple[Fleet, tuple[str, ...]]]:
     """Every fleet the control-plane categories judge, with the clusters to judge (() = all);
     the corpus's mutated fleets are written under ``scratch``. ``GEN_JUDGE_CORPUS=0`` leaves
-    the corpus out (a quick run)."""
+    the corpus out (a quick run); ``GEN_JUDGE_CORPUS=serving,disaggregation`` judges only
+    those corpus files."""
     yield Fleet("example", REPO / "profiles", REPO), ()
     acme = REPO / "tests" / "corpus" / "fleets" / "acme"
     yield Fleet("acme", acme / "profiles", acme), ()
     fixtures = REPO / "tests" / "fixtures"
     yield Fleet("fixtures/dynamic-mig", fixtures / "dynamic-mig", fixtures), ()
-    if os.environ.get("GEN_JUDGE_CORPUS", "1") != "0":
+    chosen = os.environ.get("GEN_JUDGE_CORPUS", "1")
+    if chosen == "1":
         yield from corpus_fleets(scratch)
+    elif chosen != "0":
+        groups = tuple(g for g in chosen.split(",") if g)
+        unknown = sorted(set(groups) - set(CORPUS_GROUPS))
+        if unknown:
+            raise SystemExit(f"GEN_JUDGE_CORPUS: no corpus group {', '.join(unknown)}; "
+                             f"known: {', '.join(CORPUS_GROUPS)}")
+        yield from corpus_fleets(scratch, groups)

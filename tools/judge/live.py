@@ -476,6 +476,8 @@ def _gen_predictions(findings: Sequence[Finding], cluster: ClusterPlan
         if finding.cluster and finding.cluster != cluster.name:
             continue
         if finding.rule in CAPACITY_RULES and finding.severity is Severity.ERROR:
+            # A role's finding names its workload (<service>-prefill): the other role may
+            # well be placed.
             short.add(finding.service)
         if finding.rule == "GEN502":
             opt_out.add(finding.service)
@@ -547,7 +549,9 @@ def judge_cluster(plane: ControlPlane, fleet: Fleet, cluster: ClusterPlan,
         if outcome.state.startswith("refused"):
             continue
         broken = [d for d in _dependencies(workload, objects) if not gen_ok.get(d, True)]
-        gen_alloc = "unschedulable" if service in short or broken else "scheduled"
+        role = workload["spec"]["template"]["metadata"].get("labels", {}).get("llm-d.ai/role")
+        named_short = service in short or (role is not None and f"{service}-{role}" in short)
+        gen_alloc = "unschedulable" if named_short or broken else "scheduled"
         up_alloc = "scheduled" if outcome.state == "scheduled" else "unschedulable"
         categories.allocation.add(case, gen_alloc, up_alloc, outcome.detail)
     _judge_pools(plane, fleet, cluster, applied, categories)
@@ -600,8 +604,13 @@ def _judge_pools(plane: ControlPlane, fleet: Fleet, cluster: ClusterPlan,
         pods = plane.list("v1", "Pod", namespace, labels)
         selected = {str(p["metadata"]["name"]) for p in pods}
         targets = {int(t["number"]) for t in pool["spec"]["targetPorts"]}
+        # A pod's ports: its containers' and its native sidecars' (restartable init
+        # containers: the routing sidecar of a decode pod listens on the routed port).
         portless = sorted(str(p["metadata"]["name"]) for p in pods if not targets & {
-            int(port["containerPort"]) for c in p["spec"]["containers"]
+            int(port["containerPort"])
+            for c in (*p["spec"]["containers"],
+                      *(i for i in p["spec"].get("initContainers") or ()
+                        if i.get("restartPolicy") == "Always"))
             for port in c.get("ports") or ()})
         if selected == expected and expected and not portless:
             upstream, detail = "exact", f"{len(selected)} pod(s), all on {sorted(targets)}"

@@ -840,9 +840,10 @@ def _analyzed(cluster: Any) -> tuple[list[tuple[Any, Any]], Any]:
     """(service, its choice analyses) of the services gen's packing places, and the
     matcher, as gen.dra.capacity.cluster_packing builds them."""
     from gen.dra.satisfiability import Matcher, analyze_service
+    from gen.fleet.roles import workloads
 
     matcher = Matcher()
-    analyzed = [(svc, analyze_service(matcher, cluster, svc)) for svc in cluster.services
+    analyzed = [(svc, analyze_service(matcher, cluster, svc)) for svc in workloads(cluster)
                 if svc.service.gpu is not None and svc.gpu_class is not None]
     return analyzed, matcher
 
