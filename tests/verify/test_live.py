@@ -162,13 +162,13 @@ def test_the_cli_against_the_real_server(live: Live, monkeypatch: pytest.MonkeyP
                     live.plane.kubeconfig)
     assert result.exit_code == 0, result.output
     assert result.stdout == ""
-    assert "20 object(s) dry-run (20 accepted, 0 refused" in result.stderr
-    assert "2 pool(s), 6 node(s); 0 error(s)" in result.stderr
+    assert "51 object(s) dry-run (51 accepted, 0 refused" in result.stderr
+    assert "2 pool(s), 7 node(s); 0 error(s)" in result.stderr
     result = invoke(CliRunner(), "verify", "--cluster", CLUSTER, "--kubeconfig",
                     live.plane.kubeconfig, "--json")
     report = json.loads(result.stdout)
     assert report["version"] == 1 and report["findings"] == []
-    assert report["checked"]["accepted"] == report["checked"]["objects"] == 20
+    assert report["checked"]["accepted"] == report["checked"]["objects"] == 51
 
 
 def _slices_of(plane: ControlPlane, node: str) -> list[dict[str, Any]]:
@@ -472,4 +472,4 @@ def test_the_documented_role_is_enough(live: Live, tmp_path: Path) -> None:
             continue
         break
     assert list(result.findings) == [], "\n".join(f.format() for f in result.findings)
-    assert result.accepted == result.objects == 20
+    assert result.accepted == result.objects == 51
