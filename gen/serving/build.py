@@ -280,12 +280,35 @@ def shared_objects(
     return specs
 
 
+def scaled_object(plan: ClusterPlan, svc: ServicePlan, meta: dict[str, str], *,
+                  target: dict[str, str] | None = None) -> ManifestSpec:
+    """The KEDA ScaledObject of an autoscaled service: requests waiting in vLLM, or in the
+    endpoint picker's view of the pool for a routed service (llm-d's recommendation, KEDA +
+    EPP metrics); ``target`` the scaled workload's kind when it is not a Deployment."""
+    service = svc.service
+    auto = service.autoscaling
+    assert auto is not None
+    name, ns = service.name, service.namespace
+    query = (f'sum(vllm:num_requests_waiting{{namespace="{ns}",'
+             f'model_name="{service.serving.served_model_name or name}"}})')
+    if routed(plan, svc) and scraped(plan):
+        # The same requests waiting, one series from the picker instead of one per pod.
+        from gen.routing.picker import queue_query
+
+        query = queue_query(service.name, ns)
+    return manifest(
+        "vllm/scaledobject.yaml.j2", svc.located.document.location,
+        name=name, namespace=ns, labels=meta,
+        min_replicas=auto.min_replicas, max_replicas=auto.max_replicas,
+        server=plan.cluster.monitoring.prometheus_url, query=query,
+        threshold=str(auto.waiting_requests_per_replica), target=target,
+    )
+
+
 def build_service(plan: ClusterPlan, svc: ServicePlan) -> list[ManifestSpec]:
     """Every object of one vLLM service in one cluster."""
     service = svc.service
-    origin = svc.located.document.location
     name = service.name
-    ns = service.namespace
     meta, selector_labels = service_labels(svc)
     specs = [
         deployment(
@@ -295,24 +318,7 @@ def build_service(plan: ClusterPlan, svc: ServicePlan) -> list[ManifestSpec]:
         *shared_objects(plan, svc, pods=service.max_replicas),
     ]
     if service.autoscaling is not None and has_addon(plan, "keda"):
-        auto = service.autoscaling
-        query = (
-            f'sum(vllm:num_requests_waiting{{namespace="{ns}",'
-            f'model_name="{service.serving.served_model_name or name}"}})'
-        )
-        if routed(plan, svc) and scraped(plan):
-            # A routed service scales on its endpoint picker's view of the pool, as llm-d
-            # recommends (KEDA + EPP metrics): the same requests waiting, one series.
-            from gen.routing.picker import queue_query
-
-            query = queue_query(service.name, ns)
-        specs.append(manifest(
-            "vllm/scaledobject.yaml.j2", origin,
-            name=name, namespace=ns, labels=meta,
-            min_replicas=auto.min_replicas, max_replicas=auto.max_replicas,
-            server=plan.cluster.monitoring.prometheus_url, query=query,
-            threshold=str(auto.waiting_requests_per_replica),
-        ))
+        specs.append(scaled_object(plan, svc, meta))
     return specs
 
 
@@ -329,9 +335,9 @@ def build(plan: ClusterPlan) -> Built:
     specs: list[ManifestSpec] = []
     for svc in plan.services:
         if svc.service.engine == "vllm" and svc.service.gpu is not None:
-            shape = service_shape(svc)
             if svc.service.disaggregation is not None:
                 continue  # the role workloads: gen.serving.disaggregation
+            shape = service_shape(svc)
             if shape is None or not shape.multi_node:  # groups: gen.serving.multinode
                 specs.extend(build_service(plan, svc))
     return Built(specs)

@@ -48,7 +48,7 @@ from typing import Any
 
 from gen.fleet.endpoints import PORT_NAME
 from gen.fleet.endpoints import ROUTED_PORT as CONTAINER_PORT
-from gen.fleet.manifests import has_addon, labels, manifest, model_cache_storage, queue_labels
+from gen.fleet.manifests import has_addon, manifest, model_cache_storage, queue_labels
 from gen.fleet.parallelism import (
     CLIQUE_LABEL,
     ComputeDomainPlan,
@@ -61,11 +61,12 @@ from gen.serving.build import (
     PRESTOP_SECONDS,
     PROBE_PERIOD,
     _image,
-    _label_safe,
     _placement,
     engine_args,
     engine_env,
     extended_resource,
+    scaled_object,
+    service_labels,
     shm_size,
     startup_seconds,
 )
@@ -168,8 +169,7 @@ def build_group(plan: ClusterPlan, svc: ServicePlan, shape: GroupShape) -> list[
     service = svc.service
     origin = svc.located.document.location
     name, ns = service.name, service.namespace
-    meta = labels(name, "inference", **{"gen.dev/model": _label_safe(service.model)})
-    selector = {"app.kubernetes.io/name": name, "app.kubernetes.io/component": "inference"}
+    meta, selector = service_labels(svc)
     weight_bytes = svc.model.weight_bytes if svc.model is not None else 20 * 1024**3
     startup = startup_seconds(weight_bytes)
     node_selector, pod_tolerations = _placement(svc)
@@ -243,17 +243,9 @@ def build_group(plan: ClusterPlan, svc: ServicePlan, shape: GroupShape) -> list[
             name=name, namespace=ns, labels=meta, selector=selector, port_name=PORT_NAME,
         ))
     if service.autoscaling is not None and has_addon(plan, "keda"):
-        auto = service.autoscaling
-        query = (f'sum(vllm:num_requests_waiting{{namespace="{ns}",'
-                 f'model_name="{service.serving.served_model_name or name}"}})')
-        specs.append(manifest(
-            "vllm/scaledobject.yaml.j2", origin,
-            name=name, namespace=ns, labels=meta,
-            min_replicas=auto.min_replicas, max_replicas=auto.max_replicas,
-            server=plan.cluster.monitoring.prometheus_url, query=query,
-            threshold=str(auto.waiting_requests_per_replica),
-            target={"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet"},
-        ))
+        specs.append(scaled_object(
+            plan, svc, meta,
+            target={"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet"}))
     return specs
 
 

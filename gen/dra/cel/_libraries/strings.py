@@ -69,10 +69,16 @@ def _substring(text: object, start: object, end: object = None) -> str:
     return runes[begin:stop]
 
 
-def _index_of(text: object, sub: object, offset: object = None) -> int:
+def _search_args(name: str, text: object, sub: object, offset: object) -> tuple[str, str]:
+    """The text and needle of indexOf / lastIndexOf, their argument types checked as
+    cel-go's overloads take them (string, string[, int])."""
     args = (text, sub) if offset is None else (text, sub, offset)
-    _checked("indexOf", args, str, str, *((int,) if offset is not None else ()))
-    runes, needle = str(text), str(sub)
+    _checked(name, args, str, str, *((int,) if offset is not None else ()))
+    return str(text), str(sub)
+
+
+def _index_of(text: object, sub: object, offset: object = None) -> int:
+    runes, needle = _search_args("indexOf", text, sub, offset)
     off = 0 if offset is None else _as_int(offset)
     if off < 0:
         raise LibraryError(f"index out of range: {off}")
@@ -84,9 +90,7 @@ def _index_of(text: object, sub: object, offset: object = None) -> int:
 
 
 def _last_index_of(text: object, sub: object, offset: object = None) -> int:
-    args = (text, sub) if offset is None else (text, sub, offset)
-    _checked("lastIndexOf", args, str, str, *((int,) if offset is not None else ()))
-    runes, needle = str(text), str(sub)
+    runes, needle = _search_args("lastIndexOf", text, sub, offset)
     if offset is None:
         if needle == "":
             return len(runes)
