@@ -1,6 +1,7 @@
 """Fleet scale, up to 1,000 clusters: ``python bench/scale.py``.
 
-Options: ``[--sizes 10,100,300,1000] [--services 56] [--repeat 1] [--json F]``.
+Options: ``[--sizes 10,100,300,1000] [--services 56] [--fleet plain|serving] [--repeat 1]
+[--json F]``.
 
 For each size (clusters × ``--services`` services per cluster, a fleet from
 ``bench/fleet.py``, in a scratch folder under ``TMPDIR``; use tmpfs), the command users run,
@@ -43,7 +44,7 @@ from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
-from fleet import write_fleet  # noqa: E402 - beside this script
+from fleet import FLEETS, write_fleet  # noqa: E402 - beside this script
 
 MIB = 1024 * 1024
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -150,12 +151,13 @@ def run_gen(args: list[str], cwd: Path, stages: bool = False) -> dict[str, Any]:
     return row
 
 
-def bench_size(clusters: int, services: int, repeat: int) -> dict[str, Any]:
+def bench_size(clusters: int, services: int, repeat: int,
+               serving: bool = False) -> dict[str, Any]:
     """Every figure for one fleet size."""
     row: dict[str, Any] = {"clusters": clusters, "services": clusters * services}
     with tempfile.TemporaryDirectory(prefix="gen-scale-") as tmp:
         root = Path(tmp)
-        profiles = write_fleet(root, clusters, services)
+        profiles = write_fleet(root, clusters, services, serving=serving)
         out = root / "out"
         base = ["render", "-q", "--profiles", str(profiles), "--out", str(out)]
         full = []
@@ -238,6 +240,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="10,100,300,1000")
     parser.add_argument("--services", type=int, default=56)
+    parser.add_argument("--fleet", choices=FLEETS, default="plain",
+                        help="the bench fleet, or it with routing, multi-node and Kueue")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--memory-gib", type=float, default=None)
     parser.add_argument("--minutes", type=float, default=10.0)
@@ -248,7 +252,8 @@ def main() -> None:
         parser.error("--sizes needs at least two sizes for the slopes")
     rows = []
     for clusters in sizes:
-        rows.append(bench_size(clusters, args.services, args.repeat))
+        rows.append(bench_size(clusters, args.services, args.repeat,
+                               serving=args.fleet == "serving"))
         print(json.dumps(rows[-1]), flush=True)
     fit = slopes(rows)
     memory = args.memory_gib if args.memory_gib is not None else _memory_gib()
@@ -271,7 +276,7 @@ def main() -> None:
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {memory:.0f} GiB, "
                        f"Python {platform.python_version()}",
             "load_average": [round(x, 2) for x in os.getloadavg()],
-            "services_per_cluster": args.services,
+            "services_per_cluster": args.services, "fleet": args.fleet,
             "sizes": rows, "slopes": fit, "limits": limits,
             "memory_gib": memory, "minutes": args.minutes,
         }, indent=2, sort_keys=True) + "\n")

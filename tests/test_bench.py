@@ -7,6 +7,7 @@ import math
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -116,3 +117,17 @@ def test_scale_slopes_and_where_one_machine_ends() -> None:
     flat = scale.slopes([row(10, 2.0, 200.0), row(20, 1.0, 100.0)])
     assert scale.machine_limits(flat, memory_gib=20.0, minutes=10.0) == {
         "clusters_at_memory_limit": None, "clusters_at_time_limit": None}
+
+
+def test_serving_bench_fleet_lints_clean_and_holds_the_2026_serving_objects(
+        tmp_path: Path) -> None:
+    from fleet import write_fleet
+
+    import gen
+
+    profiles = write_fleet(tmp_path, 2, 8, serving=True)
+    assert gen.lint(profiles) == []
+    result = gen.render(profiles, tmp_path / "out", jobs=1)
+    kinds = {path.name.split("-")[0] for path in result.outputs}
+    assert kinds >= {"inferencepool", "httproute", "leaderworkerset", "clusterqueue",
+                     "localqueue", "resourceflavor", "deployment"}
