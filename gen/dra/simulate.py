@@ -383,7 +383,8 @@ def _representative(device: Device) -> Device:
             attributes[name] = _pcie_root(0)
         else:
             attributes[name] = _uuid("GPU", f"{product}/{_REPRESENTATIVE}/{name}")
-    return Device(device.driver, device.name, attributes, device.capacity)
+    return Device(device.driver, device.name, attributes, device.capacity,
+                  device.allow_multiple_allocations)
 
 
 def node_inventory(pool: PoolPlan) -> NodeInventory:
