@@ -86,7 +86,7 @@ def test_quantization_the_checkpoint_lacks(tmp_path: Path) -> None:
     (tmp_path / "good").mkdir()
     findings = lint_fleet(tmp_path / "bad", **{"service.yaml": bad})
     (finding,) = [f for f in findings if f.rule == "GEN305"]
-    assert "only fp8 quantizes online" in finding.message
+    assert "only fp8 and bitsandbytes quantize a 16-bit checkpoint in flight" in finding.message
     assert finding.key_path == "serving.quantization"
     assert finding.location is not None and finding.location.line == 7
     assert not [f for f in findings if f.rule == "GEN301"]  # not reported as a misfit
