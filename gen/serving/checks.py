@@ -129,8 +129,9 @@ def _setting_findings(svc: ServicePlan, reports: list[tuple[Any, FitReport]]) ->
     errors = {e for _, r in reports for e in r.errors}
     out = [finding("GEN305", e, svc.located.at("serving", "quantization"),
                    key_path="serving.quantization",
-                   hint="omit quantization (vLLM reads the checkpoint's own) or use a checkpoint "
-                   "of that method")
+                   hint="omit quantization (vLLM reads the checkpoint's own), use a checkpoint "
+                   "of that method, or quantize a 16-bit checkpoint in flight (fp8, or "
+                   "bitsandbytes through vLLM 0.27)")
            for e in sorted(errors) if _QUANTIZATION.search(e)]
     out += [finding("GEN306", e, svc.located.at("serving", "max_num_batched_tokens"),
                     key_path="serving.max_num_batched_tokens",

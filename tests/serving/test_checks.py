@@ -86,7 +86,7 @@ def test_quantization_the_checkpoint_lacks(tmp_path: Path) -> None:
     (tmp_path / "good").mkdir()
     findings = lint_fleet(tmp_path / "bad", **{"service.yaml": bad})
     (finding,) = [f for f in findings if f.rule == "GEN305"]
-    assert "only fp8 quantizes online" in finding.message
+    assert "only fp8 and bitsandbytes quantize a 16-bit checkpoint in flight" in finding.message
     assert finding.key_path == "serving.quantization"
     assert finding.location is not None and finding.location.line == 7
     assert not [f for f in findings if f.rule == "GEN301"]  # not reported as a misfit
@@ -108,3 +108,18 @@ def test_batched_tokens_below_max_num_seqs(tmp_path: Path) -> None:
     near = base.replace("max_num_batched_tokens: 256", "max_num_batched_tokens: 512")
     assert not [f for f in lint_fleet(tmp_path / "good", **{"service.yaml": near})
                 if f.rule == "GEN306"]
+
+
+def test_bitsandbytes_in_flight_is_keyed_by_the_release(tmp_path: Path) -> None:
+    """bitsandbytes on a bf16 checkpoint: accepted where the release has the method (0.27.1,
+    in-flight NF4), GEN307 and not GEN305 where it left vLLM's core (0.28.0)."""
+    findings = {}
+    for tag in ("v0.27.1", "v0.28.0"):
+        service = LINT_BASE["service.yaml"].replace(
+            "serving: {max_model_len: 32768}",
+            f"serving: {{max_model_len: 32768, image: 'vllm/vllm-openai:{tag}', "
+            "quantization: bitsandbytes}")
+        (tmp_path / tag).mkdir()
+        findings[tag] = {f.rule for f in lint_fleet(tmp_path / tag, **{"service.yaml": service})
+                         if f.rule in ("GEN305", "GEN307")}
+    assert findings == {"v0.27.1": set(), "v0.28.0": {"GEN307"}}

@@ -427,7 +427,8 @@ def _gen_device(raw: Mapping[str, Any]) -> Any:
         attributes[name] = parse_version(value) if kind == "version" else value
     capacity = {name: parse_quantity(str(q["value"]))
                 for name, q in (raw.get("capacity") or {}).items()}
-    return Device(raw.get("driver", ""), "device-0", attributes, capacity)
+    return Device(raw.get("driver", ""), "device-0", attributes, capacity,
+                  bool(raw.get("allowMultipleAllocations", False)))
 
 
 def _wrapped(expression: str, expect: Mapping[str, Any]) -> str:
@@ -464,6 +465,8 @@ def _corpus_selector(file: str, data: Mapping[str, Any], case: Mapping[str, Any]
                   "attributes": dict(case.get("attributes") or {}),
                   "capacity": {k: {"value": str(v)}
                                for k, v in (case.get("capacity") or {}).items()}}
+        if "allow_multiple_allocations" in case:
+            device["allowMultipleAllocations"] = bool(case["allow_multiple_allocations"])
         return str(case["expression"]), device
     if file == "cost.yaml":
         e = case["expression"]
