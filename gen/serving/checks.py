@@ -175,8 +175,11 @@ def _cuda(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
             continue
         index = [p.name for p in cluster.cluster.node_pools].index(pool.name)
         older = compatible_image("vllm", driver)
-        pin = (f"pin {older.image} (CUDA {older.cuda_version}, driver ≥ {older.min_driver})"
-               if older is not None else "pin an image built for an older CUDA")
+        mirrored = image.pulled != image.reference
+        pin = ("pin an image built for an older CUDA" if older is None else
+               f"{'mirror' if mirrored else 'pin'} {older.image} (CUDA {older.cuda_version}, "
+               f"driver ≥ {older.min_driver})" + (" and name it in serving.image_of"
+                                                  if mirrored else ""))
         findings.append(finding(
             "GEN303",
             f"{image.reference} ships CUDA {info.cuda_version}, which needs NVIDIA driver "

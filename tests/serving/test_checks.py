@@ -34,6 +34,31 @@ def test_cuda_runtime_newer_than_driver(tmp_path: Path) -> None:
     assert "insufficient" in finding.message
     assert finding.key_path == "node_pools[0].driver_version"
 
+def test_cuda_hint_names_the_image_that_fits_the_driver(tmp_path: Path) -> None:
+    """GEN303's hint names the release gen knows to fit the pool's driver; for a mirrored
+    image it says to mirror that tag and name it in serving.image_of."""
+    from gen.serving.engines import compatible_image
+
+    cluster = LINT_BASE["cluster.yaml"].replace('"580.95.05"', '"575.57.08"', 1)
+    older = compatible_image("vllm", "575.57.08")
+    assert older is not None
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "mirror").mkdir()
+    (plain,) = [f for f in lint_fleet(tmp_path / "plain", **{"cluster.yaml": cluster})
+                if f.rule == "GEN303"]
+    assert f"pin {older.image} " in (plain.hint or "")
+    mirror = LINT_BASE["service.yaml"].replace(
+        "serving: {max_model_len: 32768}",
+        "serving: {max_model_len: 32768, image: registry.example.com/vllm:2026-11, "
+        "image_of: vllm/vllm-openai:v0.33.0}")
+    (mirrored,) = [f for f in lint_fleet(tmp_path / "mirror", **{"cluster.yaml": cluster,
+                                                                "service.yaml": mirror})
+                   if f.rule == "GEN303"]
+    assert mirrored.key_path == "serving.image_of"
+    assert f"mirror {older.image} " in (mirrored.hint or "")
+    assert (mirrored.hint or "").endswith("and name it in serving.image_of")
+
+
 def test_mig_class_without_layout_has_no_pool(tmp_path: Path) -> None:
     """A MIG class on a cluster whose layouts lack the profile is GEN304."""
     service = LINT_BASE["service.yaml"].replace(

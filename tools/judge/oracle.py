@@ -987,7 +987,10 @@ def judge_cluster_allocation(category: Category, oracles: Oracles, fleet: Render
                      and f.rule == "GEN240"}
             rules |= {f.rule for f in fleet.lint if f.cluster == cluster.name
                       and f.rule == "GEN241" and (("autoscaling" in f.message) == at_max)}
-            gen = ("fits in no order" if "GEN240" in rules
+            # A service gen refuses outright (no device its claim can take) fits in no order.
+            refused = not at_max and any(gen_placed(fleet, cluster, svc, at_max).startswith("0/")
+                                         for svc, _ in analyzed if wanted.get(svc.service.name))
+            gen = ("fits in no order" if "GEN240" in rules or refused
                    else "fits in some orders" if "GEN241" in rules else "fits in every order")
             category.add(f"{where}/{label}/orders", gen, upstream,
                          f"short per order: {short}" if gen != upstream else "")
