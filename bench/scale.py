@@ -8,8 +8,9 @@ For each size (clusters × ``--services`` services per cluster, a fleet from
 ``gen render`` with its default workers, in a fresh process:
 
 - **full**: into an empty ``out/``: wall seconds, files written and files per second;
-  the peak memory of the whole process tree (the parent and its workers together, sampled
-  from ``/proc`` every 20 ms) and of its largest single process (``ru_maxrss`` from
+  the peak memory of the whole process tree (the parent and its workers together: the sum
+  of their proportional set sizes, so that pages a worker inherited count once, sampled
+  from ``/proc`` every 50 ms) and of its largest single process (``ru_maxrss`` from
   ``wait4``); and where the time went, stage by stage (below);
 - **no-op render** and **no-op --check** (nothing changed), and **one cluster changed**
   (one service's replica count in the first cluster's file);
@@ -28,6 +29,7 @@ stages do not cover is start-up (imports) and the glue between them ("other").
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -47,7 +49,6 @@ sys.path.insert(0, str(BENCH))
 from fleet import FLEETS, write_fleet  # noqa: E402 - beside this script
 
 MIB = 1024 * 1024
-PAGE = os.sysconf("SC_PAGE_SIZE")
 STAGES = {  # stage: the function of gen.pipeline that render() calls for it
     "load (parse, validate, resolve)": "resolve_fleet",
     "clusters (build, lint, render, validate)": "run_cluster_tasks",
@@ -87,28 +88,36 @@ def _child(argv: list[str]) -> None:
     main()
 
 
-def _tree_rss(root: int) -> int:
-    """Bytes resident in ``root`` and all its descendants now (0 once it is gone)."""
+def _pss(pid: int) -> int:
+    """Bytes of ``pid``'s proportional set size: its private pages and its share of those
+    it shares (a forked worker's inherited pages count once over the tree, not per
+    process, as a sum of RSS would)."""
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_bytes().splitlines():
+        if line.startswith(b"Pss:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def _tree_memory(root: int) -> int:
+    """Bytes of memory ``root`` and all its descendants use now, as the sum of their
+    proportional set sizes (0 once it is gone)."""
     parents: dict[int, int] = {}
-    rss: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             fields = (entry / "stat").read_bytes().rsplit(b")", 1)[1].split()
-            resident = int((entry / "statm").read_bytes().split()[1]) * PAGE
-        except (OSError, IndexError, ValueError):
+        except (OSError, IndexError):
             continue  # it ended between the listing and the read
         parents[int(entry.name)] = int(fields[1])
-        rss[int(entry.name)] = resident
     total = 0
-    for pid, size in rss.items():
+    for pid in parents:
         p = pid
-        while p > 1:
-            if p == root:
-                total += size
-                break
+        while p > 1 and p != root:
             p = parents.get(p, 0)
+        if p == root:
+            with contextlib.suppress(OSError, ValueError):
+                total += _pss(pid)
     return total
 
 
@@ -130,8 +139,8 @@ def run_gen(args: list[str], cwd: Path, stages: bool = False) -> dict[str, Any]:
         done = threading.Event()
 
         def sample() -> None:
-            while not done.wait(0.02):
-                peak[0] = max(peak[0], _tree_rss(proc.pid))
+            while not done.wait(0.05):
+                peak[0] = max(peak[0], _tree_memory(proc.pid))
 
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
