@@ -34,7 +34,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gen.caches import BoundedCache, memoize, once
 from gen.emit.crd_convert import OBJECT_META_REF, CRDSchema
@@ -44,6 +44,9 @@ from gen.errors import Finding, SourceLocation
 from gen.fleet.loader import format_key_path
 from gen.k8s import names
 from gen.rules import finding
+
+if TYPE_CHECKING:
+    from gen.emit.skeleton import Holes
 
 __all__ = ["SchemaValidator", "compiled", "metadata_findings", "schema_version_for", "warm"]
 
@@ -218,8 +221,13 @@ class SchemaValidator:
         cluster_minor: int,
         where: SourceLocation,
         origin: SourceLocation | None = None,
+        holes: Holes | None = None,
     ) -> list[Finding]:
-        """All schema, metadata and rule errors of one object, located at its output file."""
+        """All schema, metadata and rule errors of one object, located at its output file.
+
+        ``holes``: where the values of the object's template shape sit in ``data``
+        (:attr:`gen.emit.render.RenderedObject.holes`); a custom resource's checks then walk
+        its values, and the rest of the object once per shape. The findings are the same."""
         minor = schema_version_for(cluster_minor)
         api_version = str(data.get("apiVersion", ""))
         kind = str(data.get("kind", ""))
@@ -228,18 +236,19 @@ class SchemaValidator:
         crd = self.crds.lookup(api_version, kind)
         validator = compiled(minor, api_version, kind, crd)
         if crd is not None:
-            return findings + _custom_findings(validator, data, crd, where, related)
+            return findings + _custom_findings(validator, data, crd, where, related, holes)
         if validator is not None and validator.is_valid(data):
             return findings  # the common case, and quicker than collecting errors
         return findings + _findings(validator, data, minor, where, related)
 
 
 def _custom_findings(validator: Any, data: Mapping[str, Any], crd: CRDSchema,
-                     where: SourceLocation, related: tuple[SourceLocation, ...]) -> list[Finding]:
+                     where: SourceLocation, related: tuple[SourceLocation, ...],
+                     holes: Holes | None = None) -> list[Finding]:
     """GEN020 (schema) and GEN024 (list-map keys, CEL rules) of a custom resource, judged as
     the API server does: on a copy with nulls pruned and defaults set."""
     checks = schema_checks(crd.schema, crd.digest)
-    prepared = checks.prepare(data)
+    prepared = checks.prepare(data, holes)
     if not validator.is_valid(prepared):
         what = f"{crd.kind} does not match its CRD ({crd.source})"
         return [finding("GEN020", f"{what}: {error.message}", where,
@@ -247,7 +256,7 @@ def _custom_findings(validator: Any, data: Mapping[str, Any], crd: CRDSchema,
                         related=_with_crd(related, crd))
                 for error in validator.iter_errors(prepared)]
     # A rule gen cannot compile is reported once, at its CRD (GEN025, by load_crd_dir).
-    errors = checks.errors(prepared)
+    errors = checks.errors(prepared, holes)
     return [finding("GEN024", f"{crd.kind} breaks a rule of its CRD ({crd.source}): "
                     f"{error.message}", where, key_path=format_key_path(list(error.path)),
                     related=_with_crd(related, crd))
