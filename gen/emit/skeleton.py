@@ -182,6 +182,11 @@ class ShapeHoles:
     """The paths as nested maps: a key that leads to a value maps to its subtree, a value
     itself to :data:`HOLE`; a key that is absent has no value below it."""
 
+    @classmethod
+    def of(cls, shape: str, paths: tuple[Path_, ...]) -> ShapeHoles:
+        """The holes of ``shape`` at ``paths`` (with their :attr:`tree`)."""
+        return cls(shape, paths, _tree(paths))
+
 
 def _tree(paths: tuple[Path_, ...]) -> dict[str | int, Any]:
     root: dict[str | int, Any] = {}
@@ -216,7 +221,7 @@ def _holes(plan: _Plan, text: str) -> ShapeHoles | None:
         return None
     ordered = tuple(paths[i] for i in sorted(paths))
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-    return ShapeHoles(digest, ordered, _tree(ordered))
+    return ShapeHoles.of(digest, ordered)
 
 
 class Holes(NamedTuple):
