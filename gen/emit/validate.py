@@ -46,7 +46,7 @@ from gen.k8s import names
 from gen.rules import finding
 
 if TYPE_CHECKING:
-    from gen.emit.skeleton import Holes
+    from gen.emit.skeleton import Holes, ShapeHoles
 
 __all__ = ["SchemaValidator", "compiled", "metadata_findings", "schema_version_for", "warm"]
 
@@ -232,7 +232,7 @@ class SchemaValidator:
         api_version = str(data.get("apiVersion", ""))
         kind = str(data.get("kind", ""))
         related = (origin,) if origin is not None else ()
-        findings = metadata_findings(data, where, related)
+        findings = metadata_findings(data, where, related, holes)
         crd = self.crds.lookup(api_version, kind)
         validator = compiled(minor, api_version, kind, crd)
         if crd is not None:
@@ -291,13 +291,23 @@ def _findings(validator: Any, data: Mapping[str, Any], minor: int, where: Source
 
 
 def metadata_findings(data: Mapping[str, Any], where: SourceLocation,
-                      related: tuple[SourceLocation, ...] = ()) -> list[Finding]:
+                      related: tuple[SourceLocation, ...] = (),
+                      holes: Holes | None = None) -> list[Finding]:
     """GEN022: ``metadata`` name, namespace, label, annotation and finalizer syntax, as the API
-    server checks it on every object (:mod:`gen.k8s.names`); shapes are the schema's."""
+    server checks it on every object (:mod:`gen.k8s.names`); shapes are the schema's.
+
+    ``holes``: where the values of the object's template shape sit; once one object of the
+    shape passed, only the values in its metadata are checked (:func:`_metadata_program`)."""
     meta = data.get("metadata")
-    if type(meta) is dict and _metadata_clean(meta, str(data.get("apiVersion", "")),
-                                               str(data.get("kind", ""))):
-        return []
+    if type(meta) is dict:
+        if holes is not None:
+            program = _META_PROGRAMS.data.get(holes.shape.shape)
+            if program is not None and _values_clean(program, holes.values):
+                return []
+        if _metadata_clean(meta, str(data.get("apiVersion", "")), str(data.get("kind", ""))):
+            if holes is not None and holes.shape.shape not in _META_PROGRAMS.data:
+                _META_PROGRAMS.put(holes.shape.shape, _metadata_program(data, holes.shape))
+            return []
     if not isinstance(meta, Mapping):
         return []
     name, namespace, finalizers = meta.get("name"), meta.get("namespace"), meta.get("finalizers")
@@ -397,6 +407,95 @@ def _metadata_clean(meta: dict[str, Any], api_version: str, kind: str) -> bool:
     return (labels is None or _labels_clean(labels)) and \
         (notes is None or _notes_clean(notes)) and \
         (finalizers is None or _finalizers_clean(finalizers))
+
+
+# What a metadata program checks of one value (see _metadata_program).
+_NAME, _NAMESPACE, _LABELS, _LABEL_VALUE, _NOTES, _NOTE_VALUE, _FINALIZERS, _FINALIZER = \
+    range(8)
+
+_MetaProgram = tuple[tuple[tuple[int, int, Any], ...], int]
+"""((value index, what to check, the name rule for ``_NAME``), the size of the fixed
+annotations)."""
+
+_META_PROGRAMS: BoundedCache[str, _MetaProgram | None] = BoundedCache(
+    "gen.emit.validate.metadata_programs", 4096)
+"""Shape digest → what :func:`_metadata_clean` must still check of each object of the shape
+once one passed (None: every object is checked whole)."""
+
+
+def _metadata_program(data: Mapping[str, Any], shape: ShapeHoles) -> _MetaProgram | None:
+    """What :func:`_metadata_clean` reads of the values of ``shape``, made from an object of
+    it that passed (``data``): its fixed part passed, and is the same in every object of the
+    shape. None where the name rule may change (a value is the apiVersion or kind), the
+    metadata is a value, or a value sits where the check reads no whole string."""
+    steps: list[tuple[int, int, Any]] = []
+    meta = data["metadata"]
+    notes = meta.get("annotations")
+    fixed_notes = type(notes) is dict and ("metadata", "annotations") not in shape.paths
+    size = sum(len(k) + len(v) for k, v in notes.items()) if fixed_notes else 0
+    rule = names.name_rule(str(data.get("apiVersion", "")), str(data.get("kind", "")))
+    for index, path in enumerate(shape.paths):
+        if path[0] in ("apiVersion", "kind"):
+            return None
+        if path[0] != "metadata":
+            continue
+        if len(path) == 1:
+            return None
+        field = path[1]
+        whole, item = _META_FIELDS.get(field, (None, None))  # type: ignore[arg-type]
+        if whole is None:
+            continue  # a field the check does not read (generateName, ownerReferences, ...)
+        if len(path) == 2:
+            steps.append((index, whole, rule))
+        elif len(path) == 3 and item is not None:
+            steps.append((index, item, rule))
+            if item == _NOTE_VALUE:
+                size -= len(notes[path[2]])  # counted for each object
+        else:
+            return None
+    return tuple(steps), size
+
+
+_META_FIELDS: dict[str, tuple[int, int | None]] = {
+    "name": (_NAME, None), "namespace": (_NAMESPACE, None), "labels": (_LABELS, _LABEL_VALUE),
+    "annotations": (_NOTES, _NOTE_VALUE), "finalizers": (_FINALIZERS, _FINALIZER)}
+"""A metadata field → the check of a value that is the field, and of a value inside it."""
+
+
+def _values_clean(program: _MetaProgram, values: tuple[Any, ...]) -> bool:
+    """True only when every value a metadata program checks passes as
+    :func:`_metadata_clean` checks it (then the whole metadata passes)."""
+    steps, size = program
+    for index, check, rule in steps:
+        value = values[index]
+        if check == _NAME:
+            if type(value) is not str or not value:
+                return False
+            cache = _NAME_CACHES[rule]
+            if value not in cache.data and not _good(cache, value, rule):
+                return False
+        elif check == _NAMESPACE:
+            if value is not None and value != "" and (type(value) is not str or (
+                    value not in _GOOD_LABEL.data and
+                    not _good(_GOOD_LABEL, value, names.dns1123_label_errors))):
+                return False
+        elif check == _LABEL_VALUE:
+            if type(value) is not str or (value not in _GOOD_VALUE.data and
+                                          not _good(_GOOD_VALUE, value, names.label_value_errors)):
+                return False
+        elif check == _NOTE_VALUE:
+            if type(value) is not str:
+                return False
+            size += len(value)
+        elif check == _FINALIZER:
+            if type(value) is not str or (value not in _GOOD_QNAME.data and not _good(
+                    _GOOD_QNAME, value, names.qualified_name_errors)):
+                return False
+        elif value is not None and not (_labels_clean(value) if check == _LABELS else
+                                        _notes_clean(value) if check == _NOTES else
+                                        _finalizers_clean(value)):
+            return False
+    return size * 4 <= names.TOTAL_ANNOTATION_SIZE
 
 
 def _strings(value: object) -> tuple[tuple[str, str], ...]:

@@ -204,15 +204,6 @@ def test_a_template_that_breaks_a_rule_itself_is_rejected_for_every_object() -> 
     assert broken == 2 * 9  # all but the one whose value breaks the schema (a list trigger)
 
 
-def _replaced(doc: Any, path: tuple[Any, ...], value: Any) -> Any:
-    """``doc`` with the value at ``path`` replaced (copies along the path, shares the rest)."""
-    if not path:
-        return value
-    copied = dict(doc) if isinstance(doc, dict) else list(doc)
-    copied[path[0]] = _replaced(doc[path[0]], path[1:], value)
-    return copied
-
-
 REPLACEMENTS: list[Any] = [None, 2 ** 70, "x", "", 0, -1, 1.5, True, {}, [], {"a": None},
                            [None], {"name": "n", "port": 1}]
 
@@ -230,7 +221,7 @@ def test_every_custom_resource_shape_of_the_example_fleet_with_any_value_in_a_ho
     from gen.emit.validate import SchemaValidator
     from gen.errors import SourceLocation
     from gen.pipeline import load_plan
-    from tests.helpers import copy_fleet
+    from tests.helpers import copy_fleet, replaced_at
 
     root = copy_fleet(tmp_path)
     plan = load_plan(root / "profiles", base=root)
@@ -250,7 +241,7 @@ def test_every_custom_resource_shape_of_the_example_fleet_with_any_value_in_a_ho
             validator.validate(obj.data, minor, where)
         for index, path in enumerate(holes.shape.paths[:16]):
             for value in REPLACEMENTS:
-                data = _replaced(obj.data, path, value)
+                data = replaced_at(obj.data, path, value)
                 values = list(holes.values)
                 texts = list(holes.texts)
                 values[index], texts[index] = value, json.dumps(value)
