@@ -302,7 +302,7 @@ def metadata_findings(data: Mapping[str, Any], where: SourceLocation,
     if type(meta) is dict:
         if holes is not None:
             program = _META_PROGRAMS.data.get(holes.shape.shape)
-            if program is not None and _values_clean(program, holes.values):
+            if program is not None and _values_clean(program, holes, meta, data):
                 return []
         if _metadata_clean(meta, str(data.get("apiVersion", "")), str(data.get("kind", ""))):
             if holes is not None and holes.shape.shape not in _META_PROGRAMS.data:
@@ -410,12 +410,13 @@ def _metadata_clean(meta: dict[str, Any], api_version: str, kind: str) -> bool:
 
 
 # What a metadata program checks of one value (see _metadata_program).
-_NAME, _NAMESPACE, _LABELS, _LABEL_VALUE, _NOTES, _NOTE_VALUE, _FINALIZERS, _FINALIZER = \
-    range(8)
+(_NAME, _NAMESPACE, _LABELS, _LABEL_VALUE, _NOTES, _NOTE_VALUE, _FINALIZERS, _FINALIZER,
+ _NAME_BY_KIND) = range(9)
 
 _MetaProgram = tuple[tuple[tuple[int, int, Any], ...], int]
 """((value index, what to check, the name rule for ``_NAME``), the size of the fixed
-annotations)."""
+annotations). ``_NAME_BY_KIND`` (index -1): the name, a value or not, checked by the rule of
+the object's apiVersion and kind, which are values of the shape."""
 
 _META_PROGRAMS: BoundedCache[str, _MetaProgram | None] = BoundedCache(
     "gen.emit.validate.metadata_programs", 4096)
@@ -426,18 +427,19 @@ once one passed (None: every object is checked whole)."""
 def _metadata_program(data: Mapping[str, Any], shape: ShapeHoles) -> _MetaProgram | None:
     """What :func:`_metadata_clean` reads of the values of ``shape``, made from an object of
     it that passed (``data``): its fixed part passed, and is the same in every object of the
-    shape. None where the name rule may change (a value is the apiVersion or kind), the
-    metadata is a value, or a value sits where the check reads no whole string."""
+    shape. None where the metadata is a value, or a value sits where the check reads no
+    whole string."""
     steps: list[tuple[int, int, Any]] = []
+    by_kind = any(path[0] in ("apiVersion", "kind") for path in shape.paths)
+    if by_kind:
+        steps.append((-1, _NAME_BY_KIND, None))  # the name rule may change with the values
     meta = data["metadata"]
     notes = meta.get("annotations")
     fixed_notes = type(notes) is dict and ("metadata", "annotations") not in shape.paths
     size = sum(len(k) + len(v) for k, v in notes.items()) if fixed_notes else 0
     rule = names.name_rule(str(data.get("apiVersion", "")), str(data.get("kind", "")))
     for index, path in enumerate(shape.paths):
-        if path[0] in ("apiVersion", "kind"):
-            return None
-        if path[0] != "metadata":
+        if path[0] != "metadata" or (by_kind and path[1:] == ("name",)):
             continue
         if len(path) == 1:
             return None
@@ -462,40 +464,57 @@ _META_FIELDS: dict[str, tuple[int, int | None]] = {
 """A metadata field → the check of a value that is the field, and of a value inside it."""
 
 
-def _values_clean(program: _MetaProgram, values: tuple[Any, ...]) -> bool:
+def _values_clean(program: _MetaProgram, holes: Holes, meta: Mapping[str, Any],
+                  data: Mapping[str, Any]) -> bool:
     """True only when every value a metadata program checks passes as
-    :func:`_metadata_clean` checks it (then the whole metadata passes)."""
+    :func:`_metadata_clean` checks it (then the whole metadata passes). A label, annotation
+    or finalizer collection that is one value passes once per JSON text."""
     steps, size = program
+    values, texts = holes.values, holes.texts
     for index, check, rule in steps:
+        if check == _NAME_BY_KIND:
+            if not _string_clean(_NAME, meta.get("name"), names.name_rule(
+                    str(data.get("apiVersion", "")), str(data.get("kind", "")))):
+                return False
+            continue
         value = values[index]
-        if check == _NAME:
-            if type(value) is not str or not value:
-                return False
-            cache = _NAME_CACHES[rule]
-            if value not in cache.data and not _good(cache, value, rule):
-                return False
-        elif check == _NAMESPACE:
-            if value is not None and value != "" and (type(value) is not str or (
-                    value not in _GOOD_LABEL.data and
-                    not _good(_GOOD_LABEL, value, names.dns1123_label_errors))):
-                return False
-        elif check == _LABEL_VALUE:
-            if type(value) is not str or (value not in _GOOD_VALUE.data and
-                                          not _good(_GOOD_VALUE, value, names.label_value_errors)):
-                return False
-        elif check == _NOTE_VALUE:
+        if check == _NOTE_VALUE:
             if type(value) is not str:
                 return False
             size += len(value)
-        elif check == _FINALIZER:
-            if type(value) is not str or (value not in _GOOD_QNAME.data and not _good(
-                    _GOOD_QNAME, value, names.qualified_name_errors)):
-                return False
-        elif value is not None and not (_labels_clean(value) if check == _LABELS else
-                                        _notes_clean(value) if check == _NOTES else
-                                        _finalizers_clean(value)):
+        elif check in (_LABELS, _NOTES, _FINALIZERS):
+            if value is not None and (check, texts[index]) not in _CLEAN_TEXTS.data:
+                if not (_labels_clean(value) if check == _LABELS else
+                        _notes_clean(value) if check == _NOTES else _finalizers_clean(value)):
+                    return False
+                _CLEAN_TEXTS.put((check, texts[index]), True)
+        elif not _string_clean(check, value, rule):
             return False
     return size * 4 <= names.TOTAL_ANNOTATION_SIZE
+
+
+def _string_clean(check: int, value: Any, rule: Callable[[str], list[str]]) -> bool:
+    """A name (by ``rule``), namespace, label value or finalizer as :func:`_metadata_clean`
+    checks it."""
+    if check == _NAME:
+        if type(value) is not str or not value:
+            return False
+        cache = _NAME_CACHES[rule]
+        return value in cache.data or _good(cache, value, rule)
+    if check == _NAMESPACE:
+        return value is None or value == "" or (type(value) is str and (
+            value in _GOOD_LABEL.data or _good(_GOOD_LABEL, value, names.dns1123_label_errors)))
+    if check == _LABEL_VALUE:
+        return type(value) is str and (value in _GOOD_VALUE.data or
+                                       _good(_GOOD_VALUE, value, names.label_value_errors))
+    return type(value) is str and (value in _GOOD_QNAME.data or  # a finalizer
+                                   _good(_GOOD_QNAME, value, names.qualified_name_errors))
+
+
+_CLEAN_TEXTS: BoundedCache[tuple[int, str], bool] = BoundedCache(
+    "gen.emit.validate.clean_texts", 65536)
+"""(``_LABELS``, ``_NOTES`` or ``_FINALIZERS``, the JSON text of a value) → it passed (only
+passes are kept; the value is the text's parse)."""
 
 
 def _strings(value: object) -> tuple[tuple[str, str], ...]:

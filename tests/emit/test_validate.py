@@ -651,3 +651,29 @@ def test_annotations_over_the_limit_through_a_hole_are_rejected(
         assert shaped == metadata_findings(doc, WHERE)
         found.append([f.rule for f in shaped])
     assert found == expected
+
+
+def test_a_fixed_name_is_checked_by_the_rule_of_a_kind_that_is_a_value() -> None:
+    """``kind`` is a value of the shape and the name is fixed: a ConfigMap may be called
+    ``a.b`` (a DNS-1123 subdomain), a Service may not (a DNS-1035 label), whichever comes
+    first."""
+    import jinja2
+
+    from gen.emit import skeleton, yamlfast
+    from gen.emit.validate import metadata_findings
+
+    env = make_environment(None)
+    env.loader = jinja2.DictLoader({"t.j2": (
+        "apiVersion: v1\nkind: {{ kind|tojson }}\nmetadata:\n  name: a.b\n")})
+    for order in (("ConfigMap", "Service"), ("Service", "ConfigMap")):
+        gen.caches.clear()
+        found = {}
+        for kind in (*order, *order):
+            filled = skeleton.render_filled(env, env.get_template("t.j2"), {"kind": kind},
+                                            yamlfast.load_all)
+            assert filled is not None and filled.holes is not None
+            (doc,) = filled.docs
+            shaped = metadata_findings(doc, WHERE, (), filled.holes)
+            assert shaped == metadata_findings(doc, WHERE)
+            found[kind] = [f.rule for f in shaped]
+        assert found == {"ConfigMap": [], "Service": ["GEN022"]}
