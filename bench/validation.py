@@ -6,7 +6,7 @@ takes N of its objects in render order and validates the same objects, with ever
 validator compiled beforehand, with:
 
 - ``jsonschema-rs``: gen's :class:`~gen.emit.validate.SchemaValidator` as it is now, on
-  the objects alone and (``with holes``) as a render calls it, with where each object's
+  the objects alone and (``+ holes``) as a render calls it, with where each object's
   template shape put its values (:attr:`gen.emit.render.RenderedObject.holes`);
 - ``schemac``: gen's previous validator, the hand-written schema compiler, loaded from git
   history (``git show b63986b:gen/emit/schemac.py`` and the ``validate.py`` of that commit)
@@ -160,6 +160,30 @@ def _jsonschema_validators(objects: Objects) -> dict[tuple[int, str, str], Any]:
     return out
 
 
+def _previous_run(objects: Objects) -> tuple[Callable[[], None] | None, str]:
+    """A pass of :func:`previous_validator` over ``objects``, or why there is none: that
+    commit has no CRD for the custom resources the templates have gained since (its
+    validator then reaches for a remote ``$ref``), so it is skipped, and said so."""
+    from gen.errors import SourceLocation
+
+    old, why = previous_validator()
+    if old is None:
+        return None, why
+    where = SourceLocation("out/x.yaml")
+
+    def run() -> None:
+        for minor, data in objects:
+            if old.validate(data, minor, where):
+                raise AssertionError(data["kind"])
+
+    try:
+        run()
+    except Exception as err:  # noqa: BLE001 - whatever the old code raises, it is skipped
+        return None, (f"skipped: {PREVIOUS}'s validator fails on these objects "
+                      f"({type(err).__name__})")
+    return run, why
+
+
 def _shaped_run(validator: Any, shaped: list[tuple[int, Mapping[str, Any], Any]] | None,
                 ) -> dict[str, Callable[[], None]]:
     """A pass of ``validator`` over ``shaped`` as a render makes it, with each object's holes
@@ -173,13 +197,13 @@ def _shaped_run(validator: Any, shaped: list[tuple[int, Mapping[str, Any], Any]]
             if validator.validate(data, minor, where, None, holes):
                 raise AssertionError(data["kind"])
 
-    return {} if shaped is None else {"jsonschema-rs, with holes": run}
+    return {} if shaped is None else {"jsonschema-rs + holes": run}
 
 
 def measure(objects: Objects, repeat: int, kv_objects: int = 100,
             shaped: list[tuple[int, Mapping[str, Any], Any]] | None = None) -> dict[str, Any]:
     """µs per object of each validator on ``objects`` (medians), and the ratios; ``shaped``:
-    the same objects with their holes, validated as a render does (``with holes``)."""
+    the same objects with their holes, validated as a render does (``+ holes``)."""
     import kubernetes_validate
 
     from gen.emit.validate import SchemaValidator, _schema_file, schema_version_for
@@ -200,13 +224,8 @@ def measure(objects: Objects, repeat: int, kv_objects: int = 100,
 
     runs: dict[str, Callable[[], Any]] = {"jsonschema-rs": run_new}
     runs.update(_shaped_run(new, shaped))
-    old, result["schemac"] = previous_validator()
-    if old is not None:
-        def run_old() -> None:
-            for minor, data in objects:
-                if old.validate(data, minor, where):
-                    raise AssertionError(data["kind"])
-
+    run_old, result["schemac"] = _previous_run(objects)
+    if run_old is not None:
         runs["schemac"] = run_old
     reference = _jsonschema_validators(objects)
 
