@@ -93,4 +93,3 @@ def test_budget_table_judges_each_budget_from_the_medians() -> None:
     assert met["one cluster changed, 100 clusters"] is True  # 12.5%
     assert met["peak memory, 100 clusters"] is False
     assert len(table) == 8
-
