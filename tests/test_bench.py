@@ -55,6 +55,7 @@ def test_render_ab_pairs_runs_round_by_round() -> None:
     assert report["cpu"]["median_difference"] == pytest.approx(-0.1)
     assert report["cpu"]["new_quicker"] == 3
 
+
 @pytest.mark.slow
 def test_small_benchmark_runs_and_no_op_render_rewrites_nothing() -> None:
     proc = subprocess.run(
