@@ -29,14 +29,15 @@ SIZES = {40: 32, 100: 56}
 """Clusters → services per cluster, as the benchmark fleets have them."""
 
 
-def _run(code: Path, fleet: Path, *args: str) -> tuple[float, float, int]:
+def _run(code: Path, fleet: Path, *args: str, quiet: bool = False) -> tuple[float, float, int]:
     """Wall seconds, CPU seconds and peak RSS (KiB) of one ``gen`` process (its own
-    rusage, from ``wait4``)."""
+    rusage, from ``wait4``); ``quiet``: its warnings (stderr) discarded too."""
     env = {**os.environ, "PYTHONPATH": str(code)}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     start = time.perf_counter()
     child = subprocess.Popen([sys.executable, "-m", "gen", *args], cwd=fleet, env=env,
-                             stdout=subprocess.DEVNULL)
+                             stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL if quiet else None)
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - start
     child.returncode = os.waitstatus_to_exitcode(status)

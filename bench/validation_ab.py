@@ -6,7 +6,8 @@ are rendered once by this checkout (``bench/validation.py``'s :func:`sample_obje
 and example fleets) and pickled; then each checkout validates the same objects in its own
 process (``PYTHONPATH`` pointing at it), taking turns for ``--rounds`` rounds. Each figure is
 the median CPU µs per object of ``--repeat`` passes over all the objects, every validator
-compiled beforehand.
+compiled beforehand. A checkout whose validator takes the holes of each object's template
+shape (:attr:`gen.emit.render.RenderedObject.holes`) is handed them, as its render does.
 """
 
 from __future__ import annotations
@@ -28,19 +29,26 @@ import gen.emit.validate
 from gen.emit.validate import SchemaValidator
 from gen.errors import SourceLocation
 assert gen.emit.validate.__file__.startswith(sys.argv[3]), gen.emit.validate.__file__
-objects = pickle.loads(open(sys.argv[1], "rb").read())
+try:  # a checkout whose render hands the validator each object's holes gets them too
+    from gen.emit.skeleton import Holes, ShapeHoles
+except ImportError:
+    Holes = None
+raw = pickle.loads(open(sys.argv[1], "rb").read())
+objects = [(m, d, Holes(ShapeHoles.of(h[0], h[1]), h[2], h[3])
+            if Holes is not None and h is not None else None) for m, d, h in raw]
 validator, where = SchemaValidator(), SourceLocation("out/x.yaml")
+check = ((lambda d, m, h: validator.validate(d, m, where, None, h)) if Holes is not None
+         else (lambda d, m, h: validator.validate(d, m, where)))
 if sys.argv[2] == "accepts":  # the indices of the objects this checkout finds nothing in
-    print(" ".join(str(i) for i, (m, d) in enumerate(objects)
-                   if not validator.validate(d, m, where)))
+    print(" ".join(str(i) for i, (m, d, h) in enumerate(objects) if not check(d, m, h)))
     sys.exit(0)
-assert not any(validator.validate(d, m, where) for m, d in objects)
+assert not any(check(d, m, h) for m, d, h in objects)
 times = []
 for _ in range(int(sys.argv[2])):
     gc.collect(); gc.disable()
     start = time.process_time()
-    for minor, data in objects:
-        validator.validate(data, minor, where)
+    for minor, data, holes in objects:
+        check(data, minor, holes)
     times.append(time.process_time() - start)
     gc.enable()
 print(f"{statistics.median(times) * 1e6 / len(objects):.1f}")
@@ -57,14 +65,17 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     sys.path.insert(0, str(BENCH))
-    from validation import sample_objects
+    from validation import sample_shaped
 
     with tempfile.TemporaryDirectory() as tmp:
         files = {}
         trees = (("base", args.base.resolve()), ("this", REPO))
         for source in ("bench", "example"):
             files[source] = Path(tmp) / f"{source}.pkl"
-            objects = sample_objects(args.objects, source)
+            # Holes as plain data (a checkout without them reads the objects alone).
+            objects = [(m, d, None if h is None else
+                        (h.shape.shape, h.shape.paths, h.values, h.texts))
+                       for m, d, h in sample_shaped(args.objects, source)]
             files[source].write_bytes(pickle.dumps(objects))
             # Only objects both checkouts accept: the templates may have changed since base.
             kept = set(range(len(objects)))

@@ -259,7 +259,8 @@ class Renderer:
             outputs[obj.path] = obj.text.encode("utf-8")
             if schema is not None:
                 where = SourceLocation(f"{self.options.out_label}/{obj.path}")
-                findings.extend(schema.validate(obj.data, cluster.minor, where, obj.origin))
+                findings.extend(schema.validate(obj.data, cluster.minor, where, obj.origin,
+                                                obj.holes))
         findings.extend(routing_rendered.check([
             routing_rendered.Object(SourceLocation(f"{self.options.out_label}/{obj.path}"),
                                     obj.data, obj.origin, obj.template)

@@ -6,6 +6,7 @@ import shutil
 import textwrap
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from click.testing import CliRunner, Result
 
@@ -162,3 +163,13 @@ def lint_fleet(tmp_path: Path, **changes: str) -> list[Finding]:
 def errors_of(findings: list[Finding]) -> list[Finding]:
     """The findings of severity error."""
     return [f for f in findings if f.severity is Severity.ERROR]
+
+
+def replaced_at(doc: Any, path: tuple[Any, ...], value: Any) -> Any:
+    """``doc`` with the value at key path ``path`` replaced: copies along the path, shares
+    the rest (rendered data is read-only)."""
+    if not path:
+        return value
+    copied = dict(doc) if isinstance(doc, dict) else list(doc)
+    copied[path[0]] = replaced_at(doc[path[0]], path[1:], value)
+    return copied

@@ -43,6 +43,21 @@ def test_growth_is_the_log_log_slope() -> None:
     assert slopes["gen_render"] == pytest.approx(0.5)
 
 
+def test_render_ab_pairs_runs_round_by_round() -> None:
+    """The paired difference is the median of the per-round differences (not the difference
+    of the medians), and the pairs the new checkout won are counted."""
+    from render_ab import paired
+
+    base = [(3.0, 4.0, 1), (2.0, 3.0, 1), (5.0, 6.0, 1)]
+    new = [(2.5, 3.9, 1), (2.2, 2.5, 1), (4.0, 5.9, 1)]
+    report = paired(base, new)
+    assert report["wall"]["median_difference"] == pytest.approx(-0.5)
+    assert report["wall"]["new_quicker"] == 2 and report["wall"]["pairs"] == 3
+    assert report["cpu"]["base"] == 4.0 and report["cpu"]["new"] == 3.9
+    assert report["cpu"]["median_difference"] == pytest.approx(-0.1)
+    assert report["cpu"]["new_quicker"] == 3
+
+
 @pytest.mark.slow
 def test_small_benchmark_runs_and_no_op_render_rewrites_nothing() -> None:
     proc = subprocess.run(

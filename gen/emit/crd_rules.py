@@ -35,9 +35,12 @@ import functools
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gen.caches import BoundedCache, memoize, once
+
+if TYPE_CHECKING:
+    from gen.emit.skeleton import Holes
 
 __all__ = [
     "CompiledRule",
@@ -216,21 +219,30 @@ def plain(value: Any) -> bool:
 
 _VERDICTS: BoundedCache[tuple[str, tuple[Any, ...]], tuple[bool | None, str]] = \
     BoundedCache("gen.emit.crd_rules.verdicts", 65536)
-"""(rule, the fields it reads of a plain node) → :meth:`CompiledRule.evaluate`'s answer."""
+"""(rule, the fields it reads of a plain node, or the whole node) →
+:meth:`CompiledRule.evaluate`'s answer."""
 
 
 def verdict(rule: CompiledRule, value: Any, is_plain: bool) -> tuple[bool | None, str]:
     """:meth:`CompiledRule.evaluate` of ``rule`` on ``value``, shared between the nodes that
-    agree on every field the rule reads (:func:`reads_of`). It is shared only for a plain map
-    (``is_plain``, :func:`plain`); anything else is evaluated as it is. A miss evaluates the
-    whole node, so a shared answer is always one gen computed on a node that reads the same."""
+    agree on every field the rule reads (:func:`reads_of`), or, for a rule that may read
+    anything of its node, between equal nodes (equal as CEL sees them: :func:`_frozen`). It
+    is shared only for a plain node (``is_plain``, :func:`plain`; a map, where the rule reads
+    named fields); anything else is evaluated as it is. A miss evaluates the whole node, so
+    a shared answer is always one gen computed on a node that reads the same."""
     reads = rule.reads
-    if reads is None or not is_plain or type(value) is not dict:
+    if not is_plain:
         return rule.evaluate(value)
+    key: tuple[str, tuple[Any, ...]]
     try:
-        key = (rule.expression, tuple(
-            (name, _frozen(value[name]) if name in value else _ABSENT) if needs_value
-            else (name, name in value) for name, needs_value in reads))
+        if reads is None:  # it may read anything of its node: keyed by the whole node
+            key = (rule.expression, (_WHOLE, _frozen(value)))
+        elif type(value) is not dict:
+            return rule.evaluate(value)
+        else:
+            key = (rule.expression, tuple(
+                (name, _frozen(value[name]) if name in value else _ABSENT) if needs_value
+                else (name, name in value) for name, needs_value in reads))
     except _Unshared:
         return rule.evaluate(value)
     found = _VERDICTS.data.get(key)
@@ -240,6 +252,7 @@ def verdict(rule: CompiledRule, value: Any, is_plain: bool) -> tuple[bool | None
 
 
 _ABSENT = ("absent",)
+_WHOLE = ("whole",)
 
 
 # --------------------------------------------------------------------- schema navigation
@@ -402,35 +415,63 @@ class SchemaChecks:
 
     schema: Mapping[str, Any]
     root: _Node | None
-    _last: list[Any] = field(default_factory=lambda: [None, False], compare=False, repr=False)
-    """The object :meth:`prepare` returned last and whether it is :func:`plain` as a whole
-    (held, not keyed by ``id``: the check is ``is``)."""
+    digest: str = ""
+    """The CRD schema's digest (``""``: none, and nothing is kept per shape)."""
+    _last: list[Any] = field(default_factory=lambda: [None, False, None], compare=False,
+                             repr=False)
+    """The object :meth:`prepare` returned last, whether it is :func:`plain` as a whole, and
+    the :class:`~gen.emit.skeleton.Holes` it was prepared with when it took the shape's
+    program (held, not keyed by ``id``: the check is ``is``)."""
 
     @functools.cached_property
     def _defaults_plain(self) -> bool:
         return _defaults_plain(self.root)
 
-    def prepare(self, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    def prepare(self, obj: Mapping[str, Any], holes: Holes | None = None) -> Mapping[str, Any]:
         """``obj`` as the API server validates it: nulls pruned, defaults applied
         (``metadata``, ``apiVersion`` and ``kind`` are left as they are). Shares unchanged
-        parts with ``obj``: treat the result as read-only."""
-        whole_plain = type(obj) is dict and all(type(key) is str for key in obj)
-        for key, value in obj.items():
-            found = _scan(value)
+        parts with ``obj``: treat the result as read-only.
+
+        ``holes``: where the values of ``obj``'s template shape sit
+        (:func:`gen.emit.skeleton.render_filled`). Then only the values are scanned for
+        nulls and odd values, and defaults are applied to the values, the rest once per
+        shape (:func:`_shape_scan`, :func:`_shape_apply`)."""
+        found_by_key = _shape_scan(obj, holes) if holes is not None else None
+        if found_by_key is None:
+            holes = None
+            whole_plain = type(obj) is dict and all(type(key) is str for key in obj)
+            found_by_key = {key: _scan(value) for key, value in obj.items()}
+        else:
+            whole_plain = True  # the shape's keys are strings (_shape_scan checked)
+        for key, found in found_by_key.items():
             if found & _NULL and key != "metadata":
-                self._last[:] = [None, False]
+                self._last[:] = [None, False, None]
                 return _defaulted_slowly(obj, self.schema)
             whole_plain = whole_plain and not found & _ODD
-        prepared: Mapping[str, Any] = _apply(obj, self.root)
-        self._last[:] = [prepared, whole_plain and self._defaults_plain]
+        prepared: Mapping[str, Any] | None = None
+        if holes is not None and self.digest and self.root is not None:
+            prepared = _shape_apply(obj, self.root, holes, self.digest)
+        if prepared is None:
+            holes = None
+            prepared = _apply(obj, self.root)
+        self._last[:] = [prepared, whole_plain and self._defaults_plain, holes]
         return prepared
 
-    def errors(self, obj: Mapping[str, Any]) -> list[RuleError]:
-        """Every list-map duplicate and CEL rule failure of the prepared ``obj``."""
+    def errors(self, obj: Mapping[str, Any], holes: Holes | None = None) -> list[RuleError]:
+        """Every list-map duplicate and CEL rule failure of the prepared ``obj``.
+
+        ``holes``: as for :meth:`prepare`, of the object ``obj`` was prepared from; then
+        the subtrees with no value of the shape in them are walked once per shape and CRD
+        (:func:`_shape_walk`)."""
         if self.root is None:
             return []
-        last, whole_plain = self._last
-        return _walk(obj, self.root, (), whole_plain and last is obj)
+        last, whole_plain, prepared_with = self._last
+        within_plain = whole_plain and last is obj
+        if holes is not None and last is obj and prepared_with is holes:
+            found = _shape_walk(obj, self.root, holes, self.digest, within_plain)
+            if found is not None:
+                return found
+        return _walk(obj, self.root, (), within_plain)
 
 
 def _defaults_plain(node: _Node | None) -> bool:
@@ -452,8 +493,266 @@ def schema_checks(schema: Mapping[str, Any], digest: str = "") -> SchemaChecks:
         return SchemaChecks(schema, _plan(schema, root=True))
     found = _CHECKS.data.get(digest)
     if found is None:
-        found = _CHECKS.put(digest, SchemaChecks(schema, _plan(schema, root=True)))
+        found = _CHECKS.put(digest, SchemaChecks(schema, _plan(schema, root=True), digest))
     return found
+
+
+# ------------------------------------------------------------- per template shape
+
+_SHAPE_SCANS: BoundedCache[str, tuple[dict[str, int], tuple[str, ...]] | None] = \
+    BoundedCache("gen.emit.crd_rules.shape_scans", 4096)
+"""Shape digest → :func:`_scan` of each top-level key's fixed part, and the top-level key
+of each value (None: the shape's top level is not one of string keys, each value below
+one of them)."""
+
+def _fixed_scan(value: Any, tree: Any) -> int:
+    """:func:`_scan` of ``value`` with the values at the :data:`~gen.emit.skeleton.HOLE`
+    leaves of ``tree`` left out (``tree`` None: no value below)."""
+    from gen.emit.skeleton import HOLE
+
+    if tree is None:
+        return _scan(value)
+    if tree is HOLE:
+        return 0
+    found = 0
+    kind = type(value)
+    if kind is dict:
+        if any(type(key) is not str for key in value):
+            found |= _ODD
+        for key, item in value.items():
+            found |= _fixed_scan(item, tree.get(key))
+    elif kind is list:
+        for index, item in enumerate(value):
+            found |= _fixed_scan(item, tree.get(index))
+    else:
+        found |= _scan(value)  # a shape's holes sit in its dicts and lists only
+    return found
+
+
+def _shape_scan(obj: Mapping[str, Any], holes: Holes) -> dict[str, int] | None:
+    """:func:`_scan` of each top-level value of ``obj``, from its shape's fixed part (once
+    per shape) and its values; None where the shape does not allow it."""
+    shape = holes.shape
+    data = _SHAPE_SCANS.data
+    if shape.shape in data:
+        known = data[shape.shape]
+    else:
+        tree = shape.tree
+        if type(obj) is not dict or any(type(key) is not str for key in obj) or \
+                any(type(path[0]) is not str or path[0] not in obj for path in shape.paths):
+            known = None
+        else:
+            fixed = {key: _fixed_scan(value, tree.get(key)) for key, value in obj.items()}
+            known = (fixed, tuple(str(path[0]) for path in shape.paths))
+        _SHAPE_SCANS.put(shape.shape, known)
+    if known is None or len(holes.values) != len(known[1]):
+        return None
+    found = dict(known[0])
+    scans = _TEXT_SCANS.data
+    for key, value, text in zip(known[1], holes.values, holes.texts, strict=True):
+        kind = type(value)
+        if kind is str or kind is bool or kind is float:
+            continue
+        if kind is int:
+            if value not in _INT_RANGE:
+                found[key] |= _ODD
+        elif value is None:
+            found[key] |= _NULL
+        else:  # a list or map, the same value wherever its JSON text is the same
+            bits = scans.get(text)
+            if bits is None:
+                bits = _TEXT_SCANS.put(text, _scan(value))
+            found[key] |= bits
+    return found
+
+
+_TEXT_SCANS: BoundedCache[str, int] = BoundedCache("gen.emit.crd_rules.text_scans", 16_384)
+"""The JSON text ``tojson`` wrote for a list or map value → :func:`_scan` of the value it
+parses to."""
+
+
+# A shape's programs: for each node with a value of the shape below it, what :func:`_apply`
+# and :func:`_walk` do there, with the subtrees that hold no value done once. They hold
+# for every object of the shape prepared without pruning a null (then the keys of every
+# node with a value below are the shape's, and the defaults added to them the same).
+_FIXED, _VALUE, _BELOW = 0, 1, 2
+
+_Step = tuple[str | int, int, Any]
+"""(key or index, what is there: ``_FIXED`` done, ``_VALUE`` a value, ``_BELOW`` a value
+below, the payload: the result, the schema node, the program below)."""
+
+_ApplyProgram = tuple[bool, tuple[tuple[str, Any], ...], tuple[_Step, ...]]
+"""(a list, the defaults added as (key, value), the steps over the children)."""
+
+_WalkProgram = tuple[bool, tuple[tuple[str | int, int, Any, Path_], ...], _Node, Path_]
+"""(a list, the steps with their paths, the schema node, its path)."""
+
+_SHAPE_APPLY: BoundedCache[tuple[str, str], _ApplyProgram | None] = \
+    BoundedCache("gen.emit.crd_rules.shape_apply", 4096)
+"""(CRD schema digest, shape digest) → the shape's :func:`_apply` program."""
+
+_SHAPE_WALK: BoundedCache[tuple[str, str], _WalkProgram | None] = \
+    BoundedCache("gen.emit.crd_rules.shape_walk", 4096)
+"""(CRD schema digest, shape digest) → the shape's :func:`_walk` program, whose fixed
+steps hold the errors of the subtrees without a value."""
+
+_MISMATCH = (KeyError, IndexError, TypeError)
+"""What running a program on an object that is not of its shape raises (never expected:
+the object is then prepared and walked as any other)."""
+
+
+def _children(value: Any, node: _Node) -> list[tuple[str | int, Any, _Node]]:
+    """The children :func:`_walk` visits, in its order, with their schema nodes."""
+    if isinstance(value, dict):
+        props, extra = node.props, node.extra
+        return [(key, item, sub) for key, item in value.items()
+                if (sub := props.get(key) if extra is None or key in node.declared else extra)
+                is not None]
+    if isinstance(value, list) and node.items is not None:
+        return [(index, item, node.items) for index, item in enumerate(value)]
+    return []
+
+
+def _compile_apply(value: Any, node: _Node, tree: Mapping[Any, Any]) -> _ApplyProgram | None:
+    """The :func:`_apply` program of ``value`` at ``node``, values at the leaves of
+    ``tree``; None where :func:`_apply` leaves it alone."""
+    from gen.emit.skeleton import HOLE
+
+    if isinstance(value, dict):
+        adds = tuple((key, _apply(default, node.props.get(key)))
+                     for key, default in node.defaults.items() if key not in value)
+        if node.extra is None:
+            pairs: list[tuple[str | int, Any, _Node]] = [
+                (key, value[key], sub) for key, sub in node.props.items() if key in value]
+        else:
+            pairs = [(key, item, sub) for key, item, sub in _children(value, node)]
+        listed = False
+    elif isinstance(value, list) and node.items is not None:
+        adds, listed = (), True
+        pairs = [(index, item, node.items) for index, item in enumerate(value)]
+    else:
+        return None
+    steps: list[_Step] = []
+    for key, item, sub in pairs:
+        below = tree.get(key)
+        if below is HOLE:
+            steps.append((key, _VALUE, sub))
+        elif below is not None:
+            steps.append((key, _BELOW, _compile_apply(item, sub, below)))
+        else:
+            steps.append((key, _FIXED, _apply(item, sub)))
+    return listed, adds, tuple(steps)
+
+
+def _run_apply(value: Any, program: _ApplyProgram | None) -> Any:
+    """:func:`_apply` of ``value`` by its shape's program."""
+    if program is None:
+        return value
+    listed, adds, steps = program
+    if listed:
+        new_items = [_run_step(value[key], how, payload) for key, how, payload in steps]
+        if len(new_items) != len(value):
+            raise IndexError("not of the shape")
+        if any(a is not b for a, b in zip(new_items, value, strict=True)):
+            return new_items
+        return value
+    out: dict[str | int, Any] | None = None
+    if adds:
+        out = dict(value)
+        out.update(adds)
+    for key, how, payload in steps:
+        item = value[key]
+        new = _run_step(item, how, payload)
+        if new is not item:
+            out = out if out is not None else dict(value)
+            out[key] = new
+    return out if out is not None else value
+
+
+def _run_step(item: Any, how: int, payload: Any) -> Any:
+    if how == _FIXED:
+        return payload
+    if how == _VALUE:
+        return _apply(item, payload)
+    return _run_apply(item, payload)
+
+
+def _shape_apply(obj: Mapping[str, Any], root: _Node, holes: Holes,
+                 digest: str) -> Mapping[str, Any] | None:
+    """:func:`_apply` of ``obj`` at ``root`` by its shape's program (made from the first
+    object of the shape); None where the shape has none."""
+    key = (digest, holes.shape.shape)
+    data = _SHAPE_APPLY.data
+    if key in data:
+        program = data[key]
+    else:
+        program = _SHAPE_APPLY.put(key, _compile_apply(obj, root, holes.shape.tree))
+    if program is None:
+        return None
+    try:
+        prepared: Mapping[str, Any] = _run_apply(obj, program)
+    except _MISMATCH:
+        return None
+    return prepared
+
+
+def _compile_walk(value: Any, node: _Node, tree: Mapping[Any, Any], path: Path_,
+                  plain_: bool) -> _WalkProgram:
+    """The :func:`_walk` program of the prepared ``value`` at ``node``."""
+    from gen.emit.skeleton import HOLE
+
+    steps: list[tuple[str | int, int, Any, Path_]] = []
+    for key, item, sub in _children(value, node):
+        below, at = tree.get(key), (*path, key)
+        if below is HOLE:
+            steps.append((key, _VALUE, sub, at))
+        elif below is not None:
+            steps.append((key, _BELOW, _compile_walk(item, sub, below, at, plain_), at))
+        else:
+            fixed = tuple(_walk(item, sub, at, plain_))
+            if fixed:
+                steps.append((key, _FIXED, fixed, at))
+    return isinstance(value, list), tuple(steps), node, path
+
+
+def _run_walk(value: Any, program: _WalkProgram, plain_: bool) -> list[RuleError]:
+    """:func:`_walk` of ``value`` by its shape's program."""
+    listed, steps, node, path = program
+    if listed is not isinstance(value, list):
+        raise TypeError("not of the shape")
+    found: list[RuleError] = []
+    for key, how, payload, at in steps:
+        if how == _FIXED:
+            found += payload
+        elif how == _VALUE:
+            found += _walk(value[key], payload, at, plain_)
+        else:
+            found += _run_walk(value[key], payload, plain_)
+    if listed:
+        found += _map_duplicates(value, node.map_keys, path)
+    if node.rules:
+        found += _node_rules(value, node.rules, path, plain_)
+    return found
+
+
+def _shape_walk(obj: Mapping[str, Any], root: _Node, holes: Holes, digest: str,
+                plain_: bool) -> list[RuleError] | None:
+    """:func:`_walk` of the prepared ``obj`` by its shape's program (made from the first
+    object of the shape: a subtree without a value is the same in every object of the
+    shape, so are its errors, and a rule reads only its node); None where it cannot."""
+    key = (digest, holes.shape.shape)
+    data = _SHAPE_WALK.data
+    if key in data:
+        program = data[key]
+    else:
+        program = _SHAPE_WALK.put(key, _compile_walk(obj, root, holes.shape.tree, (),
+                                                     plain_))
+    if program is None:
+        return None
+    try:
+        return _run_walk(obj, program, plain_)
+    except _MISMATCH:
+        return None
 
 
 def _defaulted_slowly(obj: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -491,10 +790,10 @@ def _field_path(base: Path_, field_path: str) -> Path_:
 
 def _node_rules(value: Any, rules: tuple[Mapping[str, Any], ...],
                 path: Path_, within_plain: bool = False) -> Iterator[RuleError]:
-    is_plain: bool | None = (type(value) is dict) if within_plain else None
+    is_plain: bool | None = True if within_plain else None
     for rule in rules:
         expression: str = rule["rule"]
-        if _OLD_SELF.search(expression):
+        if _transition(expression):
             continue  # a transition rule: only on update
         compiled = compile_rule(expression)
         if compiled.error:
@@ -502,8 +801,8 @@ def _node_rules(value: Any, rules: tuple[Mapping[str, Any], ...],
                             f"gen cannot evaluate the rule {expression!r}: "
                             f"{compiled.error}", expression, evaluated=False)
             continue
-        if is_plain is None and compiled.reads is not None:
-            is_plain = type(value) is dict and plain(value)  # once per node
+        if is_plain is None:
+            is_plain = plain(value)  # once per node
         ok, error = verdict(compiled, value, bool(is_plain))
         if ok:
             continue
@@ -512,6 +811,12 @@ def _node_rules(value: Any, rules: tuple[Mapping[str, Any], ...],
             yield RuleError(where, f"rule {expression!r} failed to evaluate: {error}", expression)
             continue
         yield RuleError(where, _message(rule, value, expression), expression)
+
+
+@memoize(maxsize=4096)
+def _transition(expression: str) -> bool:
+    """Whether a rule reads ``oldSelf`` (a transition rule)."""
+    return _OLD_SELF.search(expression) is not None
 
 
 def _message(rule: Mapping[str, Any], value: Any, expression: str) -> str:

@@ -6,6 +6,16 @@ progress reporting. The parent starts no threads, so forking is safe: on Linux w
 are forked and inherit the loaded plan for free; elsewhere (macOS, Windows) they are
 spawned and the task object is pickled to each worker once.
 
+While tasks run, the cycle collector is relaxed, as CPython's ``gc`` documentation suggests
+for forked workers: the objects that exist when they start (the plan, the modules, the
+compiled templates and validators) are frozen out of its walks (``gc.freeze``), in the
+parent and in each forked worker, which inherits them frozen (and so does not write to the
+pages it shares with the parent either); and it runs after every :data:`_YOUNG_THRESHOLD`
+new objects instead of every 700. Both are undone when the tasks are done (or fail).
+Reference counting frees objects as before; only garbage cycles wait longer. On the
+40-cluster bench fleet, collections took 0.51 s of a ``--jobs 1`` render, and 0.17–0.22 s
+with this (most of that is the load, before any task).
+
 A task is a picklable callable ``task(index) -> result``. An exception it raises is sent
 back and re-raised in the parent; a worker that dies (killed, out of memory) raises
 :class:`~gen.errors.WorkerError` whose ``task`` is the index it was on.
@@ -14,6 +24,7 @@ back and re-raised in the parent; a worker that dies (killed, out of memory) rai
 from __future__ import annotations
 
 import contextlib
+import gc
 import multiprocessing
 import os
 import sys
@@ -87,12 +98,42 @@ def run_tasks(
     last task when there are no workers); what it raises ends the run like a task's error.
     """
     jobs = min(jobs, count)
-    if jobs <= 1:
-        for index in range(count):
-            on_result(index, task(index))
-        if meanwhile is not None:
-            meanwhile()
+    with _frozen():
+        if jobs <= 1:
+            for index in range(count):
+                on_result(index, task(index))
+            if meanwhile is not None:
+                meanwhile()
+            return
+        _run_workers(task, count, jobs, on_result, meanwhile)
+
+
+@contextlib.contextmanager
+def _frozen() -> Any:
+    """The objects alive now out of the collector's walks until the block ends (see the
+    module's docstring); a block inside another leaves the freezing to the outer one."""
+    if gc.get_freeze_count():
+        yield
         return
+    gc.freeze()
+    threshold = gc.get_threshold()
+    gc.set_threshold(max(threshold[0], _YOUNG_THRESHOLD), *threshold[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)
+        gc.unfreeze()
+
+
+_YOUNG_THRESHOLD = 50_000
+"""The collector's first threshold while tasks run (CPython's default is 700): a render
+allocates millions of small containers, nearly all freed by reference counting."""
+
+
+def _run_workers(
+    task: Callable[[int], R], count: int, jobs: int, on_result: Callable[[int, R], None],
+    meanwhile: Callable[[], None] | None,
+) -> None:
     ctx = _context()
     workers: list[tuple[Any, Connection]] = []
     try:

@@ -214,6 +214,8 @@ class RenderedObject:
     text: str
     origin: SourceLocation
     template: str
+    holes: skeleton.Holes | None = None
+    """Where the values of its template's shape sit in ``data`` (None: not known)."""
 
     @property
     def kind(self) -> str:
@@ -298,8 +300,8 @@ def render_manifest(
     """Render one manifest; raise :class:`TemplateError` at the template's file:line."""
     try:
         template = env.get_template(spec.template)
-        shaped = skeleton.render_shape(env, template, spec.context, yamlfast.load_all)
-        docs, body = (None, None) if shaped is None else shaped
+        filled = skeleton.render_filled(env, template, spec.context, yamlfast.load_all)
+        docs, body, holes = (None, None, None) if filled is None else filled
         text = template.render(**spec.context) if docs is None else ""
     except jinja2.TemplateNotFound as err:
         raise TemplateError(findings=[finding(
@@ -344,6 +346,7 @@ def render_manifest(
         text=header + (dump_yaml(data) if body is None else body),
         origin=spec.origin,
         template=spec.template,
+        holes=holes,
     )
 
 

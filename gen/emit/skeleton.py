@@ -30,22 +30,32 @@ The canonical YAML text of a one-document skeleton is compiled once too
 :func:`render_shape` also gives each object's text as ``yamlfast.dump`` writes it, from
 the values alone, wherever that is provably the same bytes (no placeholder is a key, no
 fixed part takes PyYAML's path, no value does: see :meth:`yamlfast.ShapeText.fill`).
+
+Where a one-document skeleton writes no key from a value, :func:`render_filled` also says
+where each value sits in the document (:class:`Holes`: the shape's digest and the path of
+each placeholder). Everything else in the document is the shape's fixed part, the same in
+every object of that shape, so a check whose answer on a subtree depends only on that
+subtree can answer once per shape for the subtrees without a hole
+(:meth:`gen.emit.crd_rules.SchemaChecks.prepare`).
 """
 
 from __future__ import annotations
 
 import contextvars
+import hashlib
 import json
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 import jinja2
 
 from gen.caches import BoundedCache
 from gen.emit import yamlfast
 
-__all__ = ["EXPRESSION", "TOJSON_LAST", "is_plain", "render_data", "render_shape"]
+__all__ = ["EXPRESSION", "HOLE", "TOJSON_LAST", "Filled", "Holes", "ShapeHoles", "is_plain",
+           "render_data", "render_filled", "render_shape"]
 
 EXPRESSION = re.compile(r"\{\{-?(.*?)-?\}\}", re.DOTALL)
 """A ``{{ … }}`` expression (its inside in group 1)."""
@@ -149,6 +159,96 @@ def render_shape(
 ) -> tuple[list[Any], str | None] | None:
     """:func:`render_data`, and ``yamlfast.dump`` of its one document where the shape's
     cached text gives it (None there: dump the data)."""
+    filled = render_filled(env, template, context, load_all)
+    return None if filled is None else (filled.docs, filled.text)
+
+
+Path_ = tuple[str | int, ...]
+
+HOLE = True
+"""A leaf of :attr:`ShapeHoles.tree`: a value sits here."""
+
+
+@dataclass(frozen=True)
+class ShapeHoles:
+    """Where the values of one skeleton shape sit in its document: ``paths[i]`` is the key
+    path of value ``i``. Two shapes with the same ``shape`` digest have the same skeleton
+    text, so the same fixed part."""
+
+    shape: str
+    """SHA-256 of the skeleton's text (the template's output with placeholders)."""
+    paths: tuple[Path_, ...]
+    tree: Mapping[str | int, Any] = field(compare=False, repr=False, default_factory=dict)
+    """The paths as nested maps: a key that leads to a value maps to its subtree, a value
+    itself to :data:`HOLE`; a key that is absent has no value below it."""
+
+    @classmethod
+    def of(cls, shape: str, paths: tuple[Path_, ...]) -> ShapeHoles:
+        """The holes of ``shape`` at ``paths`` (with their :attr:`tree`)."""
+        return cls(shape, paths, _tree(paths))
+
+
+def _tree(paths: tuple[Path_, ...]) -> dict[str | int, Any]:
+    root: dict[str | int, Any] = {}
+    for path in paths:
+        if not path:
+            return {}  # the whole document is one value: nothing is fixed
+        node = root
+        for key in path[:-1]:
+            node = node.setdefault(key, {})
+        node[path[-1]] = HOLE
+    return root
+
+
+def _holes(plan: _Plan, text: str) -> ShapeHoles | None:
+    """The :class:`ShapeHoles` of a document's plan; None when a key is a value (then the
+    keys of the fixed part are not fixed) or the whole document is one value."""
+    paths: dict[int, Path_] = {}
+
+    def walk(part: _Plan, path: Path_) -> bool:
+        tag = part[0]
+        if tag == "p":
+            paths[int(part[1])] = path
+        elif tag == "l":
+            return all(walk(item, (*path, i)) for i, item in enumerate(part[1]))
+        elif tag == "d":
+            for key_plan, value_plan in part[1]:
+                if key_plan[0] != "s" or not walk(value_plan, (*path, key_plan[1])):
+                    return False
+        return True
+
+    if not walk(plan, ()) or () in paths.values():
+        return None
+    ordered = tuple(paths[i] for i in sorted(paths))
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return ShapeHoles.of(digest, ordered)
+
+
+class Holes(NamedTuple):
+    """One object's values and where they sit (:class:`ShapeHoles`)."""
+
+    shape: ShapeHoles
+    values: tuple[Any, ...]
+    texts: tuple[str, ...]
+    """The JSON text ``tojson`` wrote for each value (the value is its parse)."""
+
+
+class Filled(NamedTuple):
+    """What :func:`render_filled` gives for one template render."""
+
+    docs: list[Any]
+    text: str | None
+    """``yamlfast.dump`` of the one document, from the shape's text (None: dump the data)."""
+    holes: Holes | None
+    """Where the values sit (None: not known, for a shape with more than one document or a
+    key written from a value)."""
+
+
+def render_filled(
+    env: jinja2.Environment, template: jinja2.Template, context: Mapping[str, Any],
+    load_all: Any,
+) -> Filled | None:
+    """:func:`render_shape`, and where the values sit in the document (:class:`Holes`)."""
     if not _template_is_plain(env, template):
         return None
     recorded: list[str] = []
@@ -178,13 +278,15 @@ def render_shape(
         ]
     except _Miss:
         return None
-    shape = compiled[2]
-    return docs, None if shape is None else shape.fill(values, recorded)
+    shape, holes = compiled[2], compiled[4]
+    return Filled(docs, None if shape is None else shape.fill(values, recorded),
+                  None if holes is None else Holes(holes, tuple(values), tuple(recorded)))
 
 
 _Plan = tuple[Any, ...]
 _Filler = Callable[[list[Any]], Any]
-_Compiled = tuple[list[_Plan], int, yamlfast.ShapeText | None, list[_Filler | None]]
+_Compiled = tuple[list[_Plan], int, yamlfast.ShapeText | None, list[_Filler | None],
+                  ShapeHoles | None]
 _SKELETONS: BoundedCache[str, _Compiled | None] = BoundedCache(
     "gen.emit.skeleton.skeletons", 4096)
 """A skeleton render's text → its compiled plans, placeholder count and canonical text
@@ -206,7 +308,8 @@ def _compile(text: str, load_all: Any) -> _Compiled | None:
     if sorted(found) != list(range(len(found))):
         return None  # a placeholder lost (in a comment, a block string) or repeated
     shape = yamlfast.compile_shape(docs[0], _hole) if len(docs) == 1 else None
-    return plans, len(found), shape, [filler(plan) for plan in plans]
+    holes = _holes(plans[0], text) if len(docs) == 1 else None
+    return plans, len(found), shape, [filler(plan) for plan in plans], holes
 
 
 def _hole(node: Any) -> int | None:

@@ -34,7 +34,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gen.caches import BoundedCache, memoize, once
 from gen.emit.crd_convert import OBJECT_META_REF, CRDSchema
@@ -44,6 +44,9 @@ from gen.errors import Finding, SourceLocation
 from gen.fleet.loader import format_key_path
 from gen.k8s import names
 from gen.rules import finding
+
+if TYPE_CHECKING:
+    from gen.emit.skeleton import Holes, ShapeHoles
 
 __all__ = ["SchemaValidator", "compiled", "metadata_findings", "schema_version_for", "warm"]
 
@@ -218,28 +221,34 @@ class SchemaValidator:
         cluster_minor: int,
         where: SourceLocation,
         origin: SourceLocation | None = None,
+        holes: Holes | None = None,
     ) -> list[Finding]:
-        """All schema, metadata and rule errors of one object, located at its output file."""
+        """All schema, metadata and rule errors of one object, located at its output file.
+
+        ``holes``: where the values of the object's template shape sit in ``data``
+        (:attr:`gen.emit.render.RenderedObject.holes`); a custom resource's checks then walk
+        its values, and the rest of the object once per shape. The findings are the same."""
         minor = schema_version_for(cluster_minor)
         api_version = str(data.get("apiVersion", ""))
         kind = str(data.get("kind", ""))
         related = (origin,) if origin is not None else ()
-        findings = metadata_findings(data, where, related)
+        findings = metadata_findings(data, where, related, holes)
         crd = self.crds.lookup(api_version, kind)
         validator = compiled(minor, api_version, kind, crd)
         if crd is not None:
-            return findings + _custom_findings(validator, data, crd, where, related)
+            return findings + _custom_findings(validator, data, crd, where, related, holes)
         if validator is not None and validator.is_valid(data):
             return findings  # the common case, and quicker than collecting errors
         return findings + _findings(validator, data, minor, where, related)
 
 
 def _custom_findings(validator: Any, data: Mapping[str, Any], crd: CRDSchema,
-                     where: SourceLocation, related: tuple[SourceLocation, ...]) -> list[Finding]:
+                     where: SourceLocation, related: tuple[SourceLocation, ...],
+                     holes: Holes | None = None) -> list[Finding]:
     """GEN020 (schema) and GEN024 (list-map keys, CEL rules) of a custom resource, judged as
     the API server does: on a copy with nulls pruned and defaults set."""
     checks = schema_checks(crd.schema, crd.digest)
-    prepared = checks.prepare(data)
+    prepared = checks.prepare(data, holes)
     if not validator.is_valid(prepared):
         what = f"{crd.kind} does not match its CRD ({crd.source})"
         return [finding("GEN020", f"{what}: {error.message}", where,
@@ -247,7 +256,7 @@ def _custom_findings(validator: Any, data: Mapping[str, Any], crd: CRDSchema,
                         related=_with_crd(related, crd))
                 for error in validator.iter_errors(prepared)]
     # A rule gen cannot compile is reported once, at its CRD (GEN025, by load_crd_dir).
-    errors = checks.errors(prepared)
+    errors = checks.errors(prepared, holes)
     return [finding("GEN024", f"{crd.kind} breaks a rule of its CRD ({crd.source}): "
                     f"{error.message}", where, key_path=format_key_path(list(error.path)),
                     related=_with_crd(related, crd))
@@ -282,13 +291,23 @@ def _findings(validator: Any, data: Mapping[str, Any], minor: int, where: Source
 
 
 def metadata_findings(data: Mapping[str, Any], where: SourceLocation,
-                      related: tuple[SourceLocation, ...] = ()) -> list[Finding]:
+                      related: tuple[SourceLocation, ...] = (),
+                      holes: Holes | None = None) -> list[Finding]:
     """GEN022: ``metadata`` name, namespace, label, annotation and finalizer syntax, as the API
-    server checks it on every object (:mod:`gen.k8s.names`); shapes are the schema's."""
+    server checks it on every object (:mod:`gen.k8s.names`); shapes are the schema's.
+
+    ``holes``: where the values of the object's template shape sit; once one object of the
+    shape passed, only the values in its metadata are checked (:func:`_metadata_program`)."""
     meta = data.get("metadata")
-    if type(meta) is dict and _metadata_clean(meta, str(data.get("apiVersion", "")),
-                                               str(data.get("kind", ""))):
-        return []
+    if type(meta) is dict:
+        if holes is not None:
+            program = _META_PROGRAMS.data.get(holes.shape.shape)
+            if program is not None and _values_clean(program, holes, meta, data):
+                return []
+        if _metadata_clean(meta, str(data.get("apiVersion", "")), str(data.get("kind", ""))):
+            if holes is not None and holes.shape.shape not in _META_PROGRAMS.data:
+                _META_PROGRAMS.put(holes.shape.shape, _metadata_program(data, holes.shape))
+            return []
     if not isinstance(meta, Mapping):
         return []
     name, namespace, finalizers = meta.get("name"), meta.get("namespace"), meta.get("finalizers")
@@ -388,6 +407,114 @@ def _metadata_clean(meta: dict[str, Any], api_version: str, kind: str) -> bool:
     return (labels is None or _labels_clean(labels)) and \
         (notes is None or _notes_clean(notes)) and \
         (finalizers is None or _finalizers_clean(finalizers))
+
+
+# What a metadata program checks of one value (see _metadata_program).
+(_NAME, _NAMESPACE, _LABELS, _LABEL_VALUE, _NOTES, _NOTE_VALUE, _FINALIZERS, _FINALIZER,
+ _NAME_BY_KIND) = range(9)
+
+_MetaProgram = tuple[tuple[tuple[int, int, Any], ...], int]
+"""((value index, what to check, the name rule for ``_NAME``), the size of the fixed
+annotations). ``_NAME_BY_KIND`` (index -1): the name, a value or not, checked by the rule of
+the object's apiVersion and kind, which are values of the shape."""
+
+_META_PROGRAMS: BoundedCache[str, _MetaProgram | None] = BoundedCache(
+    "gen.emit.validate.metadata_programs", 4096)
+"""Shape digest → what :func:`_metadata_clean` must still check of each object of the shape
+once one passed (None: every object is checked whole)."""
+
+
+def _metadata_program(data: Mapping[str, Any], shape: ShapeHoles) -> _MetaProgram | None:
+    """What :func:`_metadata_clean` reads of the values of ``shape``, made from an object of
+    it that passed (``data``): its fixed part passed, and is the same in every object of the
+    shape. None where the metadata is a value, or a value sits where the check reads no
+    whole string."""
+    steps: list[tuple[int, int, Any]] = []
+    by_kind = any(path[0] in ("apiVersion", "kind") for path in shape.paths)
+    if by_kind:
+        steps.append((-1, _NAME_BY_KIND, None))  # the name rule may change with the values
+    meta = data["metadata"]
+    notes = meta.get("annotations")
+    fixed_notes = type(notes) is dict and ("metadata", "annotations") not in shape.paths
+    size = sum(len(k) + len(v) for k, v in notes.items()) if fixed_notes else 0
+    rule = names.name_rule(str(data.get("apiVersion", "")), str(data.get("kind", "")))
+    for index, path in enumerate(shape.paths):
+        if path[0] != "metadata" or (by_kind and path[1:] == ("name",)):
+            continue
+        if len(path) == 1:
+            return None
+        field = path[1]
+        whole, item = _META_FIELDS.get(field, (None, None))  # type: ignore[arg-type]
+        if whole is None:
+            continue  # a field the check does not read (generateName, ownerReferences, ...)
+        if len(path) == 2:
+            steps.append((index, whole, rule))
+        elif len(path) == 3 and item is not None:
+            steps.append((index, item, rule))
+            if item == _NOTE_VALUE:
+                size -= len(notes[path[2]])  # counted for each object
+        else:
+            return None
+    return tuple(steps), size
+
+
+_META_FIELDS: dict[str, tuple[int, int | None]] = {
+    "name": (_NAME, None), "namespace": (_NAMESPACE, None), "labels": (_LABELS, _LABEL_VALUE),
+    "annotations": (_NOTES, _NOTE_VALUE), "finalizers": (_FINALIZERS, _FINALIZER)}
+"""A metadata field → the check of a value that is the field, and of a value inside it."""
+
+
+def _values_clean(program: _MetaProgram, holes: Holes, meta: Mapping[str, Any],
+                  data: Mapping[str, Any]) -> bool:
+    """True only when every value a metadata program checks passes as
+    :func:`_metadata_clean` checks it (then the whole metadata passes). A label, annotation
+    or finalizer collection that is one value passes once per JSON text."""
+    steps, size = program
+    values, texts = holes.values, holes.texts
+    for index, check, rule in steps:
+        if check == _NAME_BY_KIND:
+            if not _string_clean(_NAME, meta.get("name"), names.name_rule(
+                    str(data.get("apiVersion", "")), str(data.get("kind", "")))):
+                return False
+            continue
+        value = values[index]
+        if check == _NOTE_VALUE:
+            if type(value) is not str:
+                return False
+            size += len(value)
+        elif check in (_LABELS, _NOTES, _FINALIZERS):
+            if value is not None and (check, texts[index]) not in _CLEAN_TEXTS.data:
+                if not (_labels_clean(value) if check == _LABELS else
+                        _notes_clean(value) if check == _NOTES else _finalizers_clean(value)):
+                    return False
+                _CLEAN_TEXTS.put((check, texts[index]), True)
+        elif not _string_clean(check, value, rule):
+            return False
+    return size * 4 <= names.TOTAL_ANNOTATION_SIZE
+
+
+def _string_clean(check: int, value: Any, rule: Callable[[str], list[str]]) -> bool:
+    """A name (by ``rule``), namespace, label value or finalizer as :func:`_metadata_clean`
+    checks it."""
+    if check == _NAME:
+        if type(value) is not str or not value:
+            return False
+        cache = _NAME_CACHES[rule]
+        return value in cache.data or _good(cache, value, rule)
+    if check == _NAMESPACE:
+        return value is None or value == "" or (type(value) is str and (
+            value in _GOOD_LABEL.data or _good(_GOOD_LABEL, value, names.dns1123_label_errors)))
+    if check == _LABEL_VALUE:
+        return type(value) is str and (value in _GOOD_VALUE.data or
+                                       _good(_GOOD_VALUE, value, names.label_value_errors))
+    return type(value) is str and (value in _GOOD_QNAME.data or  # a finalizer
+                                   _good(_GOOD_QNAME, value, names.qualified_name_errors))
+
+
+_CLEAN_TEXTS: BoundedCache[tuple[int, str], bool] = BoundedCache(
+    "gen.emit.validate.clean_texts", 65536)
+"""(``_LABELS``, ``_NOTES`` or ``_FINALIZERS``, the JSON text of a value) → it passed (only
+passes are kept; the value is the text's parse)."""
 
 
 def _strings(value: object) -> tuple[tuple[str, str], ...]:

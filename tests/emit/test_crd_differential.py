@@ -363,7 +363,7 @@ def test_the_campaign_catches_a_validator_that_skips_rules_or_metadata(
     from gen.emit import validate
 
     monkeypatch.setattr(validate, "schema_checks", lambda _schema, _digest: type(
-        "NoRules", (), {"prepare": lambda _self, o: o, "errors": lambda _self, _o: []})())
+        "NoRules", (), {"prepare": lambda _self, o, *_: o, "errors": lambda _self, *_: []})())
     monkeypatch.setattr(validate, "metadata_findings", lambda *_: [])
     objects = tuple(o for o in _objects() if o["kind"] in ("HelmRelease", "ScaledObject"))
     counts = _compare(objects[:3], stride=2)

@@ -97,3 +97,157 @@ def test_rule_errors_are_the_same_with_verdicts_shared(monkeypatch: pytest.Monke
     monkeypatch.setattr(crd_rules, "verdict", lambda rule, value, _plain: rule.evaluate(value))
     assert shared == [checks.errors(o) for o in objects * 2]
     assert [len(e) for e in shared[:6]] == [0, 1, 1, 2, 1, 0]
+
+
+@pytest.mark.parametrize("rule", ["size(self) < 3", "self.all(x, x != 'b')",
+                                  "self.exists_one(x, x == 1)", "self.matches('^a')"])
+def test_a_rule_that_reads_its_whole_node_is_shared_between_equal_nodes(rule: str) -> None:
+    """A rule that may read anything of its node shares its verdict between nodes equal as
+    CEL sees them (lists, strings, maps; 1, 1.0 and true apart), and is always the node's own."""
+    compiled = compile_rule(rule)
+    assert not compiled.error and compiled.reads is None
+    nodes: list[Any] = [[], [1], [1, 1], [1.0], [True], ["b"], ["a", "b", "c"], "abc", "b",
+                        {"a": 1}, {"b": 1, "c": 2, "d": 3}, [[1]], [{"x": None}]]
+    gen.caches.clear()
+    for _ in range(2):
+        for node in nodes:
+            assert verdict(compiled, node, plain(node)) == compiled.evaluate(node), node
+
+
+# --------------------------------------------------------------- per template shape
+
+SCALED = """apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata:
+  name: {{ name|tojson }}
+  namespace: ns
+spec:
+  scaleTargetRef:
+    name: {{ target|tojson }}
+  minReplicaCount: {{ lo|tojson }}
+  maxReplicaCount: {{ hi|tojson }}
+  fallback: {{ fallback|tojson }}
+  triggers:
+  - type: prometheus
+    metadata: {{ trigger|tojson }}
+"""
+"""A KEDA ScaledObject whose rule (``minReplicaCount <= maxReplicaCount``) reads values,
+with a default below a value (``fallback.behavior``)."""
+
+SCALED_BROKEN = SCALED.replace("{{ lo|tojson }}", "5").replace("{{ hi|tojson }}", "2")
+"""The same with the rule broken by the template itself, whatever the values."""
+
+GOOD: dict[str, Any] = {"name": "web", "target": "web", "lo": 1, "hi": 3, "fallback": None,
+                        "trigger": {"query": "sum(up)", "threshold": "1"}}
+CASES: list[dict[str, Any]] = [
+    GOOD,
+    {**GOOD, "lo": 5, "hi": 2},                                  # the rule broken by values
+    {**GOOD, "hi": None},                                        # a null pruned
+    {**GOOD, "lo": "one"},                                       # the schema broken
+    {**GOOD, "hi": 2 ** 70},                                     # CEL cannot take it in
+    {**GOOD, "fallback": {"failureThreshold": 3, "replicas": 1}},  # a default below a value
+    {**GOOD, "fallback": {"failureThreshold": 3, "replicas": 1, "behavior": None}},
+    {**GOOD, "trigger": {"query": None}},
+    {**GOOD, "name": "Not_A_Name"},                              # metadata
+    {**GOOD, "trigger": []},
+]
+
+
+def _shaped_and_whole(source: str, context: dict[str, Any]) -> tuple[list[Any], list[Any]]:
+    """The findings of the rendered object validated with its shape's holes, and without."""
+    import jinja2
+
+    from gen.emit import skeleton, yamlfast
+    from gen.emit.render import make_environment
+    from gen.emit.validate import SchemaValidator
+    from gen.errors import SourceLocation
+
+    env = make_environment(None)
+    env.loader = jinja2.DictLoader({"t.j2": source})
+    filled = skeleton.render_filled(env, env.get_template("t.j2"), context, yamlfast.load_all)
+    assert filled is not None and filled.holes is not None
+    (doc,) = filled.docs
+    validator, where = SchemaValidator(), SourceLocation("out/x.yaml")
+    return (validator.validate(doc, 33, where, None, filled.holes),
+            validator.validate(doc, 33, where))
+
+
+def test_a_shape_rejects_exactly_what_the_whole_object_walk_rejects() -> None:
+    """Values that break a rule, the schema, CEL's types or metadata, nulls and defaults below
+    values: the same findings with the shape's holes as without, whichever object of the
+    shape comes first (its programs are made from it)."""
+    rejected = [bool(_shaped_and_whole(SCALED, c)[1]) for c in CASES]
+    assert rejected == [False, True, False, True, True, False, False, False, True, True]
+    for order in (CASES, CASES[::-1]):
+        gen.caches.clear()
+        for _ in range(2):
+            for context in order:
+                shaped, whole = _shaped_and_whole(SCALED, context)
+                assert shaped == whole, context
+    shaped, _ = _shaped_and_whole(SCALED, CASES[1])
+    assert [f.rule for f in shaped] == ["GEN024"]
+    assert "minReplicaCount must be less than or equal to maxReplicaCount" in shaped[0].message
+
+
+def test_a_template_that_breaks_a_rule_itself_is_rejected_for_every_object() -> None:
+    """The rule broken by the fixed part (walked once per shape): every object of the shape
+    is rejected, at the same path, with the same message, as the whole-object walk says."""
+    gen.caches.clear()
+    broken = 0
+    for _ in range(2):
+        for context in CASES:
+            shaped, whole = _shaped_and_whole(SCALED_BROKEN, context)
+            assert shaped == whole, context
+            rules = {f.rule for f in shaped}
+            assert "GEN024" in rules or "GEN020" in rules, context  # rules run on a valid schema
+            broken += "GEN024" in rules
+    assert broken == 2 * 9  # all but the one whose value breaks the schema (a list trigger)
+
+
+REPLACEMENTS: list[Any] = [None, 2 ** 70, "x", "", 0, -1, 1.5, True, {}, [], {"a": None},
+                           [None], {"name": "n", "port": 1}]
+
+
+def test_every_custom_resource_shape_of_the_example_fleet_with_any_value_in_a_hole(
+        tmp_path: Any) -> None:
+    """Each custom resource shape of the example fleet, each of its values replaced in turn
+    by values of every type (nulls, 2⁶⁴-range integers, maps, lists): the findings with the
+    holes are the whole-object walk's."""
+    import json
+
+    from gen.emit.crd_schemas import CRDSet
+    from gen.emit.render import make_environment, render_cluster
+    from gen.emit.skeleton import Holes
+    from gen.emit.validate import SchemaValidator
+    from gen.errors import SourceLocation
+    from gen.pipeline import load_plan
+    from tests.helpers import copy_fleet, replaced_at
+
+    root = copy_fleet(tmp_path)
+    plan = load_plan(root / "profiles", base=root)
+    env, crds = make_environment(None), CRDSet()
+    seen: dict[str, Any] = {}
+    for cluster in plan.clusters:
+        for obj in render_cluster(env, cluster)[0]:
+            if obj.holes is not None and crds.lookup(obj.api_version, obj.kind) is not None:
+                seen.setdefault(obj.holes.shape.shape, (cluster.minor, obj))
+    assert len(seen) >= 10
+    validator, where = SchemaValidator(), SourceLocation("out/x.yaml")
+    gen.caches.clear()
+    compared = rejected = 0
+    for minor, obj in seen.values():
+        holes = obj.holes
+        assert validator.validate(obj.data, minor, where, None, holes) == \
+            validator.validate(obj.data, minor, where)
+        for index, path in enumerate(holes.shape.paths[:16]):
+            for value in REPLACEMENTS:
+                data = replaced_at(obj.data, path, value)
+                values = list(holes.values)
+                texts = list(holes.texts)
+                values[index], texts[index] = value, json.dumps(value)
+                new = Holes(holes.shape, tuple(values), tuple(texts))
+                shaped = validator.validate(data, minor, where, None, new)
+                assert shaped == validator.validate(data, minor, where), (obj.path, path, value)
+                compared += 1
+                rejected += bool(shaped)
+    assert compared > 500 and 0 < rejected < compared

@@ -39,6 +39,38 @@ def _ignore(index: int, result: int) -> None:
     del index, result
 
 
+def _collector_state(index: int) -> tuple[int, int]:
+    """What a task sees of the collector: its young threshold and how many objects are
+    frozen (in a forked worker, the parent's, inherited frozen)."""
+    import gc
+
+    del index
+    return gc.get_threshold()[0], gc.get_freeze_count()
+
+
+_HELD = [[i] for i in range(1000)]
+"""Long-lived objects made before any render: frozen while tasks run."""
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_tasks_run_with_the_collector_relaxed_and_leave_it_as_it_was(jobs: int) -> None:
+    """While tasks run, the objects alive before are frozen out of the collector's walks and
+    young collections are rarer (in the parent and in forked workers); afterwards, and after
+    a task's error, the collector is exactly as it was."""
+    import gc
+
+    before = gc.get_threshold()
+    seen: dict[int, tuple[int, int]] = {}
+    parallel.run_tasks(_collector_state, 3, jobs, seen.__setitem__)
+    assert len(seen) == 3
+    for threshold, frozen in seen.values():
+        assert threshold >= parallel._YOUNG_THRESHOLD and frozen >= len(_HELD)
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == before
+    with pytest.raises(LintError):
+        parallel.run_tasks(_fail_on_three, 5, jobs, _ignore)
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == before
+
+
 @pytest.mark.parametrize("jobs", [1, 2, 4])
 def test_every_task_runs_once(jobs: int) -> None:
     seen: dict[int, int] = {}

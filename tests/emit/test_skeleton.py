@@ -177,7 +177,7 @@ def test_builtin_shapes_filled_with_any_values_are_dump_byte_for_byte(
 ) -> None:
     """Any value (a mapping, a list, empty ones, None, strings needing quotes or PyYAML's
     path) in every placeholder of every built-in shape: the filled text is ``dump``'s."""
-    name, (plans, count, text, _) = shape
+    name, (plans, count, text, *_) = shape
     if text is None:
         return
     values = [data.draw(VALUES) for _ in range(count)]
@@ -266,7 +266,7 @@ def test_the_compiled_filler_builds_what_fill_builds(pool: list[Any]) -> None:
     checked = 0
     for name, compiled in BUILTIN_SHAPES:
         assert compiled is not None
-        plans, count, _, fillers = compiled
+        plans, count, _, fillers, _ = compiled
         values = [pool[i % len(pool)] for i in range(count)]
         for plan, fill in zip(plans, fillers, strict=True):
             made = skeleton.filler(plan)
@@ -288,3 +288,50 @@ def test_a_filler_shares_the_fixed_parts_and_refuses_keys_from_values() -> None:
     doc = fill(["v"])
     assert doc == {"x": {"a": [1, 2]}, "y": "v"} and doc["x"] is fixed
     assert skeleton.filler(("d", ((("p", 0), ("s", 1)),))) is None
+
+
+def _at(doc: Any, path: tuple[Any, ...]) -> Any:
+    for key in path:
+        doc = doc[key]
+    return doc
+
+
+def test_holes_say_where_every_value_sits(tmp_path: Path) -> None:
+    """For every manifest of the example fleet: each value of ``render_filled``'s holes sits at
+    its path; everything else is the same in every object of the shape (the parse of the
+    skeleton); a key written from a value gives no holes."""
+    root = copy_fleet(tmp_path)
+    plan = load_plan(root / "profiles", base=root)
+    env = make_environment(None)
+    holed = total = 0
+    for cluster in plan.clusters:
+        for spec in cluster.manifests:
+            filled = skeleton.render_filled(env, env.get_template(spec.template),
+                                            dict(spec.context), yamlfast.load_all)
+            assert filled is not None
+            total += 1
+            if filled.holes is None:
+                continue
+            holed += 1
+            (doc,) = filled.docs
+            shape = filled.holes.shape
+            assert len(shape.paths) == len(filled.holes.values) == len(filled.holes.texts)
+            for path, value, text in zip(shape.paths, *filled.holes[1:], strict=True):
+                assert _at(doc, path) is value
+                assert yamlfast.load_all(text) == [value]
+    assert holed > total * 0.9
+    env = _env({"k.j2": "a:\n  {{ key|tojson }}: {{ v|tojson }}\n"})
+    keyed = skeleton.render_filled(env, env.get_template("k.j2"), {"key": "x", "v": 1},
+                                   yamlfast.load_all)
+    assert keyed is not None and keyed.holes is None
+
+
+def test_objects_of_one_shape_share_its_digest_and_paths() -> None:
+    env = _env({"t.j2": "a: {{ v|tojson }}\nb:\n- {{ w|tojson }}\n- fixed\n"})
+    one, two = (skeleton.render_filled(env, env.get_template("t.j2"), c, yamlfast.load_all)
+                for c in ({"v": 1, "w": "x"}, {"v": [1, 2], "w": None}))
+    assert one is not None and two is not None and one.holes and two.holes
+    assert one.holes.shape == two.holes.shape
+    assert one.holes.shape.paths == (("a",), ("b", 0))
+    assert one.holes.shape.tree == {"a": skeleton.HOLE, "b": {0: skeleton.HOLE}}
+    assert two.holes.values == ([1, 2], None)

@@ -19,7 +19,7 @@ from gen.emit.render import make_environment, render_cluster
 from gen.emit.validate import SchemaValidator, schema_version_for
 from gen.errors import ManifestValidationError, SourceLocation
 from gen.pipeline import load_plan, render, render_outputs
-from tests.helpers import copy_fleet, write_tree
+from tests.helpers import copy_fleet, replaced_at, write_tree
 
 WHERE = SourceLocation("out/c1/workloads/ns/deployment-x.yaml")
 
@@ -569,3 +569,111 @@ def test_metadata_fast_path_learns_only_passes() -> None:
     assert validate_module.metadata_findings(sub, WHERE) == []
     svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "1.web"}}
     assert [f.rule for f in validate_module.metadata_findings(svc, WHERE)] == ["GEN022"]
+
+
+META_REPLACEMENTS: list[Any] = [
+    "", "ok", "Bad_Name", "a" * 300, "x" * 70, "-lead", None, 5, True, {}, {"a": "b"},
+    {"Bad Key": "v"}, {"k": "x" * 70}, {"k": 1}, ["example.com/fin"], ["Bad Fin"], [5], [],
+    "x" * (70 * 1024),
+]
+"""Values for a metadata hole: good and bad names, label values, maps and lists, wrong types,
+and an annotation value big enough to pass 256 KiB (× 4 bytes a character)."""
+
+
+def test_metadata_of_a_shape_with_any_value_in_a_hole(tmp_path: Path) -> None:
+    """Every shape of the example fleet, each value in its metadata replaced in turn by good
+    and bad values of every type, the first object of a shape a bad one or a good one: the
+    metadata findings with the holes are the exact path's, and so are the whole object's."""
+    from gen.emit.skeleton import Holes
+    from gen.emit.validate import metadata_findings
+
+    root = copy_fleet(tmp_path)
+    plan = load_plan(root / "profiles", base=root)
+    env = make_environment(None)
+    shapes: dict[str, tuple[int, Any]] = {}
+    for cluster in plan.clusters:
+        for obj in render_cluster(env, cluster)[0]:
+            if obj.holes is not None:
+                shapes.setdefault(obj.holes.shape.shape, (cluster.minor, obj))
+    validator = SchemaValidator()
+    compared = rejected = 0
+    for bad_first in (True, False):
+        gen.caches.clear()
+        for minor, obj in shapes.values():
+            holes = obj.holes
+            cases = []
+            for index, path in enumerate(holes.shape.paths):
+                if path[0] != "metadata":
+                    continue
+                for value in META_REPLACEMENTS:
+                    values = list(holes.values)
+                    texts = list(holes.texts)
+                    values[index], texts[index] = value, json.dumps(value)
+                    cases.append((replaced_at(obj.data, path, value),
+                                  Holes(holes.shape, tuple(values), tuple(texts))))
+            cases = [*cases, (obj.data, holes)] if bad_first else [(obj.data, holes), *cases]
+            for data, new in cases:
+                shaped = metadata_findings(data, WHERE, (), new)
+                assert shaped == metadata_findings(data, WHERE), (obj.path, new.values)
+                assert validator.validate(data, minor, WHERE, None, new) == \
+                    validator.validate(data, minor, WHERE)
+                compared += 1
+                rejected += bool(shaped)
+    assert compared > 1000 and 0 < rejected < compared
+
+
+@pytest.mark.parametrize(("fixed", "notes", "expected"), [
+    (10, [5, 300 * 1024, 5], [[], ["GEN022"], []]),          # the value alone is too big
+    (200 * 1024, [5, 100 * 1024, 5], [[], ["GEN022"], []]),  # together they are
+    (40 * 1024, [5, 30 * 1024, 5], [[], [], []]),            # under the limit in bytes
+])
+def test_annotations_over_the_limit_through_a_hole_are_rejected(
+        fixed: int, notes: list[int], expected: list[list[str]]) -> None:
+    """The fixed annotations and a value together against 256 KiB: GEN022 exactly where the
+    exact path says so, with the holes as without."""
+    import jinja2
+
+    from gen.emit import skeleton, yamlfast
+    from gen.emit.validate import metadata_findings
+
+    env = make_environment(None)
+    env.loader = jinja2.DictLoader({"t.j2": (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ name|tojson }}\n"
+        f"  annotations:\n    fixed: {'f' * fixed}\n    note: {{{{ note|tojson }}}}\n")})
+    gen.caches.clear()
+    found = []
+    for size in notes:
+        filled = skeleton.render_filled(env, env.get_template("t.j2"),
+                                        {"name": "cm", "note": "n" * size}, yamlfast.load_all)
+        assert filled is not None and filled.holes is not None
+        (doc,) = filled.docs
+        shaped = metadata_findings(doc, WHERE, (), filled.holes)
+        assert shaped == metadata_findings(doc, WHERE)
+        found.append([f.rule for f in shaped])
+    assert found == expected
+
+
+def test_a_fixed_name_is_checked_by_the_rule_of_a_kind_that_is_a_value() -> None:
+    """``kind`` is a value of the shape and the name is fixed: a ConfigMap may be called
+    ``a.b`` (a DNS-1123 subdomain), a Service may not (a DNS-1035 label), whichever comes
+    first."""
+    import jinja2
+
+    from gen.emit import skeleton, yamlfast
+    from gen.emit.validate import metadata_findings
+
+    env = make_environment(None)
+    env.loader = jinja2.DictLoader({"t.j2": (
+        "apiVersion: v1\nkind: {{ kind|tojson }}\nmetadata:\n  name: a.b\n")})
+    for order in (("ConfigMap", "Service"), ("Service", "ConfigMap")):
+        gen.caches.clear()
+        found = {}
+        for kind in (*order, *order):
+            filled = skeleton.render_filled(env, env.get_template("t.j2"), {"kind": kind},
+                                            yamlfast.load_all)
+            assert filled is not None and filled.holes is not None
+            (doc,) = filled.docs
+            shaped = metadata_findings(doc, WHERE, (), filled.holes)
+            assert shaped == metadata_findings(doc, WHERE)
+            found[kind] = [f.rule for f in shaped]
+        assert found == {"ConfigMap": [], "Service": ["GEN022"]}
