@@ -29,7 +29,7 @@ from gen.fleet.plan import ClusterPlan, Plan
 if TYPE_CHECKING:
     import jinja2
 
-    from gen.emit.cache import Fingerprinter, LintRecord
+    from gen.emit.cache import Fingerprinter, LintRecord, StatVouchers
     from gen.emit.crd_schemas import CRDSet
     from gen.emit.validate import SchemaValidator
     from gen.fleet.profiles import ProfileSet
@@ -96,6 +96,9 @@ class CacheUse:
     (None: no pre-build keys)."""
     vouched: frozenset[str] = frozenset()
     """The records this checkout's trust list vouches for (:func:`gen.emit.cache.read_trusted`)."""
+    stats: StatVouchers | None = None
+    """out/'s stat table, read once by the parent: a cluster's recorded files whose stat it
+    vouches for are not read (:class:`gen.emit.cache.StatVouchers`); None: all are hashed."""
 
 
 @dataclass(frozen=True)
@@ -381,6 +384,8 @@ class ClusterTask:
 
         if self.options.validate and not found.record.validated:
             return None
+        if self.cache.stats is not None:
+            return self.cache.stats.files(self.cache.out_dir, found.record.files)
         return verified_files(self.cache.out_dir, found.record)
 
     def __call__(self, index: int) -> TaskOutput:
@@ -613,8 +618,9 @@ def lint_findings(whole: Plan, done: Mapping[int, TaskOutput],
 class Gathered(NamedTuple):
     """What the selected clusters' tasks of a render produced, together."""
 
-    outputs: dict[PurePosixPath, bytes]
-    """Every file, sorted by path."""
+    outputs: Mapping[PurePosixPath, bytes]
+    """Every file, sorted by path (:func:`gen.emit.cache.combined`: those of out/ read
+    only when asked for)."""
     findings: list[Finding]
     """Schema validation findings."""
     records: dict[str, bytes]
@@ -626,29 +632,28 @@ class Gathered(NamedTuple):
     """Each cluster's files, in plan order."""
 
 
-def collected(plan: Plan, results: Sequence[TaskOutput]) -> Gathered:
+def collected(plan: Plan, results: Sequence[TaskOutput], out_dir: Path) -> Gathered:
     """The selected clusters' tasks (``results``, in ``plan`` order) together. Raises what
     a cluster's render raised (the first cluster's), then every template error together as
     one :class:`TemplateError`."""
-    from gen.emit.cache import record_path
+    from gen.emit.cache import combined, record_path
 
     for result in results:
         error = result.error
         if result.outcome is TaskOutcome.RENDER_FAILED and error is not None:
             raise error
     _raise_template_errors(f for r in results for f in r.template_findings)
-    outputs: dict[PurePosixPath, bytes] = {}
     findings: list[Finding] = []
     records: dict[str, bytes] = {}
     from_out: dict[str, Files] = {}
     for cluster, result in zip(plan.clusters, results, strict=True):
         # Files from out/ are, by their record, the bytes a render of its unchanged inputs
         # writes (gen.emit.cache).
-        outputs.update(result.files)
         findings.extend(result.findings)
         if result.from_out:
             from_out[cluster.name] = result.files
         if result.record is not None:
             records[record_path(cluster.name)] = result.record
-    return Gathered(sorted_by_path(outputs), findings, records, from_out,
+    outputs = combined(str(out_dir), [r.files for r in results])
+    return Gathered(outputs, findings, records, from_out,
                     sum(r.objects for r in results), [r.files for r in results])

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -56,6 +57,7 @@ from gen.emit.cache import (
     read_trusted,
     render_digest,
     stale_records,
+    stat_vouchers,
     trust_bytes,
     vouched_outputs,
 )
@@ -587,10 +589,12 @@ def render(
         plan, unknown = dataclasses.replace(whole, clusters=()), err  # raised after the lint
     selected = frozenset(c.name for c in plan.clusters)
     options = RenderOptions(templates_dir, out_label, validator != "none", crds)
+    started = time.time_ns()  # before any file of out/ is vouched for (write_tree's since)
     cache = CacheUse(
         out_dir, records=make_records, reuse=not no_cache,
         prebuild_extra=_prebuild_extra(templates_dir, crds) if make_records else None,
-        vouched=read_trusted(out_dir) if not no_cache else frozenset())
+        vouched=read_trusted(out_dir) if not no_cache else frozenset(),
+        stats=stat_vouchers(out_dir) if not no_cache else None)
     task = ClusterTask(whole, _stages(), root=root, selected=selected, options=options,
                        cache=cache)
     done, fleet = run_cluster_tasks(task, default_jobs(whole) if jobs is None else jobs,
@@ -599,7 +603,7 @@ def render(
     if unknown is not None:
         raise unknown
     gathered = collected(plan, [done[i] for i in sorted(done)
-                                if whole.clusters[i].name in selected])
+                                if whole.clusters[i].name in selected], out_dir)
     _raise_schema_errors(plan, gathered, validator, crds, out_label)
     outputs, records = gathered.outputs, gathered.records
     checked = set(records.values())  # rendered or verified here, under this env
@@ -608,9 +612,10 @@ def render(
         records = {**kept_records(out_dir, clusters), **records}
     warnings = tuple(sort_findings(f for f in lint_found if f.severity is not Severity.ERROR))
     skipped = tuple(c.name for c in plan.clusters if c.name in gathered.from_out)
+    verified = [rel for files in gathered.from_out.values() for rel in _rels(files)]
     if check:
-        verified = [p for files in gathered.from_out.values() for p in files]
-        changes = compute_changes(outputs, out_dir, verified=verified)
+        changes = compute_changes(outputs, out_dir,
+                                  verified=[PurePosixPath(rel) for rel in verified])
         _raise_stale(changes, outputs, out_dir, out_label, diff,
                      records if make_records else None)
         return RenderResult(outputs, changes, warnings, gathered.objects, skipped=skipped)
@@ -623,8 +628,16 @@ def render(
     if digest is not None:
         records[FLEET_RECORD] = fleet_record_of(digest, (c.name for c in plan.clusters),
                                                 gathered.objects, warnings, outputs, records)
-    changes = write_tree(outputs, out_dir, cache=dict(sorted(records.items())))
+    changes = write_tree(outputs, out_dir, cache=dict(sorted(records.items())),
+                         verified=verified if not clusters else (), since=started)
     return RenderResult(outputs, changes, warnings, gathered.objects, skipped=skipped)
+
+
+def _rels(files: Mapping[PurePosixPath, bytes]) -> list[str]:
+    """The paths of ``files`` as text (without making a path of each when it has them)."""
+    from gen.emit.cache import VerifiedFiles
+
+    return files.rels() if isinstance(files, VerifiedFiles) else [str(p) for p in files]
 
 
 def _raise_schema_errors(plan: Plan, gathered: Gathered, validator: Validator,
@@ -747,7 +760,7 @@ def _annotated_summary(changes: Changes) -> str:
 
 
 def _merge_unselected(
-    outputs: dict[PurePosixPath, bytes], out_dir: Path, clusters: Iterable[str]
+    outputs: Mapping[PurePosixPath, bytes], out_dir: Path, clusters: Iterable[str]
 ) -> dict[PurePosixPath, bytes]:
     """With --cluster, keep the files gen wrote for the other clusters exactly as they are."""
     from gen.emit.output import gen_files

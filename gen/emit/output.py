@@ -23,6 +23,7 @@ import contextlib
 import errno
 import hashlib
 import os
+import re
 import shutil
 import stat
 import time
@@ -200,8 +201,8 @@ def fast_outputs(out_dir: Path, digest: str) -> tuple[FleetRecord, VerifiedFiles
         data = (out_dir / FLEET_RECORD).read_bytes()
     except OSError:
         return None
-    record = parse_fleet_record(data)
-    if record is None or record.digest != digest:
+    record = parse_fleet_record(data, digest)
+    if record is None:
         return None
     files = record.files
     table = read_stat_table(out_dir)
@@ -342,12 +343,59 @@ def compute_changes(
 ) -> Changes:
     """Compare a render with what out/ holds now.
 
-    ``verified``: files of ``outputs`` whose bytes were just read from out/ (a cached
-    cluster's, :func:`gen.emit.cache.records.verified_files`); they are not read a second time.
+    ``verified``: files of ``outputs`` whose bytes were just read from out/, or vouched for
+    there (a cached cluster's, :func:`gen.emit.cache.records.verified_files`,
+    :class:`gen.emit.cache.StatVouchers`); they are not read (again).
     """
-    wanted = {_check_relative(p): data for p, data in outputs.items()}
+    wanted = _wanted(outputs)
     known = {str(p) for p in verified}
     return _changes(wanted, _existing_files(out_dir), read_index(out_dir), known)
+
+
+class _Wanted(Mapping[str, bytes]):
+    """A render's files by their checked relative path, each one's bytes got from the
+    render only when asked for (a file of out/ vouched for is never read)."""
+
+    def __init__(self, outputs: Mapping[PurePosixPath, bytes]) -> None:
+        self._outputs = outputs
+        if isinstance(outputs, VerifiedFiles):  # paths as text already: no Path made
+            self._files: VerifiedFiles | None = outputs
+            self._paths: dict[str, PurePosixPath | None] = dict.fromkeys(
+                _checked_text(rel) for rel in outputs.rels())
+        else:
+            self._files = None
+            self._paths = {_check_relative(p): p for p in outputs}
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._paths
+
+    def __getitem__(self, key: str) -> bytes:
+        path = self._paths[key]
+        if path is None:
+            assert self._files is not None
+            return self._files.bytes_at(key)
+        return self._outputs[path]
+
+
+_PARENT_PART = re.compile(r"(?:^|/)\.\.(?:/|$)")
+
+
+def _checked_text(text: str) -> str:
+    """:func:`_check_relative` of a path given as the text of a ``PurePosixPath`` (no
+    empty or ``.`` part), without making one."""
+    if text.startswith("/") or text in ("", ".") or "\\" in text or _PARENT_PART.search(text):
+        raise OutputError(f"refusing to write outside out/: {text!r}")
+    return text
+
+
+def _wanted(outputs: Mapping[PurePosixPath, bytes]) -> _Wanted:
+    return _Wanted(outputs)
 
 
 def _changes(
@@ -356,7 +404,7 @@ def _changes(
 ) -> Changes:
     added, changed = [], []
     unchanged = 0
-    for rel, data in sorted(wanted.items()):
+    for rel in sorted(wanted):
         entry = existing.get(rel)
         if entry is None:
             added.append(rel)
@@ -366,7 +414,7 @@ def _changes(
             continue
         try:
             with open(entry[0], "rb") as handle:  # noqa: PTH123 - a str path, hot loop
-                same = handle.read() == data
+                same = handle.read() == wanted[rel]
         except OSError:
             same = False
         if same:
@@ -557,6 +605,7 @@ def _where(err: OSError, out_dir: Path, label: str) -> str:
 def write_tree(
     outputs: Mapping[PurePosixPath, bytes], out_dir: Path, *,
     cache: Mapping[str, bytes] | None = None,
+    verified: Collection[str] = (), since: int | None = None,
 ) -> Changes:
     """Make out/ the render, atomically; return what changed.
 
@@ -564,12 +613,18 @@ def write_tree(
     which then replace that folder as a whole; ``None`` keeps the folder as it is. They are
     never part of the changes returned.
 
+    ``verified``: files of ``outputs`` (paths as text) proved, at or after the clock time
+    ``since`` (ns), to hold in out/ the bytes ``outputs`` has for them (as
+    :func:`compute_changes`): they are not read, and carried over as they are; the stat
+    table takes ``since`` as the time after which only someone else can have changed them.
+
     Raises:
         OutputError: out/ cannot be written (disk full, read-only, not a directory, ...);
             out/ is then left as it was.
     """
     label = os.fspath(out_dir)
-    wanted = {_check_relative(p): data for p, data in outputs.items()}
+    wanted = _wanted(outputs)
+    known = set(verified)
     try:
         if out_dir.is_symlink():
             out_dir = Path(os.path.realpath(out_dir))
@@ -581,15 +636,16 @@ def write_tree(
             existing = _existing_files(out_dir)
             index_then = _index_bytes_now(out_dir)
             old_index = _parse_index(index_then)
-            changes = _changes(wanted, existing, old_index)
+            changes = _changes(wanted, existing, old_index, known)
             index_now = _index_bytes(list(wanted))
             cache_now = None if cache is None else {
                 _check_cache_path(rel): data for rel, data in cache.items()}
             if (changes.empty and index_then == index_now
                     and (cache_now is None or _same_cache(cache_now, existing))):
                 return changes
+            stamps = _Stamps(compared, known, compared if since is None else min(since, compared))
             placed = _swap_in(wanted, out_dir, changes, index_now, existing, old_index,
-                              cache_now, compared)
+                              cache_now, stamps)
             if cache_now is not None and FLEET_RECORD in cache_now:
                 _record_stats(out_dir, cache_now[FLEET_RECORD], placed)
     except OSError as err:
@@ -626,15 +682,29 @@ def _same_cache(cache: Mapping[str, bytes], existing: Mapping[str, tuple[str, bo
     return True
 
 
+@dataclass(frozen=True)
+class _Stamps:
+    """When the bytes of a file carried over into the new out/ were last proved: its
+    ``compared`` time, or ``since`` for one of ``verified`` (proved before the write)."""
+
+    compared: int = 0
+    verified: Collection[str] = ()
+    since: int = 0
+
+    def of(self, rel: str) -> int:
+        return self.since if rel in self.verified else self.compared
+
+
 def _swap_in(
-    wanted: dict[str, bytes], out_dir: Path, changes: Changes, index: bytes,
+    wanted: Mapping[str, bytes], out_dir: Path, changes: Changes, index: bytes,
     existing: Mapping[str, tuple[str, bool]], old_index: set[str],
-    cache: Mapping[str, bytes] | None = None, compared: int = 0,
+    cache: Mapping[str, bytes] | None = None, stamps: _Stamps | None = None,
 ) -> dict[str, tuple[int, int]]:
     """Build the new out/ beside it and swap it in. Returns, for each file of the render
     (the index and the cache files too), its inode and the time after which only someone
     else can have changed it: the clock just before the swap for a file written here,
-    ``compared`` (when its bytes were compared) for one carried over."""
+    the time its bytes were proved (:class:`_Stamps`) for one carried over."""
+    stamps = stamps if stamps is not None else _Stamps()
     tmp = _tmp_path(out_dir)
     _remove(tmp)
     tmp.mkdir()
@@ -642,11 +712,11 @@ def _swap_in(
         changed = set(changes.added) | set(changes.changed)
         tmp_s = os.fspath(tmp)
         made: set[str] = {tmp_s}
-        for rel, data in wanted.items():
+        for rel in wanted:
             target = os.path.join(tmp_s, rel)  # noqa: PTH118 - str paths, hot loop
             if rel in changed:
                 _make_parent(target, made)
-                Path(target).write_bytes(data)
+                Path(target).write_bytes(wanted[rel])
             else:
                 src, link = existing[rel]
                 _link_or_copy(src, target, link, made)
@@ -671,7 +741,7 @@ def _swap_in(
             found = stat_of(os.path.join(tmp_s, rel))  # noqa: PTH118 - str paths, hot loop
             if found is not None:
                 carried = rel in wanted and rel in existing and rel not in changed
-                placed[rel] = (found[3], compared if carried else before)
+                placed[rel] = (found[3], stamps.of(rel) if carried else before)
         if out_dir.exists():
             if _exchange(tmp, out_dir):
                 _remove(tmp)
