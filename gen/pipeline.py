@@ -81,6 +81,7 @@ from gen.fleet.plan import Built, ClusterPlan, Plan
 
 if TYPE_CHECKING:
     from gen.emit.crd_schemas import CRDSet
+    from gen.fleet.loader import ParsedFiles
     from gen.fleet.profiles import ProfileSet
     from gen.fleet.suppress import SuppressionReport
 
@@ -380,16 +381,18 @@ def load_plan(profiles_dir: Path, *, base: Path | None = None) -> Plan:
         build_one(c, root) for c in plan.clusters))
 
 
-def resolve_fleet(profiles_dir: Path, *, base: Path | None = None) -> tuple[Plan, Path]:
+def resolve_fleet(profiles_dir: Path, *, base: Path | None = None,
+                  parsed: ParsedFiles | None = None) -> tuple[Plan, Path]:
     """Load, validate and resolve the profiles, with the fleet view every cluster's build
     reads (:func:`gen.gitops.fleet.fleet_view`) recorded in each cluster, nothing built;
     and the folder the profile paths shown in the output are relative to
-    (:func:`build_one` reads the profile files there)."""
+    (:func:`build_one` reads the profile files there). ``parsed``: files parsed before
+    (:class:`gen.emit.cache.parsed.ParseCache`)."""
     from gen.fleet.profiles import load_profiles
     from gen.fleet.resolve import build_plan
     from gen.gitops.fleet import fleet_view
 
-    plan = build_plan(load_profiles(profiles_dir, base=base))
+    plan = build_plan(load_profiles(profiles_dir, base=base, parsed=parsed))
     view = fleet_view(plan.clusters)
     # The folder the profile paths shown in the output are relative to (gen.fleet.loader).
     root = base if base is not None else profiles_dir.resolve().parent
@@ -579,9 +582,11 @@ def render(
         fast = _fast_result(vouched_outputs(out_dir, digest))
         if fast is not None:
             return fast
+    from gen.emit.cache.parsed import ParseCache
     from gen.emit.crd_schemas import load_crd_dir  # after the fast path: a costly import
 
-    whole, root = resolve_fleet(profiles_dir, base=base)
+    whole, root = resolve_fleet(profiles_dir, base=base,
+                                parsed=None if no_cache else ParseCache(env_key()))
     crds, crd_findings = load_crd_dir(crds_dir, base)
     try:
         plan, unknown = whole.select(clusters), None
