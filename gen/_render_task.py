@@ -96,6 +96,10 @@ class CacheUse:
     (None: no pre-build keys)."""
     vouched: frozenset[str] = frozenset()
     """The records this checkout's trust list vouches for (:func:`gen.emit.cache.read_trusted`)."""
+    read: Mapping[str, str] | None = None
+    """The SHA-256 of each profile file's bytes as the loader read them, by shown path
+    (:attr:`gen.emit.cache.parsed.ParseCache.read`; None: not known): the pre-build keys
+    then name the loader's profiles by their place (:func:`gen.emit.cache.prebuild_key`)."""
     stats: StatVouchers | None = None
     """out/'s stat table, read once by the parent: a cluster's recorded files whose stat it
     vouches for are not read (:class:`gen.emit.cache.StatVouchers`); None: all are hashed."""
@@ -328,9 +332,11 @@ class ClusterTask:
         self.cache = cache
         self.renderer = Renderer(options)
         self._fingerprinter: Fingerprinter | None = None
+        self._loaded: frozenset[int] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_fingerprinter": None}
+        # identities are the process's own: a spawned worker takes them again
+        return {**self.__dict__, "_fingerprinter": None, "_loaded": None}
 
     def prepare(self) -> None:
         """Before forking: import what every task uses and compile every template, here,
@@ -357,13 +363,16 @@ class ClusterTask:
         return self._fingerprinter.fingerprint(cluster)
 
     def _key(self, cluster: ClusterPlan) -> tuple[str, frozenset[str]] | None:
-        from gen.emit.cache import prebuild_key
+        from gen.emit.cache.prebuild import loaded_profiles, prebuild_key
 
         extra = self.cache.prebuild_extra
         if extra is None:
             return None
+        if self._loaded is None:
+            self._loaded = loaded_profiles(self.plan.profiles)
         reads = self.stages.reads(cluster, self.plan.profiles)
-        return prebuild_key(cluster, {**extra, **reads}, self.root)
+        return prebuild_key(cluster, {**extra, **reads}, self.root, self._loaded,
+                            self.cache.read)
 
     def _record(self, name: str) -> tuple[LintRecord | None, bytes | None]:
         """out/'s record of the cluster when this render may use it, and its bytes as

@@ -585,8 +585,8 @@ def render(
     from gen.emit.cache.parsed import ParseCache
     from gen.emit.crd_schemas import load_crd_dir  # after the fast path: a costly import
 
-    whole, root = resolve_fleet(profiles_dir, base=base,
-                                parsed=None if no_cache else ParseCache(env_key()))
+    parsed = ParseCache(env_key(), use=not no_cache)  # with no_cache, only the digests
+    whole, root = resolve_fleet(profiles_dir, base=base, parsed=parsed)
     crds, crd_findings = load_crd_dir(crds_dir, base)
     try:
         plan, unknown = whole.select(clusters), None
@@ -599,7 +599,8 @@ def render(
         out_dir, records=make_records, reuse=not no_cache,
         prebuild_extra=_prebuild_extra(templates_dir, crds) if make_records else None,
         vouched=read_trusted(out_dir) if not no_cache else frozenset(),
-        stats=stat_vouchers(out_dir) if not no_cache else None)
+        stats=stat_vouchers(out_dir) if not no_cache else None,
+        read=parsed.read)
     task = ClusterTask(whole, _stages(), root=root, selected=selected, options=options,
                        cache=cache)
     done, fleet = run_cluster_tasks(task, default_jobs(whole) if jobs is None else jobs,

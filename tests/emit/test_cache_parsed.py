@@ -139,6 +139,17 @@ def test_a_folder_that_cannot_be_written_keeps_no_cache(tmp_path: Path) -> None:
     assert cache.get("profiles/a.yaml", b"a: 1\n") is None
 
 
+def test_without_use_only_the_digests_are_taken(tmp_path: Path) -> None:
+    """``--no-cache``: the folder is neither read nor written, the digests still taken."""
+    docs, _ = parse_text("a: 1\n", "profiles/a.yaml")
+    ParseCache("env", tmp_path / "p").put("profiles/a.yaml", b"a: 1\n", docs)
+    off = ParseCache("env", tmp_path / "p", use=False)
+    assert off.get("profiles/a.yaml", b"a: 1\n") is None
+    off.put("profiles/b.yaml", b"b: 1\n", parse_text("b: 1\n", "profiles/b.yaml")[0])
+    assert len(list((tmp_path / "p").iterdir())) == 1
+    assert set(off.read) == {"profiles/a.yaml"}
+
+
 def test_the_folder_follows_the_environment(monkeypatch: pytest.MonkeyPatch,
                                              tmp_path: Path) -> None:
     monkeypatch.setenv("GEN_CACHE_DIR", str(tmp_path / "g"))

@@ -61,9 +61,15 @@ class ParseCache:
     """The parse cache of one env (:func:`gen.emit.cache.env.env_key`), in ``folder``: what
     :func:`gen.fleet.loader.load_documents` asks before it parses a file, and tells after."""
 
-    def __init__(self, env: str, folder: Path | None = None) -> None:
+    def __init__(self, env: str, folder: Path | None = None, *, use: bool = True) -> None:
         self._env = env
         self._folder = cache_folder() if folder is None else folder
+        self._use = use
+        """False: nothing is read from or written to the folder (``--no-cache``); the
+        digests of what the loader read are still taken (:attr:`read`)."""
+        self.read: dict[str, str] = {}
+        """Shown path → SHA-256 of the bytes the loader read, of every file it asked about
+        (the pre-build keys compare them with the files they hash)."""
 
     def _entry(self, shown: str) -> Path:
         name = hashlib.sha256(f"{self._env}\0{shown}".encode()).hexdigest()
@@ -72,13 +78,16 @@ class ParseCache:
     def get(self, shown: str, raw: bytes) -> list[Document] | None:
         """The documents of the file shown as ``shown`` whose bytes are ``raw``, when an
         entry was made from exactly these bytes by this env; None otherwise."""
+        digest = self.read[shown] = hashlib.sha256(raw).hexdigest()
+        if not self._use:
+            return None
         try:
             entry = json.loads(self._entry(shown).read_bytes())
         except (OSError, ValueError, RecursionError):
             return None
         if not (isinstance(entry, dict) and entry.get("format") == PARSED_FORMAT
                 and entry.get("env") == self._env and entry.get("path") == shown
-                and entry.get("sha256") == hashlib.sha256(raw).hexdigest()):
+                and entry.get("sha256") == digest):
             return None
         try:
             return [_document(shown, item) for item in entry["documents"]]
@@ -88,13 +97,16 @@ class ParseCache:
     def put(self, shown: str, raw: bytes, documents: Sequence[Document]) -> None:
         """Keep the documents parsed from ``raw`` (a file with no finding), when JSON holds
         them exactly; a folder that cannot be written is left as it is."""
+        if not self._use:
+            return
         encoded = []
         for doc in documents:
             if not _exact(doc.data, set()):
                 return
             encoded.append(_encoded(doc))
+        digest = self.read.get(shown) or hashlib.sha256(raw).hexdigest()
         data = json.dumps({"format": PARSED_FORMAT, "env": self._env, "path": shown,
-                           "sha256": hashlib.sha256(raw).hexdigest(), "documents": encoded},
+                           "sha256": digest, "documents": encoded},
                           ensure_ascii=True, allow_nan=False, separators=(",", ":"))
         target = self._entry(shown)
         tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
