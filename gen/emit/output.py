@@ -20,6 +20,7 @@ clean-up never deletes the tree a first run is still building.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import hashlib
 import os
@@ -115,27 +116,32 @@ def _parse_index(data: bytes | None) -> set[str]:
     return {line for line in text.splitlines() if line and not line.startswith("#")}
 
 
-def _existing_files(out_dir: Path) -> dict[str, tuple[str, bool]]:
+def _existing_files(out_dir: Path, inodes: dict[str, int] | None = None,
+                    ) -> dict[str, tuple[str, bool]]:
     """Files and links under out/: POSIX relative path → (path, is a link); links not followed.
+    ``inodes``, when given, gets each regular file's inode (as the folder lists it: no stat).
 
     Plain strings, not ``Path`` objects: out/ can hold tens of thousands of files.
     """
     found: dict[str, tuple[str, bool]] = {}
     if out_dir.is_dir():
-        _scan(os.fspath(out_dir), "", found)
+        _scan(os.fspath(out_dir), "", found, inodes)
     return dict(sorted(found.items()))
 
 
-def _scan(folder: str, prefix: str, found: dict[str, tuple[str, bool]]) -> None:
+def _scan(folder: str, prefix: str, found: dict[str, tuple[str, bool]],
+          inodes: dict[str, int] | None = None) -> None:
     with os.scandir(folder) as entries:
         for entry in entries:
             rel = prefix + entry.name
             if entry.is_dir(follow_symlinks=False):
-                _scan(entry.path, rel + "/", found)
+                _scan(entry.path, rel + "/", found, inodes)
             elif entry.is_symlink():
                 found[rel] = (entry.path, True)
             elif entry.is_file(follow_symlinks=False):
                 found[rel] = (entry.path, False)
+                if inodes is not None:
+                    inodes[rel] = entry.inode()
 
 
 def gen_files(out_dir: Path) -> dict[str, Path]:
@@ -455,16 +461,19 @@ def _make_parent(path: str, made: set[str]) -> None:
         made.add(parent)
 
 
-def _link_or_copy(src: str, dst: str, is_link: bool, made: set[str]) -> None:
-    """Carry a file over into the new tree: a hard link, else a copy; a link as a link."""
+def _link_or_copy(src: str, dst: str, is_link: bool, made: set[str]) -> bool:
+    """Carry a file over into the new tree: a hard link, else a copy; a link as a link.
+    True when it is a hard link (the same inode)."""
     _make_parent(dst, made)
     if is_link:
         Path(dst).symlink_to(Path(src).readlink())
-        return
+        return False
     try:
         os.link(src, dst)
     except OSError:
         shutil.copy2(src, dst)
+        return False
+    return True
 
 
 _RENAME_EXCHANGE = 2
@@ -633,7 +642,8 @@ def write_tree(
         with _exclusive(out_dir.parent):
             recover(out_dir)
             compared = time.time_ns()  # an edit in place after this moves a file's mtime past it
-            existing = _existing_files(out_dir)
+            inodes: dict[str, int] = {}
+            existing = _existing_files(out_dir, inodes)
             index_then = _index_bytes_now(out_dir)
             old_index = _parse_index(index_then)
             changes = _changes(wanted, existing, old_index, known)
@@ -643,7 +653,8 @@ def write_tree(
             if (changes.empty and index_then == index_now
                     and (cache_now is None or _same_cache(cache_now, existing))):
                 return changes
-            stamps = _Stamps(compared, known, compared if since is None else min(since, compared))
+            stamps = _Stamps(compared, known, compared if since is None else min(since, compared),
+                             inodes)
             placed = _swap_in(wanted, out_dir, changes, index_now, existing, old_index,
                               cache_now, stamps)
             if cache_now is not None and FLEET_RECORD in cache_now:
@@ -690,6 +701,8 @@ class _Stamps:
     compared: int = 0
     verified: Collection[str] = ()
     since: int = 0
+    inodes: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    """Each carried file's inode in the old out/ (a hard link keeps it), by path."""
 
     def of(self, rel: str) -> int:
         return self.since if rel in self.verified else self.compared
@@ -710,35 +723,18 @@ def _swap_in(
     tmp.mkdir()
     try:
         changed = set(changes.added) | set(changes.changed)
-        tmp_s = os.fspath(tmp)
-        made: set[str] = {tmp_s}
-        for rel in wanted:
-            target = os.path.join(tmp_s, rel)  # noqa: PTH118 - str paths, hot loop
-            if rel in changed:
-                _make_parent(target, made)
-                Path(target).write_bytes(wanted[rel])
-            else:
-                src, link = existing[rel]
-                _link_or_copy(src, target, link, made)
-        removed = set(changes.removed)
-        for rel, (path, link) in existing.items():
-            if rel in wanted or rel in removed or rel == INDEX_NAME or rel in old_index:
-                continue
-            if cache is not None and is_cache_path(rel):
-                continue  # replaced by the render's cache below
-            # a file gen did not write: keep it
-            _link_or_copy(path, os.path.join(tmp_s, rel), link, made)  # noqa: PTH118
-        for rel, data in (cache or {}).items():
-            target = os.path.join(tmp_s, rel)  # noqa: PTH118 - str paths
-            _make_parent(target, made)
-            Path(target).write_bytes(data)
+        linked = _fill(os.fspath(tmp), wanted, changes, existing, old_index, cache)
         (tmp / INDEX_NAME).write_bytes(index)
-        if len(wanted) >= SLEEP_BEFORE_SWAP_FILES:
+        if len(changed) + len(cache or {}) + 1 >= SLEEP_BEFORE_SWAP_FILES:
             time.sleep(STAT_MARGIN_NS / 1e9)  # every file written is then old enough
         before = time.time_ns()  # no one but gen has seen the new tree yet
         placed: dict[str, tuple[int, int]] = {}
         for rel in [*wanted, INDEX_NAME, *(cache or {})]:
-            found = stat_of(os.path.join(tmp_s, rel))  # noqa: PTH118 - str paths, hot loop
+            inode = stamps.inodes.get(rel) if rel in linked else None
+            if inode is not None:  # a hard link to the file the old out/ listed
+                placed[rel] = (inode, stamps.of(rel))
+                continue
+            found = stat_of(os.path.join(tmp, rel))  # noqa: PTH118 - str paths
             if found is not None:
                 carried = rel in wanted and rel in existing and rel not in changed
                 placed[rel] = (found[3], stamps.of(rel) if carried else before)
@@ -760,6 +756,39 @@ def _swap_in(
         _remove(tmp)
         raise
     return placed
+
+
+def _fill(tmp_s: str, wanted: Mapping[str, bytes], changes: Changes,
+          existing: Mapping[str, tuple[str, bool]], old_index: set[str],
+          cache: Mapping[str, bytes] | None) -> set[str]:
+    """The new tree in the temporary folder ``tmp_s`` (less its index): each file of the
+    render written or carried over, the files gen did not write carried over, the cache
+    files written. Returns the files carried over as hard links (their inodes unchanged)."""
+    changed = set(changes.added) | set(changes.changed)
+    made: set[str] = {tmp_s}
+    linked: set[str] = set()
+    for rel in wanted:
+        target = tmp_s + "/" + rel  # a str path, hot loop (rel is POSIX, "/" works)
+        if rel in changed:
+            _make_parent(target, made)
+            Path(target).write_bytes(wanted[rel])
+        else:
+            src, link = existing[rel]
+            if _link_or_copy(src, target, link, made):
+                linked.add(rel)
+    removed = set(changes.removed)
+    for rel, (path, link) in existing.items():
+        if rel in wanted or rel in removed or rel == INDEX_NAME or rel in old_index:
+            continue
+        if cache is not None and is_cache_path(rel):
+            continue  # replaced by the render's cache below
+        # a file gen did not write: keep it
+        _link_or_copy(path, os.path.join(tmp_s, rel), link, made)  # noqa: PTH118
+    for rel, data in (cache or {}).items():
+        target = os.path.join(tmp_s, rel)  # noqa: PTH118 - str paths
+        _make_parent(target, made)
+        Path(target).write_bytes(data)
+    return linked
 
 
 def _record_stats(out_dir: Path, fleet_record: bytes,

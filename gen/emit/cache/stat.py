@@ -58,9 +58,10 @@ ten times the coarsest kernel clock tick (10 ms) that stamps file times on a fil
 sub-second times. A change later than that cannot leave both times as they were."""
 
 SLEEP_BEFORE_SWAP_FILES = 1000
-"""From this many files a render waits :data:`STAT_MARGIN_NS` before it swaps out/ in, so
-that every file it wrote is old enough to be vouched for by its stat; below it, hashing
-the files back costs less than the wait."""
+"""From this many files written (not carried over) a render waits :data:`STAT_MARGIN_NS`
+before it swaps out/ in, so that every file it wrote is old enough to be vouched for by its
+stat; below it, hashing those files back costs less than the wait (a one-cluster change
+writes a few hundred)."""
 
 Stat = tuple[int, int, int, int, int]
 """(size, mtime_ns, ctime_ns, inode, device) of a file, links not followed."""
