@@ -333,10 +333,11 @@ class ClusterTask:
         self.renderer = Renderer(options)
         self._fingerprinter: Fingerprinter | None = None
         self._loaded: frozenset[int] | None = None
+        self._shared: dict[int, Any] = {}  # gen.emit.cache.prebuild.Shared, this process's
 
     def __getstate__(self) -> dict[str, Any]:
         # identities are the process's own: a spawned worker takes them again
-        return {**self.__dict__, "_fingerprinter": None, "_loaded": None}
+        return {**self.__dict__, "_fingerprinter": None, "_loaded": None, "_shared": {}}
 
     def prepare(self) -> None:
         """Before forking: import what every task uses and compile every template, here,
@@ -372,7 +373,7 @@ class ClusterTask:
             self._loaded = loaded_profiles(self.plan.profiles)
         reads = self.stages.reads(cluster, self.plan.profiles)
         return prebuild_key(cluster, {**extra, **reads}, self.root, self._loaded,
-                            self.cache.read)
+                            self.cache.read, self._shared)
 
     def _record(self, name: str) -> tuple[LintRecord | None, bytes | None]:
         """out/'s record of the cluster when this render may use it, and its bytes as

@@ -62,3 +62,21 @@ def test_the_key_follows_a_loaded_profile_s_bytes(tmp_path: Path) -> None:
     after = prebuild_key(plan2.clusters[0], {}, root, loaded_profiles(plan2.profiles),
                          again.read)
     assert before is not None and after is not None and before.key != after.key
+
+
+def test_keys_are_the_same_with_the_shared_writes(tmp_path: Path) -> None:
+    """Writing each object that does not depend on the cluster once per render gives the
+    same key, and the same files, as writing it again for every cluster: taken in both
+    orders, so that what one cluster kept is used by the others."""
+    from gen.emit.cache.prebuild import Shared
+
+    root, parsed, plan = _resolved(tmp_path)
+    loaded = loaded_profiles(plan.profiles)
+    alone = [prebuild_key(c, {}, root, loaded, parsed.read) for c in plan.clusters]
+    for order in (plan.clusters, tuple(reversed(plan.clusters))):
+        shared: Shared = {}
+        keys = {c.name: prebuild_key(c, {}, root, loaded, parsed.read, shared)
+                for c in order}
+        assert [keys[c.name] for c in plan.clusters] == alone
+        assert shared  # something was met twice
+    assert all(key is not None for key in alone)

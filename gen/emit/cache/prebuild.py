@@ -37,13 +37,22 @@ class PrebuildKey(NamedTuple):
     files: frozenset[str]
 
 
+Shared = dict[int, tuple[Any, Any, frozenset[str]]]
+"""What :func:`prebuild_key` wrote of each object that does not depend on the cluster
+(a catalog GPU, a model, a class, the fleet-wide GitOps view): its identity → (the object,
+its JSON data, the profile files it names). One render's keys share it, so an object met
+by every cluster is written once; the entry holds the object, so its identity cannot pass
+to another while the entry lives."""
+
+
 class _Projection:
     """A cluster plan as the pre-build key hashes it: JSON-ready data (:meth:`data`), with
     every source location's line and column, and the profile files those name
     (:attr:`files`), collected on the way."""
 
     def __init__(self, cluster: ClusterPlan, loaded: frozenset[int] = frozenset(),
-                 read: Mapping[str, str] | None = None) -> None:
+                 read: Mapping[str, str] | None = None, shared: Shared | None = None,
+                 ) -> None:
         import pydantic
 
         from gen.fleet.plan import ServicePlan
@@ -54,6 +63,10 @@ class _Projection:
         self._pools = {id(p): p.name for p in cluster.pools}
         self._loaded = loaded
         self._read = read or {}
+        self._shared = shared
+        self._bound = False
+        """Whether what is being written depends on this cluster (a ServicePlan's pools by
+        name): such a value is never kept in ``shared``."""
         self._model, self._service, self._located = pydantic.BaseModel, ServicePlan, Located
 
     def _pool_name(self, pool: PoolPlan) -> str:
@@ -77,6 +90,25 @@ class _Projection:
             return [self.data(item) for item in value]
         if isinstance(value, dict):
             return {key: self.data(item) for key, item in value.items()}
+        if self._shared is None:
+            return self._whole(value)
+        entry = self._shared.get(id(value))
+        if entry is not None and entry[0] is value:  # the entry holds it: the id is its own
+            self.files.update(entry[2])
+            return entry[1]
+        outer, bound = self.files, self._bound
+        self.files, self._bound = set(), False
+        try:
+            written = self._whole(value)
+        finally:
+            inner, inner_bound = self.files, self._bound
+            outer.update(inner)
+            self.files, self._bound = outer, bound or inner_bound
+        if not inner_bound:
+            self._shared[id(value)] = (value, written, frozenset(inner))
+        return written
+
+    def _whole(self, value: Any) -> Any:
         if isinstance(value, self._model):
             return value.model_dump(mode="json")
         return self.data(self._written(value))
@@ -84,6 +116,7 @@ class _Projection:
     def _written(self, value: Any) -> Any:
         if isinstance(value, self._service) and all(id(p) in self._pools for p in value.pools):
             # its pools are the cluster's own (hashed there): by name, not once more each
+            self._bound = True
             return {"@type": "ServicePlan", **service_inputs(value, self._pool_name)}
         if isinstance(value, SourceLocation):
             self.files.add(value.path)
@@ -108,7 +141,8 @@ def loaded_profiles(profiles: ProfileSet) -> frozenset[int]:
 
 def prebuild_key(cluster: ClusterPlan, extra: Mapping[str, Any], root: Path,
                  loaded: frozenset[int] = frozenset(),
-                 read: Mapping[str, str] | None = None) -> PrebuildKey | None:
+                 read: Mapping[str, str] | None = None,
+                 shared: Shared | None = None) -> PrebuildKey | None:
     """The pre-build key of a resolved (not yet built) cluster; None when an input cannot
     be hashed. A SHA-256 over the canonical JSON of:
 
@@ -125,7 +159,9 @@ def prebuild_key(cluster: ClusterPlan, extra: Mapping[str, Any], root: Path,
       which those bytes and gen's code (the record's env) decide, positions included.
       So the shared profiles (classes, models, layouts) are not written out once per
       cluster; one the resolver made itself (another value with the same document) is
-      written whole;
+      written whole. ``shared`` (:data:`Shared`) keeps what was written of the objects
+      that do not depend on the cluster, for the next key of the same render: the same
+      text, written once;
     - the SHA-256 of the bytes of every profile file any of those locations or documents
       names, read from ``root`` (the folder the shown paths are relative to), as the
       provenance file reads them. A profile is hashed as its whole file, so an edit anywhere
@@ -136,7 +172,7 @@ def prebuild_key(cluster: ClusterPlan, extra: Mapping[str, Any], root: Path,
     builtin = builtin_digest()
     if builtin is None:
         return None
-    projection = _Projection(cluster, loaded, read)
+    projection = _Projection(cluster, loaded, read, shared)
     try:
         text = json.dumps(projection.data({"cluster": cluster, "extra": extra}),
                           sort_keys=True, separators=(",", ":"), ensure_ascii=True,
