@@ -334,6 +334,7 @@ class ClusterTask:
         self._fingerprinter: Fingerprinter | None = None
         self._loaded: frozenset[int] | None = None
         self._shared: dict[int, Any] = {}  # gen.emit.cache.prebuild.Shared, this process's
+        self._keys: dict[int, tuple[str, frozenset[str]] | None] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         # identities are the process's own: a spawned worker takes them again
@@ -398,19 +399,44 @@ class ClusterTask:
             return self.cache.stats.files(self.cache.out_dir, found.record.files)
         return verified_files(self.cache.out_dir, found.record)
 
+    def _keyed(self, index: int) -> tuple[str, frozenset[str]] | None:
+        """Cluster ``index``'s pre-build key, computed once per process (the parent's, made
+        while it looked for records, is inherited by the workers it forks)."""
+        if index not in self._keys:
+            self._keys[index] = self._key(self.plan.clusters[index])
+        return self._keys[index]
+
+    def from_record(self, index: int) -> TaskOutput | None:
+        """Cluster ``index`` taken from its record, when its pre-build key matches and, if
+        it is selected, its recorded files are in out/ (``FROM_RECORD``); None when it must
+        be built. What the first step of :meth:`__call__` does, for the parent to run
+        before it starts any worker (:func:`run_cluster_tasks`)."""
+        return self._lookup(index)[0]
+
+    def _lookup(self, index: int) -> tuple[TaskOutput | None, LintRecord | None, bytes | None]:
+        """(the cluster from its record or None, out/'s record when this render may use
+        it, that record's bytes as out/ holds them)."""
+        resolved = self.plan.clusters[index]
+        found, previous = self._record(resolved.name)
+        keyed = self._keyed(index) if found is not None and found.prebuild else None
+        if found is not None and keyed is not None and found.prebuild == keyed[0]:
+            lint, once = list(found.findings), {k: list(v) for k, v in found.once.items()}
+            if resolved.name not in self.selected:
+                return TaskOutput(TaskOutcome.FROM_RECORD, lint, once), found, previous
+            files = self._verified(found)
+            if files is not None:
+                return (TaskOutput(TaskOutcome.FROM_RECORD, lint, once, files,
+                                   objects=found.record.objects, record=found.data),
+                        found, previous)
+        return None, found, previous
+
     def __call__(self, index: int) -> TaskOutput:
         resolved = self.plan.clusters[index]
         selected = resolved.name in self.selected
-        keyed = self._key(resolved)
-        found, previous = self._record(resolved.name)
-        if found is not None and keyed is not None and found.prebuild == keyed[0]:
-            lint, once = list(found.findings), {k: list(v) for k, v in found.once.items()}
-            if not selected:
-                return TaskOutput(TaskOutcome.FROM_RECORD, lint, once)
-            files = self._verified(found)
-            if files is not None:
-                return TaskOutput(TaskOutcome.FROM_RECORD, lint, once, files,
-                                  objects=found.record.objects, record=found.data)
+        taken, found, previous = self._lookup(index)
+        if taken is not None:
+            return taken
+        keyed = self._keyed(index)
         try:
             cluster = self.stages.build(resolved, self.root)
             lint, once = self.stages.check(self.plan, cluster)
@@ -521,13 +547,14 @@ class _Task(Protocol[R_co]):
 
 
 def _run(task: _Task[R], plan: Plan, jobs: int, collect: Callable[[int, R], None],
-         doing: str, meanwhile: Callable[[], None] | None = None) -> None:
-    """``task`` on every cluster of ``plan`` in ``jobs`` worker processes (prepared here
-    first when they are forked); a worker that dies is reported with the cluster it was
-    ``doing``."""
+         doing: str, meanwhile: Callable[[], None] | None = None,
+         shown_as: Sequence[int] | None = None) -> None:
+    """``task`` on every cluster of ``plan`` (or task ``k`` on cluster ``shown_as[k]``) in
+    ``jobs`` worker processes (prepared here first when they are forked); a worker that
+    dies is reported with the cluster it was ``doing``."""
     from gen.emit.parallel import forks, run_tasks
 
-    total = len(plan.clusters)
+    total = len(plan.clusters) if shown_as is None else len(shown_as)
     if min(jobs, total) > 1 and forks():
         task.prepare()  # once here, inherited by every forked worker
     try:
@@ -535,17 +562,35 @@ def _run(task: _Task[R], plan: Plan, jobs: int, collect: Callable[[int, R], None
     except WorkerError as err:
         if err.task is None:
             raise
+        index = err.task if shown_as is None else shown_as[err.task]
         raise WorkerError(
-            f"{err.message} while {doing} cluster {plan.clusters[err.task].name!r}; "
+            f"{err.message} while {doing} cluster {plan.clusters[index].name!r}; "
             "nothing was written (out of memory? try --jobs 1)"
         ) from None
 
 
+class _Pending:
+    """The task of the clusters the parent could not take from their records: the ``k``-th
+    pending one is cluster ``indices[k]``."""
+
+    def __init__(self, task: ClusterTask, indices: Sequence[int]) -> None:
+        self.task, self.indices = task, tuple(indices)
+
+    def prepare(self) -> None:
+        self.task.prepare()
+
+    def __call__(self, index: int) -> TaskOutput:
+        return self.task(self.indices[index])
+
+
 def run_cluster_tasks(task: ClusterTask, jobs: int, progress: Progress | None,
                       ) -> tuple[dict[int, TaskOutput], list[Finding] | Exception]:
-    """Every cluster's task, in ``jobs`` worker processes, and meanwhile, here, the
-    fleet-wide checks (their findings, or what they raised). ``progress`` counts the
-    selected clusters."""
+    """Every cluster's task, and meanwhile, here, the fleet-wide checks (their findings, or
+    what they raised). ``progress`` counts the selected clusters.
+
+    The clusters whose records vouch for them are taken here first (:meth:`ClusterTask.
+    from_record`: reading a record and its files' stats costs less than starting a
+    worker); the others run in at most ``jobs`` worker processes, none for a single one."""
     plan = task.plan
     shown = sum(1 for c in plan.clusters if c.name in task.selected)
     done: dict[int, TaskOutput] = {}
@@ -567,7 +612,18 @@ def run_cluster_tasks(task: ClusterTask, jobs: int, progress: Progress | None,
         except Exception as err:  # noqa: BLE001 - raised after the clusters' build errors
             fleet = err
 
-    _run(task, plan, jobs, collect, "building and rendering", meanwhile)
+    pending = list(range(len(plan.clusters)))
+    if task.cache.reuse and task.cache.prebuild_extra is not None:
+        pending = []
+        for index in range(len(plan.clusters)):
+            taken = task.from_record(index)
+            if taken is None:
+                pending.append(index)
+            else:
+                collect(index, taken)
+    subset = _Pending(task, pending)
+    _run(subset, plan, min(jobs, len(pending)), lambda k, r: collect(subset.indices[k], r),
+         "building and rendering", meanwhile, shown_as=subset.indices)
     return done, fleet
 
 
