@@ -3,11 +3,12 @@
 A render builds the complete new tree in a temporary folder beside out/, then swaps it
 in with one atomic exchange (``renameat2(RENAME_EXCHANGE)`` on Linux; two renames with
 recovery elsewhere), so a killed run leaves either the old tree or the new one. Files
-whose bytes did not change are hard-linked, not rewritten; when nothing changed, nothing
-is touched. Files gen wrote before and no longer produces are pruned; files gen did not
-write (not listed in ``out/.gen-files`` and without gen's header) are carried over as
-they are. The render cache, ``out/.gen-cache/`` (:mod:`gen.emit.cache`), is gen's own
-folder: never in the index, never a change, replaced as a whole when a render hands one in.
+whose bytes did not change are hard-linked, not rewritten (those a caller proved equal,
+``verified``, are not even read); when nothing changed, nothing is touched. Files gen
+wrote before and no longer produces are pruned; files gen did not write (not listed in
+``out/.gen-files`` and without gen's header) are carried over as they are. The render
+cache, ``out/.gen-cache/`` (:mod:`gen.emit.cache`), is gen's own folder: never in the
+index, never a change, replaced as a whole when a render hands one in.
 
 Failures: any ``OSError`` (disk full, read-only file system, permission denied, an ancestor
 of out/ that is a file) becomes an :class:`~gen.errors.OutputError` naming the path in
