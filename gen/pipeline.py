@@ -585,7 +585,8 @@ def render(
     from gen.emit.cache.parsed import ParseCache
     from gen.emit.crd_schemas import load_crd_dir  # after the fast path: a costly import
 
-    parsed = ParseCache(env_key(), use=not no_cache)  # with no_cache, only the digests
+    parsed = ParseCache(env_key(), use=not no_cache,  # with no_cache, only the digests
+                        scope=str(profiles_dir.resolve()))
     whole, root = resolve_fleet(profiles_dir, base=base, parsed=parsed)
     crds, crd_findings = load_crd_dir(crds_dir, base)
     try:

@@ -111,6 +111,12 @@ def test_an_entry_is_used_only_for_its_bytes_path_and_env(tmp_path: Path) -> Non
     assert cache.get("profiles/b.yaml", raw) is None
     assert ParseCache("other env", folder).get("profiles/a.yaml", raw) is None
     (entry,) = folder.iterdir()
+    ParseCache("other env", folder).put("profiles/a.yaml", raw, docs)  # replaces it
+    assert [p.name for p in folder.iterdir()] == [entry.name]
+    assert cache.get("profiles/a.yaml", raw) is None
+    cache.put("profiles/a.yaml", raw, docs)
+    ParseCache("env", folder, scope="/another/fleet").put("profiles/a.yaml", raw, docs)
+    assert len(list(folder.iterdir())) == 2 and cache.get("profiles/a.yaml", raw) == docs
     for damaged in (b"{not json", b"[]", json.dumps({"format": 1}).encode()):
         entry.write_bytes(damaged)
         assert cache.get("profiles/a.yaml", raw) is None

@@ -4,8 +4,9 @@ after a one-file change parses one file.
 
 Where: ``$GEN_CACHE_DIR/parsed-v1/``, else ``$XDG_CACHE_HOME/gen/parsed-v1/``, else
 ``~/.cache/gen/parsed-v1/``: outside out/ and outside the fleet repository, so nothing a
-pull request commits is ever read as a parse. One entry per shown path and env, replaced
-when the file changes: the folder holds at most one entry per profile file per gen.
+pull request commits is ever read as a parse. One entry per profile file (its fleet's
+folder and its shown path name it), replaced when the file or gen changes: the folder
+holds at most one entry per profile file a render has read.
 
 How it stays safe:
 
@@ -61,8 +62,12 @@ class ParseCache:
     """The parse cache of one env (:func:`gen.emit.cache.env.env_key`), in ``folder``: what
     :func:`gen.fleet.loader.load_documents` asks before it parses a file, and tells after."""
 
-    def __init__(self, env: str, folder: Path | None = None, *, use: bool = True) -> None:
+    def __init__(self, env: str, folder: Path | None = None, *, use: bool = True,
+                 scope: str = "") -> None:
         self._env = env
+        self._scope = scope
+        """What names the entries beside the shown path (the profiles folder, resolved):
+        two fleets with the same file names keep one entry each."""
         self._folder = cache_folder() if folder is None else folder
         self._use = use
         """False: nothing is read from or written to the folder (``--no-cache``); the
@@ -72,7 +77,7 @@ class ParseCache:
         (the pre-build keys compare them with the files they hash)."""
 
     def _entry(self, shown: str) -> Path:
-        name = hashlib.sha256(f"{self._env}\0{shown}".encode()).hexdigest()
+        name = hashlib.sha256(f"{self._scope}\0{shown}".encode()).hexdigest()
         return self._folder / f"{name}.json"
 
     def get(self, shown: str, raw: bytes) -> list[Document] | None:
