@@ -44,6 +44,7 @@ from gen._render_task import (
     run_cluster_tasks,
     sorted_by_path,
 )
+from gen.caches import once
 from gen.emit.cache import (
     CACHE_GITIGNORE,
     CACHE_GITIGNORE_BYTES,
@@ -305,8 +306,14 @@ def check_parts() -> tuple[CheckPart, ...]:
 def declared_reads(cluster: ClusterPlan, profiles: ProfileSet) -> dict[str, Any]:
     """What the ``cluster`` parts declare they read of ``profiles`` beside ``cluster``
     (:attr:`CheckPart.reads`), by name: part of the cluster's pre-build key."""
-    return {part.reads.key: part.reads.read(cluster, profiles)
-            for part in check_parts() if part.reads is not None}
+    return {reads.key: reads.read(cluster, profiles) for reads in _declared()}
+
+
+@once
+def _declared() -> tuple[ProfileReads, ...]:
+    """The :attr:`CheckPart.reads` of :func:`check_parts`, listed once: every pre-build key
+    asks for them, and :func:`check_parts` imports every capability's checks."""
+    return tuple(part.reads for part in check_parts() if part.reads is not None)
 
 
 def cluster_checks(plan: Plan, cluster: ClusterPlan) -> ClusterFindings:
