@@ -81,6 +81,8 @@ def literal_secrets(data: Any) -> Iterator[tuple[tuple[str | int, ...], str]]:
     key; a URL's user information is left to the field that holds the URL, which says
     where the credential belongs instead."""
     for path, text in _strings(data):
+        if _MAY_HOLD.search(text) is None:
+            continue  # none of the literals every shape contains
         for what, pattern in SECRET_SHAPES:
             if "URL" not in what and pattern.search(text):
                 yield path, what
