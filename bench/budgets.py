@@ -1,6 +1,6 @@
 """The render-cache and full-render budgets, measured in one run: ``python bench/budgets.py``.
 
-Options: ``[--repeat 5] [--json F] [--venv DIR] [--sizes 40x32,100x56]``.
+Options: ``[--fleet plain|serving] [--repeat 5] [--json F] [--venv DIR] [--sizes 40x32,100x56]``.
 
 Every figure is a fresh ``gen render`` process (the real command, start-up included) on a
 synthetic fleet from ``bench/fleet.py`` in a scratch folder (``TMPDIR``; use tmpfs). Peak
@@ -36,7 +36,7 @@ from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
-from fleet import write_fleet  # noqa: E402 - beside this script
+from fleet import FLEETS, write_fleet  # noqa: E402 - beside this script
 from peers import build  # noqa: E402
 
 VENV = BENCH / "peers" / ".venv-bench"
@@ -65,13 +65,14 @@ def _median(values: list[float]) -> float:
     return statistics.median(values)
 
 
-def bench_size(clusters: int, services: int, repeat: int, venv: Path | None) -> dict[str, Any]:
+def bench_size(clusters: int, services: int, repeat: int, venv: Path | None,
+               serving: bool = False) -> dict[str, Any]:
     """Every figure for one fleet size."""
     row: dict[str, Any] = {"clusters": clusters, "services": clusters * services}
     runs: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="gen-budgets-") as tmp:
         root = Path(tmp)
-        profiles = write_fleet(root, clusters, services)
+        profiles = write_fleet(root, clusters, services, serving=serving)
         out = root / "out"
         base = ["render", "-q", "--profiles", str(profiles), "--out", str(out)]
         full, rss = [], []
@@ -155,6 +156,8 @@ def main() -> None:
     """Run each size; print the figures, the budget table, and save them with ``--json``."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="40x32,100x56")
+    parser.add_argument("--fleet", choices=FLEETS, default="plain",
+                        help="the bench fleet, or it with routing, multi-node and Kueue")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--venv", type=Path, default=VENV)
@@ -163,7 +166,8 @@ def main() -> None:
     rows = []
     for i, size in enumerate(args.sizes.split(",")):
         clusters, services = (int(x) for x in size.split("x"))
-        rows.append(bench_size(clusters, services, args.repeat, venv if i == 0 else None))
+        rows.append(bench_size(clusters, services, args.repeat, venv if i == 0 else None,
+                               serving=args.fleet == "serving"))
         print(json.dumps(rows[-1]), flush=True)
     table = verdicts(rows)
     print("\n| budget | measured | met |\n| --- | --- | --- |")
@@ -178,6 +182,7 @@ def main() -> None:
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, "
                        f"Python {platform.python_version()}",
             "load_average": [round(x, 2) for x in load],
+            "fleet": args.fleet,
             "sizes": rows,
             "budgets": [{"budget": b, "measured": m, "met": ok} for b, m, ok in table],
         }, indent=2, sort_keys=True) + "\n")

@@ -364,7 +364,8 @@ _ALL = (
     Rule(
         "GEN305", "quantization does not match the checkpoint", _SERVING,
         "`serving.quantization` names a method vLLM refuses for the model's checkpoint (only "
-        "`fp8` quantizes a 16-bit checkpoint online)",
+        "`fp8` and, in the releases that have it (through 0.27), `bitsandbytes` quantize a "
+        "16-bit checkpoint in flight)",
     ),
     Rule(
         "GEN306", "max_num_batched_tokens below max_num_seqs", _SERVING,

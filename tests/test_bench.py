@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -79,3 +81,53 @@ def test_budget_table_judges_each_budget_from_the_medians() -> None:
     assert met["one cluster changed, 100 clusters"] is True  # 12.5%
     assert met["peak memory, 100 clusters"] is False
     assert len(table) == 8
+
+
+def test_scale_stages_name_functions_render_calls() -> None:
+    import inspect
+
+    import scale
+
+    from gen import pipeline
+
+    source = inspect.getsource(pipeline.render)
+    for name in scale.STAGES.values():
+        assert callable(getattr(pipeline, name)), name
+        assert f"{name}(" in source, f"render() no longer calls {name}"
+
+
+def test_scale_slopes_and_where_one_machine_ends() -> None:
+    import scale
+
+    def row(clusters: int, seconds: float, mib: float) -> dict[str, Any]:
+        return {"clusters": clusters, "full_s": seconds, "tree_peak_mib": mib,
+                "stages_s": {"load": seconds / 2, "write": seconds / 2}}
+
+    rows = [row(10, 2.0, 200.0), row(100, 11.0, 1100.0), row(1000, 101.0, 10100.0)]
+    fit = scale.slopes(rows)
+    assert fit["full render"]["per_cluster"] == pytest.approx(0.1)
+    assert fit["full render"]["intercept"] == pytest.approx(1.0)
+    assert fit["load"]["per_cluster"] == pytest.approx(0.05)
+    assert fit["peak memory (MiB)"]["per_cluster"] == pytest.approx(10.0)
+    assert fit["full render"]["loglog_growth"] == pytest.approx(
+        math.log(101 / 11) / math.log(10))
+    limits = scale.machine_limits(fit, memory_gib=20.0, minutes=10.0)
+    assert limits == {"clusters_at_memory_limit": (20 * 1024 - 100) // 10,
+                      "clusters_at_time_limit": 5990}
+    flat = scale.slopes([row(10, 2.0, 200.0), row(20, 1.0, 100.0)])
+    assert scale.machine_limits(flat, memory_gib=20.0, minutes=10.0) == {
+        "clusters_at_memory_limit": None, "clusters_at_time_limit": None}
+
+
+def test_serving_bench_fleet_lints_clean_and_holds_the_2026_serving_objects(
+        tmp_path: Path) -> None:
+    from fleet import write_fleet
+
+    import gen
+
+    profiles = write_fleet(tmp_path, 2, 8, serving=True)
+    assert gen.lint(profiles) == []
+    result = gen.render(profiles, tmp_path / "out", jobs=1)
+    kinds = {path.name.split("-")[0] for path in result.outputs}
+    assert kinds >= {"inferencepool", "httproute", "leaderworkerset", "clusterqueue",
+                     "localqueue", "resourceflavor", "deployment"}

@@ -20,15 +20,15 @@ import gen
 from tests.helpers import REPO
 
 sys.path.insert(0, str(REPO / "bench"))
-from fleet import write_fleet
+from fleet import FLEETS, write_fleet
 from peers import build
 
 
-@pytest.fixture(scope="module")
-def rendered(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any],
-                                                                 build.Export]:
+@pytest.fixture(scope="module", params=FLEETS)
+def rendered(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+             ) -> tuple[Path, dict[str, Any], build.Export]:
     root = tmp_path_factory.mktemp("peers")
-    profiles = write_fleet(root, 2, 4)
+    profiles = write_fleet(root, 2, 4, serving=request.param == "serving")
     gen.render(profiles, root / "out", validator="embedded", jobs=1)
     expected = build.read_tree(root / "out")
     minors = {c.name: c.minor for c in gen.load_plan(profiles).clusters}

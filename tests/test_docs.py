@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -41,6 +42,65 @@ def test_every_command_is_documented_and_has_help(name: str) -> None:
     result = CliRunner().invoke(cli, [name, "--help"])
     assert result.exit_code == 0, result.output
     assert "Usage:" in result.output
+
+
+def _leaf_commands(group: click.Group, path: tuple[str, ...] = ()) -> dict[
+        tuple[str, ...], click.Command]:
+    """Every runnable command under ``group`` by its word path (``("cel", "eval")``)."""
+    leaves: dict[tuple[str, ...], click.Command] = {}
+    context = click.Context(group)
+    for name in group.list_commands(context):
+        command = group.get_command(context, name)
+        assert command is not None
+        if isinstance(command, click.Group):
+            leaves.update(_leaf_commands(command, (*path, name)))
+        else:
+            leaves[(*path, name)] = command
+    return leaves
+
+
+def _table_rows() -> list[tuple[set[tuple[str, ...]], set[str]]]:
+    """The README's command table: for each row, the command paths its first cell shows
+    (``gen catalog gpus\\|models`` shows two) and the options it names."""
+    section = README[README.index("## Commands"):]
+    section = section[: section.index("\n## ", 1)]
+    rows = []
+    for line in section.splitlines():
+        if not line.startswith("| `gen "):
+            continue
+        cell = line.split(" | ")[0]
+        paths: set[tuple[str, ...]] = set()
+        for usage in re.findall(r"`gen ([^`]+)`", cell):
+            prefixes: list[tuple[str, ...]] = [()]
+            group: click.Command = cli
+            for word in usage.split():
+                names = word.split("\\|")
+                known = (group.get_command(click.Context(group), names[0])
+                         if isinstance(group, click.Group) else None)
+                if known is None:
+                    break
+                prefixes = [(*p, n) for p in prefixes for n in names]
+                group = known
+            paths.update(prefixes)
+        rows.append((paths, set(re.findall(r"(?<![\w-])--?[a-z][a-z0-9-]*", cell))))
+    return rows
+
+
+@pytest.mark.parametrize("path", sorted(_leaf_commands(cli)), ids=" ".join)
+def test_readme_command_table_shows_every_option(path: tuple[str, ...]) -> None:
+    """The README's row for each command names every option the CLI has for it (by its long
+    or its short name), and no option the CLI does not have: the table is checked against the
+    commands themselves, so it cannot drift."""
+    rows = [(paths, named) for paths, named in _table_rows() if path in paths]
+    assert rows, f"no README command-table row shows `gen {' '.join(path)}`"
+    shown = set().union(*(named for _, named in rows))
+    options = [param.opts for param in _leaf_commands(cli)[path].params
+               if isinstance(param, click.Option) and "--help" not in param.opts]
+    missing = [opts[-1] for opts in options if not shown.intersection(opts)]
+    assert not missing, f"gen {' '.join(path)}: the README's row lacks {missing}"
+    known = {name for paths, _ in rows for other in paths
+             for param in _leaf_commands(cli)[other].params for name in param.opts}
+    assert shown <= known, f"gen {' '.join(path)}: the README names {sorted(shown - known)}"
 
 
 def test_lint_rules_doc_lists_every_rule() -> None:

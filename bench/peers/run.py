@@ -1,6 +1,7 @@
 """gen side by side with Helm's engine and Kapitan: ``python bench/peers/run.py``.
 
-Options: ``[--sizes 10x16,40x32] [--repeat 3] [--json F] [--venv DIR] [--only gen,helm,...]``.
+Options: ``[--fleet plain|serving] [--sizes 10x16,40x32] [--repeat 3] [--json F] [--venv DIR]
+[--only gen,helm,...]``.
 
 For each size (clusters × services per cluster, a fleet from ``bench/fleet.py``), in a
 scratch folder (``TMPDIR``; use tmpfs, as ``bench/run.py`` does):
@@ -38,7 +39,7 @@ PEERS = Path(__file__).resolve().parent
 BENCH = PEERS.parent
 REPO = BENCH.parent
 sys.path.insert(0, str(BENCH))
-from fleet import write_fleet  # noqa: E402 - beside this script
+from fleet import FLEETS, write_fleet  # noqa: E402 - beside this script
 
 from peers import build  # noqa: E402
 
@@ -95,7 +96,7 @@ def _versions(python: Path) -> dict[str, str]:
 
 
 def bench_size(clusters: int, services: int, repeat: int, venv: Path,
-               only: set[str]) -> dict[str, Any]:
+               only: set[str], serving: bool = False) -> dict[str, Any]:
     """Every figure and check for one fleet size."""
     from gen.pipeline import load_plan
 
@@ -105,7 +106,7 @@ def bench_size(clusters: int, services: int, repeat: int, venv: Path,
     checks: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="gen-peers-") as tmp:
         root = Path(tmp)
-        profiles = write_fleet(root, clusters, services)
+        profiles = write_fleet(root, clusters, services, serving=serving)
         gen_out = root / "gen-out"
         gen = [sys.executable, "-m", "gen", "render", "-q", "--validator", "embedded",
                "--profiles", str(profiles)]
@@ -170,6 +171,8 @@ def main() -> None:
     """Run each size; print and save the figures."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="10x16,40x32")
+    parser.add_argument("--fleet", choices=FLEETS, default="plain",
+                        help="the bench fleet, or it with routing, multi-node and Kueue")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--venv", type=Path, default=VENV)
@@ -181,13 +184,15 @@ def main() -> None:
     rows = []
     for size in args.sizes.split(","):
         clusters, services = (int(x) for x in size.split("x"))
-        rows.append(bench_size(clusters, services, args.repeat, args.venv, only))
+        rows.append(bench_size(clusters, services, args.repeat, args.venv, only,
+                               serving=args.fleet == "serving"))
         print(json.dumps(rows[-1]), flush=True)
     results = {
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, "
                    f"Python {platform.python_version()}",
         "tmpdir": tempfile.gettempdir(),
         "repeat": args.repeat,
+        "fleet": args.fleet,
         "versions": _versions(args.venv / "bin" / "python"),
         "sizes": rows,
     }

@@ -127,6 +127,22 @@ def gpus_command(as_json: bool) -> None:
         table.append([r["id"], r["product_name"], r["architecture"], memory, ids,
                       str(len(r["mig_profiles"])) if r["mig_profiles"] else "-"])
     click.echo(_table(["ID", "PRODUCT", "ARCH", "MEMORY", "PCI IDS / CORES", "MIG"], table))
+    click.echo("")
+    click.echo(_mig_profile_lines(rows))
+
+
+def _mig_profile_lines(rows: list[dict[str, Any]]) -> str:
+    """The MIG profile names the table's MIG column counts, one line per distinct profile
+    list with the GPUs that share it (most MIG-capable products share theirs with a sibling)."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for r in rows:
+        if r["mig_profiles"]:
+            groups.setdefault(tuple(r["mig_profiles"]), []).append(r["id"])
+    lines = ["MIG PROFILES (what the MIG column counts; the names layouts and classes take)"]
+    for profiles, ids in groups.items():
+        lines.append(f"  {', '.join(ids)}:")
+        lines.append(f"    {' '.join(profiles)}")
+    return "\n".join(lines)
 
 
 @catalog_command.command("models")

@@ -12,6 +12,7 @@ from gen.cli._boundary import handle_errors
 from gen.cli._options import profiles_option
 from gen.errors import VersionError
 from gen.fleet.parallelism import GroupShape, pod_layout
+from gen.serving.assumptions import Assumption, assumed_settings
 from gen.serving.fit import FitReport, FitRequest, check_fit, resolve_device
 from gen.serving.memory import GIB, KV_CACHE_DTYPES, QUANTIZATIONS
 from gen.serving.memory_profiles import PINNED_VLLM_VERSION, format_version, parse_vllm_version
@@ -20,7 +21,7 @@ from gen.serving.model_catalog import model_catalog
 if TYPE_CHECKING:
     from gen.fleet.plan import Plan
 
-__all__ = ["fit_command", "format_report", "service_reports"]
+__all__ = ["fit_command", "format_assumed", "format_report", "service_reports"]
 
 
 def _gib(value: int) -> str:
@@ -223,13 +224,46 @@ def fit_command(model_name: str | None, gpu: str | None, mig_profile: str | None
         return 0 if fits else 1
     if model_name is None or gpu is None:
         raise click.UsageError("give --model and --gpu, or --service")
+    model = model_catalog().lookup(model_name)
     report = check_fit(FitRequest(
-        model=model_catalog().lookup(model_name), device=resolve_device(gpu, mig_profile),
+        model=model, device=resolve_device(gpu, mig_profile),
         gpus=gpus, tensor_parallel=tp, pipeline_parallel=pp, max_model_len=max_model_len,
         gpu_memory_utilization=gpu_memory_utilization, kv_cache_dtype=kv_cache_dtype,
         max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
         quantization=quantization, enforce_eager=enforce_eager,
         vllm_version=_release(vllm_version),
     ))
-    click.echo(json.dumps(report.to_json(), indent=2) if as_json else format_report(report))
+    assumed = assumed_settings(report, model, _given_options(click.get_current_context()))
+    if as_json:
+        click.echo(json.dumps({**report.to_json(), "assumed": [a.to_json() for a in assumed]},
+                              indent=2))
+    else:
+        click.echo(format_report(report) + format_assumed(assumed))
     return 0 if report.fits else 1
+
+
+def _given_options(ctx: click.Context) -> set[str]:
+    """The options of this invocation the user set (command line or environment), by their
+    long name without ``--``."""
+    from click.core import ParameterSource
+
+    given: set[str] = set()
+    for param in ctx.command.params:
+        source = ctx.get_parameter_source(param.name) if param.name else None
+        if source in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT):
+            given.update(o.removeprefix("--") for o in param.opts if o.startswith("--"))
+    return given
+
+
+def format_assumed(assumed: list[Assumption]) -> str:
+    """The settings a ``--model`` question left to defaults: each value and why, then what a
+    service that leaves the same key out runs with."""
+    if not assumed:
+        return ""
+    named = [f"{a.setting.replace('-', '_')}={a.value}" for a in assumed]
+    width = max(map(len, named)) + 3
+    lines = ["", "", "  assumed (not given; then what a service leaving the key out runs with)"]
+    for a, name in zip(assumed, named, strict=True):
+        lines.append(f"    {name.ljust(width)}{a.why}")
+        lines.append(f"    {''.ljust(width)}service: {a.service}")
+    return "\n".join(lines)

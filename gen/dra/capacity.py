@@ -188,9 +188,7 @@ def _no_order_fits(cluster: ClusterPlan, demands: Sequence[Demand],
     for service, missing in sorted(_short(results[best_order]).items()):
         demand = by_name[service]
         where, key = demand.service.replicas_at(at_max)
-        # A whole GPU of a partitionable GPU consumes every counter of it: speak of GPUs.
-        whole = demand.service.gpu_class is not None and (
-            demand.service.gpu_class.device_type == "gpu")
+        whole = _whole_gpus(demand)
         held = (f"the GPUs of the dynamic MIG pools of cluster {cluster.name!r} (each whole "
                 "GPU takes every slice of its GPU) hold" if whole else
                 f"the dynamic MIG counters of cluster {cluster.name!r} hold")
@@ -202,10 +200,12 @@ def _no_order_fits(cluster: ClusterPlan, demands: Sequence[Demand],
             f"({best_order}); pools: {', '.join(models)}",
             where, key_path=key,
             severity=Severity.WARNING if at_max else None,
+            # gen plan sizes slices; for whole GPUs, explain shows who holds each GPU.
             hint=("add nodes or GPUs, lower the replicas, or ask for a MIG slice instead of "
-                  "a whole GPU" if whole else
-                  "add nodes or GPUs, lower the replicas, or ask for a smaller slice")
-            + f"; see 'gen plan --cluster {cluster.name}'",
+                  f"a whole GPU; see 'gen explain {service} --cluster {cluster.name} --slices'"
+                  if whole else
+                  "add nodes or GPUs, lower the replicas, or ask for a smaller slice; see "
+                  f"'gen plan --cluster {cluster.name}'"),
             related=tuple(cluster.located.at("node_pools", i) for i, p in
                           enumerate(cluster.pools) if p.name in models),
             service=service, cluster=cluster.name,
@@ -213,17 +213,29 @@ def _no_order_fits(cluster: ClusterPlan, demands: Sequence[Demand],
     return out
 
 
+def _whole_gpus(demand: Demand) -> bool:
+    """The demand is for whole GPUs: on a partitionable GPU such a device consumes every
+    counter of it (dra-driver-nvidia-gpu partitions.go@v0.5.0, PartConsumesCounters), so its
+    findings speak of GPUs, not slices."""
+    gpu_class = demand.service.gpu_class
+    return gpu_class is not None and gpu_class.device_type == "gpu"
+
+
 def _fragments(cluster: ClusterPlan, demands: Sequence[Demand],
                results: Mapping[Order, Packing], fits: Order, fails: Order,
                at_max: bool) -> Finding:
     room = headroom(results[fits], demands)
-    lost = ", ".join(f"{n} of {s!r}" for s, n in sorted(_short(results[fails]).items()))
+    short = _short(results[fails])
+    lost = ", ".join(f"{n} of {s!r}" for s, n in sorted(short.items()))
+    whole = any(_whole_gpus(d) for d in demands if d.name in short)
+    why = ("a whole GPU needs a GPU none of whose slices is taken, and the allocator puts "
+           "each slice on the first GPU with room" if whole else
+           "the allocator takes the first free slice in device order and strands memory slices")
     first = demands[0].service
     return finding(
         "GEN241",
         f"the {_what(at_max)} of cluster {cluster.name!r} fit its dynamic MIG pools when pods "
-        f"arrive in the order '{fits}', but not in '{fails}' ({lost} left Pending: the "
-        "allocator takes the first free slice in device order and strands memory slices); "
+        f"arrive in the order '{fits}', but not in '{fails}' ({lost} left Pending: {why}); "
         "headroom after the fitting order: "
         + ", ".join(f"{n} more {s!r}" for s, n in sorted(room.items())),
         first.located.at("gpu"), key_path="gpu",

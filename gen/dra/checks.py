@@ -195,19 +195,37 @@ def _service_findings(cluster: ClusterPlan) -> list[Finding]:
     return findings
 
 
-def _first_compile_error(expression: str, minors: dict[int, list[str]]) -> str | None:
-    """The compile error of ``expression`` in the oldest of the clusters (by minor) that
-    carry it, or in the newest environment when none does; None when it compiles."""
+CelEnv = tuple[int, bool]
+"""The CEL environment a cluster's API server validates a selector in: its minor and whether
+its DRAConsumableCapacity gate is on (the compiler's ``Features``)."""
+
+
+def _cel_env(cluster: ClusterPlan) -> CelEnv:
+    from gen.dra.cel import CONSUMABLE_CAPACITY
+    from gen.k8s.gates import gate_table
+
+    minor = cluster.minor
+    return minor, gate_table().enabled(CONSUMABLE_CAPACITY, minor, cluster.cluster.feature_gates)
+
+
+def _first_compile_error(expression: str, envs: dict[CelEnv, list[str]]) -> str | None:
+    """The compile error of ``expression`` in the oldest of the clusters' environments (by
+    minor, the gate off first) that carry it, or in the newest environment when none does;
+    None when it compiles."""
     from gen.dra.cel import compile_selector
 
-    versions: list[int | None] = [*sorted(minors)] or [None]
-    for minor in versions:
+    keys: list[CelEnv | None] = [*sorted(envs)] or [None]
+    for key in keys:
         try:
-            compile_selector(expression, minor)
+            if key is None:
+                compile_selector(expression)
+            else:
+                compile_selector(expression, key[0], key[1])
         except CELCompileError as err:
-            clusters = sorted(set(minors.get(minor, []))) if minor is not None else []
+            clusters = sorted(set(envs.get(key, []))) if key is not None else []
             where = f" (cluster {', '.join(map(repr, clusters))})" if clusters else ""
-            return err.message + (where if "this cluster runs" in err.message else "")
+            named = "this cluster runs" in err.message or "off on this cluster" in err.message
+            return err.message + (where if named else "")
     return None
 
 
@@ -215,8 +233,8 @@ def _selector_findings(plan: Plan) -> list[Finding]:
     """GEN203 per selector, compiled for the Kubernetes version of each DRA cluster using it."""
     from gen.dra.selectors import class_cel
 
-    class_minors: dict[str, dict[int, list[str]]] = {}
-    service_minors: dict[tuple[str, str], dict[int, list[str]]] = {}
+    class_minors: dict[str, dict[CelEnv, list[str]]] = {}
+    service_minors: dict[tuple[str, str], dict[CelEnv, list[str]]] = {}
     for cluster in plan.clusters:
         if cluster.dra_api_version is None:
             continue
@@ -225,10 +243,10 @@ def _selector_findings(plan: Plan) -> list[Finding]:
             for gpu_class in classes:
                 if gpu_class is not None:
                     by_minor = class_minors.setdefault(gpu_class.name, {})
-                    by_minor.setdefault(cluster.minor, []).append(cluster.name)
+                    by_minor.setdefault(_cel_env(cluster), []).append(cluster.name)
             service = (svc.service.namespace, svc.service.name)
             by_cluster = service_minors.setdefault(service, {})
-            by_cluster.setdefault(cluster.minor, []).append(cluster.name)
+            by_cluster.setdefault(_cel_env(cluster), []).append(cluster.name)
     findings = []
     for located in plan.profiles.gpu_classes.values():
         minors = class_minors.get(located.value.name, {})

@@ -23,7 +23,9 @@ __all__ = [
 AttrValue = str | int | bool | Version
 """A DRA attribute value: the ``string``, ``int``, ``bool`` or ``version`` field."""
 
-ShapeKey = tuple[str, tuple[tuple[str, str, AttrValue], ...], tuple[tuple[str, Decimal], ...]]
+ShapeKey = tuple[
+    str, tuple[tuple[str, str, AttrValue], ...], tuple[tuple[str, Decimal], ...], bool
+]
 
 _ATTRIBUTE_FIELDS = ("string", "int", "bool", "version")
 _LIST_FIELDS = ("strings", "ints", "bools", "versions")
@@ -47,18 +49,23 @@ class Device:
     name: str
     attributes: Mapping[str, AttrValue]
     capacity: Mapping[str, Decimal]
+    allow_multiple_allocations: bool = False
+    """The device's ``allowMultipleAllocations`` (a field of the DRAConsumableCapacity feature,
+    unset = false, as the DRA CEL compiler reads it: ``ptr.Deref(..., false)``)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "attributes", MappingProxyType(dict(self.attributes)))
         object.__setattr__(self, "capacity", MappingProxyType(dict(self.capacity)))
         # Computed once: devices are dictionary keys on the evaluation hot path.
         attrs = tuple(sorted((k, type(v).__name__, v) for k, v in self.attributes.items()))
-        key: ShapeKey = (self.driver, attrs, tuple(sorted(self.capacity.items())))
+        key: ShapeKey = (self.driver, attrs, tuple(sorted(self.capacity.items())),
+                         self.allow_multiple_allocations)
         object.__setattr__(self, "_shape_key", key)
         object.__setattr__(self, "_hash", hash((self.name, key)))
 
     def shape_key(self) -> ShapeKey:
-        """A hashable key of driver, attributes and capacity: everything but the name.
+        """A hashable key of driver, attributes, capacity and ``allowMultipleAllocations``:
+        everything but the name.
 
         Two devices with equal keys give the same result for every selector. The key is exact:
         unique attributes (``uuid``, ``parentUUID``, ``pciBusID``...) are part of it, so callers
@@ -134,7 +141,8 @@ def device_from_resourceslice_entry(entry: Mapping[str, Any], driver: str) -> De
 
     ``{name, attributes: {k: {string|int|bool|version: v}}, capacity: {k: {value: q}}}``;
     unqualified names belong to ``driver``'s domain. The v1beta1 ``basic:`` wrapper is unwrapped.
-    Other device fields (taints, counters...) are ignored. Raises :class:`DeviceError`.
+    ``allowMultipleAllocations`` (a bool) is read; other device fields (taints, counters...) are
+    ignored. Raises :class:`DeviceError`.
     """
     if not isinstance(entry, Mapping):
         raise DeviceError("a device entry must be a mapping")
@@ -151,4 +159,11 @@ def device_from_resourceslice_entry(entry: Mapping[str, Any], driver: str) -> De
         qualify(k, driver): _capacity(name, k, v)
         for k, v in _mapping(body, "capacity", name).items()
     }
-    return Device(driver=driver, name=name, attributes=attributes, capacity=capacity)
+    multiple = body.get("allowMultipleAllocations", False)
+    if multiple is None:
+        multiple = False
+    if not isinstance(multiple, bool):
+        raise DeviceError(f"device {name!r}: allowMultipleAllocations must be true or false, "
+                          f"got {multiple!r}")
+    return Device(driver=driver, name=name, attributes=attributes, capacity=capacity,
+                  allow_multiple_allocations=multiple)

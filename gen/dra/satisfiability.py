@@ -117,7 +117,7 @@ def _hardware(pool: PoolPlan) -> tuple[object, ...]:
     """Everything :func:`gen.dra.simulate.node_inventory` reads from a pool, as a value."""
     spec = pool.pool
     return (pool.gpu, spec.platform, spec.driver_version, spec.gpus_per_node, spec.nodes,
-            pool.mig_checks)
+            pool.mig_checks, spec.addressing_mode)
 
 
 _CMP = re.compile(

@@ -8,7 +8,10 @@ The devices follow the driver's ResourceSlice content (kubernetes-sigs/dra-drive
   brand: ``Nvidia``, ``NvidiaRTX``, ``GeForce``...), ``architecture``,
   ``cudaComputeCapability``, ``driverVersion`` and ``cudaDriverVersion`` (versions),
   ``resource.kubernetes.io/pciBusID`` and ``resource.kubernetes.io/pcieRoot``,
-  ``addressingMode`` where NVML reports one (Grace systems); capacity ``memory`` in bytes
+  ``addressingMode`` where NVML reports one (:func:`addressing_mode`: the pool's
+  ``addressing_mode``, else the catalog's: ``ATS`` on Grace parts, ``None`` on the others;
+  ``GetAddressingModeAsString`` of go-nvlib, vendored @v25.12.0, leaves it out only where NVML
+  says "not supported"); capacity ``memory`` in bytes
   (``memory_mib``·2^20: an H100 80GB reports 81559Mi, less than 80Gi). A unified-memory GPU
   publishes no ``memory``.
 * static MIG device (``type: mig``, name ``gpu-<index>-mig-<profile>-<giProfileId>-<start>``):
@@ -182,10 +185,18 @@ def _gpu_attributes(
     }
 
 
-def _full_gpu(gpu: GPU, driver_version: str, node_key: str, index: int) -> Device:
+def addressing_mode(pool: PoolPlan) -> str | None:
+    """What NVML reports as the pool's addressing mode: the pool's ``addressing_mode``, else
+    the GPU's catalog value."""
+    declared = pool.pool.addressing_mode
+    return declared if declared is not None or pool.gpu is None else pool.gpu.addressing_mode
+
+
+def _full_gpu(gpu: GPU, driver_version: str, node_key: str, index: int,
+              mode: str | None) -> Device:
     attributes = {f"{DRIVER}/type": "gpu", **_gpu_attributes(gpu, driver_version, node_key, index)}
-    if gpu.addressing_mode is not None:
-        attributes[f"{DRIVER}/addressingMode"] = gpu.addressing_mode
+    if mode is not None:
+        attributes[f"{DRIVER}/addressingMode"] = mode
     capacity = {} if gpu.unified_memory else {f"{DRIVER}/memory": Decimal(gpu.memory_mib * _MIB)}
     return Device(DRIVER, f"gpu-{index}", attributes, capacity)
 
@@ -294,11 +305,12 @@ def _mig_name(mig: MIGDevice) -> str:
 
 
 def _mig_device(
-    gpu: GPU, driver_version: str, node_key: str, mig: MIGDevice, parent: int
+    gpu: GPU, driver_version: str, node_key: str, mig: MIGDevice, parent: int,
+    mode: str | None,
 ) -> Device:
     parent_attrs = _gpu_attributes(gpu, driver_version, node_key, parent)
-    if gpu.addressing_mode is not None:
-        parent_attrs[f"{DRIVER}/addressingMode"] = gpu.addressing_mode
+    if mode is not None:
+        parent_attrs[f"{DRIVER}/addressingMode"] = mode
     parent_uuid = parent_attrs.pop(f"{DRIVER}/uuid")
     attributes: dict[str, AttrValue] = {
         f"{DRIVER}/type": "mig",
@@ -340,15 +352,16 @@ def _node_devices(pool: PoolPlan, node_key: str) -> list[tuple[Device, int]]:
         return [(part.device, index) for index in range(pool.pool.gpus_per_node)
                 for part in partitioned_gpu(gpu, driver, node_key, index).partitions]
     layouts = _layout_by_index(pool)
+    mode = addressing_mode(pool)
     out: list[tuple[Device, int]] = []
     for index in range(pool.pool.gpus_per_node):
         check = layouts.get(index)
         if check is None or not check.valid:
             if check is None:
-                out.append((_full_gpu(gpu, driver, node_key, index), index))
+                out.append((_full_gpu(gpu, driver, node_key, index, mode), index))
             continue  # an invalid layout publishes nothing usable (GEN101 reports it)
         for mig in mig_devices(gpu, check, index):
-            out.append((_mig_device(gpu, driver, node_key, mig, index), index))
+            out.append((_mig_device(gpu, driver, node_key, mig, index, mode), index))
     return out
 
 
@@ -383,7 +396,8 @@ def _representative(device: Device) -> Device:
             attributes[name] = _pcie_root(0)
         else:
             attributes[name] = _uuid("GPU", f"{product}/{_REPRESENTATIVE}/{name}")
-    return Device(device.driver, device.name, attributes, device.capacity)
+    return Device(device.driver, device.name, attributes, device.capacity,
+                  device.allow_multiple_allocations)
 
 
 def node_inventory(pool: PoolPlan) -> NodeInventory:

@@ -66,6 +66,8 @@ def class_candidates(gpu_class: GPUClass | None, pools: Iterable[PoolPlan], *,
             dynamic = pool.pool.mig == "dynamic"  # every profile of the GPU, carved on demand
             if pool.mig_layout is None and not dynamic:
                 continue
+            if match_class and not class_admits(gpu_class, pool):
+                continue  # a MIG class of another product: none of the pool's slices
             offered = {p.profile for _, check in pool.mig_checks for p in check.placements}
             for profile in _mig_profiles_of(gpu_class, gpu):
                 if dynamic or profile.name in offered:

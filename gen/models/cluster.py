@@ -108,6 +108,14 @@ class NodePool(Spec):
         "A replica that spans nodes there gets a ComputeDomain (IMEX channel) and stays "
         "inside one clique (node label nvidia.com/gpu.clique).",
     )
+    addressing_mode: Literal["ATS", "HMM", "None"] | None = Field(
+        None,
+        description="The memory addressing mode NVML reports on the pool's nodes, which the "
+        "NVIDIA DRA driver publishes as the device attribute addressingMode: 'HMM' where the "
+        "nodes run NVIDIA's open kernel modules on a kernel with HMM, 'ATS' on Grace systems, "
+        "'None' where neither is active. Default: the GPU's catalog value ('ATS' for Grace "
+        "parts, 'None' for the others).",
+    )
     apple_vm: AppleVM | None = Field(None, description="VM sizing for platform 'apple-vm'.")
 
     @model_validator(mode="after")
@@ -129,6 +137,9 @@ class NodePool(Spec):
                 raise ValueError("'apple_vm' is required for platform 'apple-vm'")
             if self.mig_layout is not None or self.mig is not None:
                 raise ValueError("MIG is NVIDIA-only; remove 'mig_layout' and 'mig'")
+            if self.addressing_mode is not None:
+                raise ValueError("'addressing_mode' is what NVML reports on NVIDIA nodes; "
+                                 "remove it")
         return self
 
 

@@ -94,10 +94,12 @@ class GPU:
     brand: str = "Nvidia"
     """NVML's brand as the DRA driver publishes it (``Nvidia``, ``NvidiaRTX``, ``GeForce``)."""
     addressing_mode: str | None = None
+    """The addressing mode NVML reports for the GPU on a node that does not say otherwise
+    (node pool ``addressing_mode``): ``ATS`` on Grace systems, ``None`` (neither HMM nor ATS
+    active) for the others; None: NVML reports none (not supported)."""
     nvlink_domain_nodes: int | None = None
     """Nodes (compute trays) of one multi-node NVLink domain of the rack-scale system this
     GPU ships in (GB200/GB300 NVL72: 18); None: NVLink ends at the node."""
-    """NVML's addressing mode on coherent systems (``ATS``, ``HMM``, ``None``), else None."""
 
     def __hash__(self) -> int:
         # Cheap and consistent with the generated __eq__ (equal GPUs share these fields).
@@ -298,7 +300,7 @@ def _build_gpu(row: Mapping[str, Any], data: Mapping[str, Any]) -> GPU:
         unverified=tuple(row.get("unverified", ())),
         cuda_total_mib=int(row["cuda_total_mib"]) if "cuda_total_mib" in row else None,
         brand=str(row.get("brand", "Nvidia")),
-        addressing_mode=row.get("addressing_mode"),
+        addressing_mode=str(row.get("addressing_mode", "None")),
         nvlink_domain_nodes=(int(row["nvlink_domain_nodes"]) if "nvlink_domain_nodes" in row
                              else None),
     )

@@ -134,6 +134,8 @@ def _profile_for(gpu: GPU, svc_class: Any) -> str | None:
 def pool_demand(cluster: ClusterPlan, pool: PoolPlan) -> tuple[dict[str, int], list[str]]:
     """Profile → slices the pool's services ask for (autoscaling maximum), and the services
     whose class has no profile on the pool's GPU."""
+    from gen.fleet.placement import class_admits
+
     demand: Counter[str] = Counter()
     unknown = []
     gpu = pool.gpu
@@ -144,6 +146,8 @@ def pool_demand(cluster: ClusterPlan, pool: PoolPlan) -> tuple[dict[str, int], l
             continue
         if all(p.name != pool.name for p in svc.pools):
             continue
+        if cls.name in pool.refused_classes or not class_admits(cls, pool):
+            continue  # the class takes none of this pool's GPUs (another product): no demand
         profile = _profile_for(gpu, cls)
         if profile is None:
             unknown.append(svc.service.name)

@@ -129,8 +129,9 @@ def _setting_findings(svc: ServicePlan, reports: list[tuple[Any, FitReport]]) ->
     errors = {e for _, r in reports for e in r.errors}
     out = [finding("GEN305", e, svc.located.at("serving", "quantization"),
                    key_path="serving.quantization",
-                   hint="omit quantization (vLLM reads the checkpoint's own) or use a checkpoint "
-                   "of that method")
+                   hint="omit quantization (vLLM reads the checkpoint's own), use a checkpoint "
+                   "of that method, or quantize a 16-bit checkpoint in flight (fp8, or "
+                   "bitsandbytes through vLLM 0.27)")
            for e in sorted(errors) if _QUANTIZATION.search(e)]
     out += [finding("GEN306", e, svc.located.at("serving", "max_num_batched_tokens"),
                     key_path="serving.max_num_batched_tokens",
@@ -174,8 +175,11 @@ def _cuda(cluster: ClusterPlan, svc: ServicePlan) -> list[Finding]:
             continue
         index = [p.name for p in cluster.cluster.node_pools].index(pool.name)
         older = compatible_image("vllm", driver)
-        pin = (f"pin {older.image} (CUDA {older.cuda_version}, driver ≥ {older.min_driver})"
-               if older is not None else "pin an image built for an older CUDA")
+        mirrored = image.pulled != image.reference
+        pin = ("pin an image built for an older CUDA" if older is None else
+               f"{'mirror' if mirrored else 'pin'} {older.image} (CUDA {older.cuda_version}, "
+               f"driver ≥ {older.min_driver})" + (" and name it in serving.image_of"
+                                                  if mirrored else ""))
         findings.append(finding(
             "GEN303",
             f"{image.reference} ships CUDA {info.cuda_version}, which needs NVIDIA driver "

@@ -297,12 +297,19 @@ def profile_document(spec: LLMSpec) -> dict[str, Any]:
     return doc
 
 
+# The editor modeline every profile of a fleet repository starts with (README, "Profiles"):
+# profiles/<kind>/<name>.yaml reaches the repository's schema/ two folders up.
+SCHEMA_MODELINE = "# yaml-language-server: $schema=../../schema/gen-profile.schema.json"
+
+
 def profile_text(spec: LLMSpec, source: ModelFiles) -> str:
     """The YAML of :func:`profile_document`, with a comment saying where it came from."""
     import yaml
 
     origin = source.name or spec.id
     revision = f" at revision {source.revision}" if source.revision else ""
-    header = (f"# Written by `gen model import` from the config.json of {origin}{revision}.\n"
-              "# Commit it under profiles/; services name the model by `name`.\n")
+    header = (f"{SCHEMA_MODELINE}\n"
+              f"# Written by `gen model import` from the config.json of {origin}{revision}.\n"
+              "# Commit it under profiles/models/ (the modeline's schema path counts from\n"
+              "# there); services name the model by `name`.\n")
     return header + yaml.safe_dump(profile_document(spec), sort_keys=False, width=100)

@@ -43,6 +43,7 @@ __all__ = [
     "MXFP4_PADDING",
     "NCCL_BYTES",
     "NON_TORCH_BYTES",
+    "ONLINE_QUANTIZATIONS",
     "QUANTIZATIONS",
     "SAMPLER_VOCAB_BUFFERS",
     "VLLM_SOURCE",
@@ -140,7 +141,26 @@ QUANTIZATIONS: tuple[str, ...] = (
 )
 """[vllm] ``--quantization`` methods of vllm/model_executor/layers/quantization/__init__.py
 that a catalog checkpoint can meet: a method must match the checkpoint's own quantization,
-except fp8, which vLLM also applies online to a 16-bit checkpoint (dynamic per-tensor FP8)."""
+except the in-flight ones (:data:`ONLINE_QUANTIZATIONS`), which vLLM also applies to a 16-bit
+checkpoint. Whether the service's release has a method at all is GEN307's question
+(``quantizations`` of gen/data/vllm-releases.yaml: bitsandbytes through 0.27)."""
+ONLINE_QUANTIZATIONS: dict[str, str] = {
+    "fp8": "fp8",
+    "bitsandbytes": "nf4",
+}
+"""[vllm] Methods vLLM applies in flight to a checkpoint without a quantization config, and the
+weight dtype the linear layers get:
+
+* ``fp8``: dynamic per-tensor FP8 (vllm/model_executor/layers/quantization/fp8.py,
+  ``Fp8Config`` with ``is_checkpoint_fp8_serialized`` false);
+* ``bitsandbytes``: 4-bit NF4 with double quantization, in every release whose
+  ``--quantization`` has it (0.21–0.27 of the releases gen knows): ``get_quant_config``
+  returns ``BitsAndBytesConfig.from_config({})`` for a checkpoint without a quantization
+  config ("Inflight BNB quantization", vllm/model_executor/model_loader/weight_utils.py), the
+  engine arguments force ``--load-format bitsandbytes`` for it (vllm/engine/arg_utils.py), and
+  ``BitsAndBytesModelLoader`` quantizes each weight as it loads
+  (vllm/model_executor/model_loader/bitsandbytes_loader.py). ``BitsAndBytesConfig`` asks for
+  compute capability 7.0 (``get_min_capability``), which every catalog GPU has."""
 _SAME_CHECKPOINT = {
     "awq": frozenset({"awq", "awq_marlin"}),
     "gptq": frozenset({"gptq", "gptq_marlin"}),
@@ -294,10 +314,12 @@ def quantization_errors(model: LLMSpec, quantization: str | None) -> list[str]:
     if quantization not in QUANTIZATIONS:
         return [f"quantization must be one of {', '.join(QUANTIZATIONS)}, got {quantization!r}"]
     if model.quantization is None:
-        if quantization == "fp8":
-            return []  # online FP8 of a 16-bit checkpoint
+        if quantization in ONLINE_QUANTIZATIONS:
+            return []  # quantized in flight as vLLM loads the 16-bit checkpoint
+        online = " and ".join(ONLINE_QUANTIZATIONS)
         return [f"{model.id} is a {model.weight_dtype} checkpoint: --quantization "
-                f"{quantization} needs a {quantization} checkpoint (only fp8 quantizes online)"]
+                f"{quantization} needs a {quantization} checkpoint (only {online} quantize "
+                "a 16-bit checkpoint in flight)"]
     if quantization not in _SAME_CHECKPOINT.get(model.quantization, frozenset()):
         return [f"{model.id} is a {model.quantization} checkpoint; vLLM refuses --quantization "
                 f"{quantization} for it"]
@@ -305,8 +327,11 @@ def quantization_errors(model: LLMSpec, quantization: str | None) -> list[str]:
 
 
 def effective_model(model: LLMSpec, quantization: str | None) -> LLMSpec:
-    """The model as vLLM loads it: online fp8 makes a 16-bit checkpoint's linear layers 1 byte."""
-    if quantization != "fp8" or model.quantization is not None:
+    """The model as vLLM loads it: in-flight quantization of a 16-bit checkpoint stores its
+    linear layers at the method's dtype (fp8: 1 byte; bitsandbytes: NF4), the embeddings and
+    lm_head at the compute dtype."""
+    dtype = ONLINE_QUANTIZATIONS.get(quantization or "")
+    if dtype is None or model.quantization is not None:
         return model
-    return replace(model, weight_dtype="fp8", quantization="fp8",
+    return replace(model, weight_dtype=dtype, quantization=quantization,
                    unquantized_parameters=model.embedding_parameters)

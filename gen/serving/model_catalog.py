@@ -36,13 +36,25 @@ _PLAIN_DTYPE_BYTES: dict[str, int] = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1,
 
 # Weight dtypes the catalog understands. int4 (AWQ/GPTQ) and mxfp4 cost more than 4 bits:
 # see :meth:`LLMSpec.bits_per_quantized_weight`.
-WEIGHT_DTYPES: frozenset[str] = frozenset({*_PLAIN_DTYPE_BYTES, "int4", "mxfp4"})
+WEIGHT_DTYPES: frozenset[str] = frozenset({*_PLAIN_DTYPE_BYTES, "int4", "mxfp4", "nf4"})
 QUANTIZATIONS: frozenset[str] = frozenset({"awq", "gptq", "fp8", "mxfp4", "compressed-tensors"})
 """Checkpoint quantization methods, as ``quantization_config.quant_method`` names them."""
+_IN_FLIGHT: dict[str, str] = {"bitsandbytes": "nf4"}
+"""Methods a model has only as vLLM loads a 16-bit checkpoint (in-flight quantization, see
+:data:`gen.serving.memory.ONLINE_QUANTIZATIONS`), with the weight dtype they give; gen sizes
+no pre-quantized checkpoint of them."""
 _COMPUTE_DTYPES: frozenset[str] = frozenset({"fp32", "bf16", "fp16"})
 
 # MXFP4 (OCP microscaling): 4-bit E2M1 elements sharing one 8-bit E8M0 scale per block of 32.
 _MXFP4_BLOCK = 32
+# NF4 with double quantization, as vLLM's in-flight bitsandbytes quantization stores a weight
+# (``quantize_4bit(weight, compress_statistics=True, quant_type="nf4")``, vllm-project/vllm
+# vllm/model_executor/model_loader/bitsandbytes_loader.py): 4-bit codes, one 8-bit absmax per
+# block of 64 weights (bitsandbytes' default blocksize) and one 32-bit scale per 256 of those
+# (bitsandbytes-foundation/bitsandbytes bitsandbytes/functional.py ``quantize_4bit``:
+# ``quantize_blockwise(absmax, blocksize=256)`` when compress_statistics).
+_NF4_BLOCK = 64
+_NF4_NESTED_BLOCK = 256
 # AWQ/GPTQ group size when a checkpoint does not say (the usual ``"group_size": 128``).
 _DEFAULT_INT4_GROUP = 128
 
@@ -71,7 +83,8 @@ class LLMSpec:
         head_dim: ``head_dim`` (or hidden_size / heads when the config has none).
         max_context: ``max_position_embeddings``: the longest ``--max-model-len`` vLLM accepts.
         weight_dtype: storage dtype of the (quantized) weights: bf16, fp16, fp32, fp8, int8, int4,
-            mxfp4.
+            mxfp4, nf4 (what vLLM's in-flight bitsandbytes quantization makes of a 16-bit
+            checkpoint).
         quantization: checkpoint quantization method (awq, gptq, fp8, mxfp4) or None.
         experts: routed experts per MoE layer, or None for a dense model.
         experts_per_token: experts routed per token (MoE only).
@@ -189,7 +202,9 @@ class LLMSpec:
         if self.compute_dtype not in _COMPUTE_DTYPES:
             out.append(f"compute_dtype {self.compute_dtype!r} is not one of "
                        f"{sorted(_COMPUTE_DTYPES)}")
-        if self.quantization is not None and self.quantization not in QUANTIZATIONS:
+        in_flight = _IN_FLIGHT.get(self.quantization or "") == self.weight_dtype
+        if (self.quantization is not None and self.quantization not in QUANTIZATIONS
+                and not in_flight):
             out.append(f"quantization {self.quantization!r} is not one of {sorted(QUANTIZATIONS)}")
         if self.kv_heads > self.attention_heads or (
             self.kv_heads >= 1 and self.attention_heads % self.kv_heads
@@ -257,6 +272,8 @@ class LLMSpec:
         * int4 AWQ/GPTQ: 4 bits + a 16-bit scale and a 4-bit zero point per group
           (4.156 bits at group 128, ≈0.52 bytes).
         * mxfp4: 4 bits + one 8-bit scale per block of 32 (4.25 bits).
+        * nf4 (bitsandbytes, double quantization): 4 bits + an 8-bit absmax per block of 64 +
+          a 32-bit scale per 256 blocks (≈4.127 bits).
         * plain dtypes: their width.
         """
         if self.weight_dtype == "int4":
@@ -264,6 +281,9 @@ class LLMSpec:
             return Fraction(4) + Fraction(16 + 4, group)
         if self.weight_dtype == "mxfp4":
             return Fraction(4) + Fraction(8, _MXFP4_BLOCK)
+        if self.weight_dtype == "nf4":
+            return (Fraction(4) + Fraction(8, _NF4_BLOCK)
+                    + Fraction(32, _NF4_BLOCK * _NF4_NESTED_BLOCK))
         return Fraction(8 * _PLAIN_DTYPE_BYTES[self.weight_dtype])
 
     @property

@@ -97,3 +97,26 @@ def test_gpus_json_gives_the_total_vllm_budgets_from(runner: CliRunner) -> None:
     a6000 = rows["rtx-a6000"]
     assert a6000["cuda_total_logged"] is False
     assert a6000["cuda_visible_mib"] == a6000["memory_mib"] - CUDA_RESERVE_MIB
+
+
+def test_gpus_table_lists_the_mig_profile_names_it_counts(runner: CliRunner) -> None:
+    """Below the table, each MIG-capable GPU appears once with the profile names its MIG
+    column counts; GPUs without MIG appear in no profile line."""
+    from gen.nvidia.gpus import gpu_catalog
+
+    result = runner.invoke(cli, ["catalog", "gpus"], catch_exceptions=False)
+    assert result.exit_code == 0
+    table, _, profiles = result.stdout.partition("\nMIG PROFILES")
+    counted = {line.split()[0]: line.split()[-1] for line in table.splitlines()[1:] if line}
+    lines = profiles.splitlines()[1:]
+    named: dict[str, list[str]] = {}
+    for ids_line, names_line in zip(lines[::2], lines[1::2], strict=True):
+        for gpu_id in ids_line.strip().rstrip(":").split(", "):
+            assert gpu_id not in named
+            named[gpu_id] = names_line.split()
+    catalog = {g.id: g for g in gpu_catalog().all()}
+    assert set(named) == {i for i, g in catalog.items() if g.mig_profiles}
+    for gpu_id, names in named.items():
+        assert names == [p.name for p in catalog[gpu_id].mig_profiles]
+        assert counted[gpu_id] == str(len(names))
+    assert "3g.71gb" in named["h200-sxm"]

@@ -306,3 +306,21 @@ def test_a_version_that_is_not_one_is_an_input_error(runner: CliRunner) -> None:
     assert result.exit_code == 1
     assert "--vllm-version: 'latest' is not a vLLM version" in result.output
     assert "Traceback" not in result.output
+
+
+def test_model_question_says_what_it_assumed(runner: CliRunner) -> None:
+    """`gen fit --model` lists the settings it was not given, with what a service that leaves
+    them out runs with; the options given are not listed; --json carries the same list."""
+    args = ["fit", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "h100-sxm5-80gb",
+            "--max-model-len", "32768"]
+    text = runner.invoke(cli, args, catch_exceptions=False).stdout
+    assumed = text.split("\n  assumed (", 1)[1]
+    assert "max_num_seqs=1024" in assumed
+    assert "service: serving.max_num_seqs, default 64" in assumed
+    assert "max_model_len=" not in assumed
+    data = json.loads(runner.invoke(cli, [*args, "--json"], catch_exceptions=False).stdout)
+    settings = [a["setting"] for a in data["assumed"]]
+    assert "max-num-seqs" in settings
+    assert "max-model-len" not in settings
+    every = runner.invoke(cli, [*args[:5], "--json"], catch_exceptions=False).stdout
+    assert "max-model-len" in [a["setting"] for a in json.loads(every)["assumed"]]

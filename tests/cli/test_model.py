@@ -28,7 +28,9 @@ def test_import_prints_a_profile_that_reads_back_as_the_catalog_entry(runner: Cl
     result = runner.invoke(cli, ["model", "import", str(FIXTURE), "--name", "Qwen/Qwen3-30B-A3B"],
                            catch_exceptions=False)
     assert result.exit_code == 0, result.stderr
-    assert result.stdout.startswith("# Written by `gen model import`")
+    modeline, written = result.stdout.splitlines()[:2]
+    assert modeline.startswith("# yaml-language-server: $schema=")
+    assert written.startswith("# Written by `gen model import`")
     profile = ModelProfile.model_validate(yaml.safe_load(result.stdout))
     assert LLMSpec.from_profile(profile) == model_catalog().lookup("Qwen/Qwen3-30B-A3B")
 

@@ -178,3 +178,19 @@ def test_a_fleet_with_large_pools_is_cheap(tmp_path: Path) -> None:
     packing = pack(models, demands_of(analyzed, models, at_max=False), Order.SERVICE)
     assert packing.unplaced == [] and len(packing.blocks) == 1
     assert [(r.count, r.state.used.bit_count()) for r in packing.runs["full"]] == [(1000, 8)]
+
+
+def test_whole_gpus_short_on_a_dynamic_pool_speak_of_gpus(tmp_path: Path) -> None:
+    """Seven whole H100s on three nodes of two dynamic-MIG H100s: GEN240 counts GPUs, and the
+    hint points at `gen explain --slices` (who holds each GPU), not at `gen plan`, which
+    sizes slices only."""
+    root = _dynamic_fleet(tmp_path / "w", [])
+    write_tree(root, {"gpu-classes/whole.yaml": "kind: GPUClass\nname: whole\n"
+                      "match: {product: h100-sxm5-80gb}\n",
+                      "services/w.yaml": _service("w", "dyn", "{gpu_class: whole}", 7)})
+    found = [f for f in check(load_plan(root)) if f.rule == "GEN240"]
+    assert len(found) == 1, found
+    assert "each whole GPU takes every slice of its GPU" in found[0].message
+    assert "hold 6 of the 7 replicas" in found[0].message
+    assert "'gen explain w --cluster dyn --slices'" in (found[0].hint or "")
+    assert "gen plan" not in (found[0].hint or "")

@@ -88,6 +88,34 @@ def test_cel_function_the_cluster_has(tmp_path: Path) -> None:
     assert not [f for f in findings if f.rule == "GEN203"]
 
 
+_SHARED = "!device.allowMultipleAllocations"
+
+
+@pytest.mark.parametrize(("version", "gates", "refused"), [
+    ("1.35.4", "", True),  # alpha, off by default
+    ("1.36.3", "", False),  # beta, on by default
+    ("1.36.3", "feature_gates: {DRAConsumableCapacity: false}\n", True),
+    ("1.35.4", "feature_gates: {DRAConsumableCapacity: true}\n", False),
+])
+def test_allow_multiple_allocations_as_the_clusters_gate_says(
+        tmp_path: Path, version: str, gates: str, refused: bool) -> None:
+    """A class selector on device.allowMultipleAllocations compiles where the cluster's
+    DRAConsumableCapacity gate is on, and is GEN203 naming the gate and cluster where off."""
+    cluster = LINT_BASE["cluster.yaml"].replace('"1.34.2"', f'"{version}"').replace(
+        "allocation: dra\n", f"allocation: dra\n{gates}")
+    findings = [f for f in lint_fleet(tmp_path, **{"classes.yaml": _with_cel(_SHARED),
+                                                   "cluster.yaml": cluster})
+                if f.rule == "GEN203"]
+    if not refused:
+        assert findings == []
+        return
+    (finding,) = findings
+    assert finding.key_path == "cel[0]"
+    assert "undefined field 'allowMultipleAllocations'" in finding.message
+    assert "DRAConsumableCapacity feature gate, which is off on this cluster" in finding.message
+    assert "(cluster 'prod')" in finding.message
+
+
 _HOPPER = "---\nkind: GPUClass\nname: hopper\nmatch: {architecture: Hopper}\n"
 
 

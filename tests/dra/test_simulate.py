@@ -3,6 +3,7 @@ from __future__ import annotations
 import textwrap
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -222,6 +223,26 @@ def test_dynamic_slices_pass_the_strict_schema(tmp_path: Path, version: str) -> 
     validator = SchemaValidator()
     for doc in slices:
         assert validator.validate(doc, minor, SourceLocation("slice")) == []
+
+
+def test_addressing_mode_is_the_pools_else_the_catalogs(tmp_path: Path) -> None:
+    """An x86 H100 reports addressingMode None (NVML's mode, inactive); a pool that declares
+    HMM publishes HMM on its full GPUs and MIG devices alike."""
+    plain = load_plan_text(tmp_path / "plain", FLEET)
+    attrs = pool_device_shapes(plain.clusters[0].pools[0])[0].device.attributes
+    assert attrs[f"{DRIVER}/addressingMode"] == "None"
+    hmm = FLEET.replace('driver_version: "580.95.05"', 'driver_version: "580.95.05", '
+                        'addressing_mode: HMM')
+    pools = load_plan_text(tmp_path / "hmm", hmm).clusters[0].pools
+    for pool in pools:
+        for shape in pool_device_shapes(pool):
+            assert shape.device.attributes[f"{DRIVER}/addressingMode"] == "HMM"
+
+
+def load_plan_text(folder: Path, text: str) -> Any:
+    folder.mkdir()
+    (folder / "fleet.yaml").write_text(text)
+    return load_plan(folder)
 
 
 def test_brand_and_addressing_mode_follow_the_catalog(tmp_path: Path) -> None:

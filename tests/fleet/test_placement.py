@@ -106,3 +106,18 @@ def test_a_dra_class_by_raw_cel_lands_only_on_the_pools_its_cel_selects(tmp_path
     (path,) = (root / "out").rglob("deployment-llama-70b.yaml")
     deployment: dict[str, Any] = yaml.safe_load(path.read_text())
     assert deployment["spec"]["template"]["spec"]["nodeSelector"]["gen.dev/pool"] == "big"
+
+
+def test_a_mig_class_of_one_product_takes_no_slices_of_another(tmp_path: Path) -> None:
+    """A 3g.40gb class restricted to H100s is offered the H100 pool's slices only, though the
+    A100 80GB of the other dynamic pool has a 3g.40gb profile too."""
+    import shutil
+
+    from tests.helpers import REPO
+
+    root = tmp_path / "fleet"
+    shutil.copytree(REPO / "tests" / "fixtures" / "dynamic-mig", root)
+    path = root / "gpu-classes" / "mig-3g-40gb.yaml"
+    path.write_text(path.read_text().replace("match:\n", "match:\n  product: h100-sxm5-80gb\n"))
+    (svc,) = [s for s in load_plan(root).clusters[0].services if s.service.name == "large"]
+    assert [(c.pool.name, c.mig_profile) for c in candidates(svc)] == [("h100-dyn", "3g.40gb")]

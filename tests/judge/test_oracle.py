@@ -335,3 +335,15 @@ def test_podsecurity_category_subset(oracles: Oracles, example: judge.RenderedFl
     mutants = {v.case for v in category.verdicts if v.case.startswith("psa:mutant/")}
     assert len(mutants) == 2 * len(judge.POD_MUTATIONS)
     assert _undocumented(category) == []
+
+
+def test_allocation_orders_of_a_service_gen_refuses(oracles: Oracles) -> None:
+    """A dynamic-MIG cluster whose one service gen refuses (GEN204: 140Gi is more than a whole
+    H200 publishes there) fits in no order, for gen as for the allocator."""
+    case = next(c for c in judge.corpus_cases(judge.CORPUS / "dynamic-mig.yaml", ["lint"])
+                if c["name"] == "whole-h200-on-a-dynamic-pool-below-140gi")
+    category = judge.allocation_category(
+        oracles, fleets=[judge.corpus_fleet(judge.CORPUS / "dynamic-mig.yaml", case)])
+    orders = [v for v in category.verdicts if v.case.endswith("/mig-lab/min/orders")]
+    assert [(v.gen, v.upstream) for v in orders] == [("fits in no order",) * 2]
+    assert _undocumented(category) == []

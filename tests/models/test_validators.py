@@ -131,3 +131,16 @@ def test_vllm_without_gpu_is_decided_once_pools_are_known() -> None:
     reason is GEN601, elsewhere resolve's GEN002 (tests/corpus: apple.yaml)."""
     service = _llama(engine="vllm")
     assert service.gpu is None
+
+
+def test_addressing_mode_is_one_nvml_reports_and_nvidia_only() -> None:
+    """addressing_mode takes NVML's names (ATS, HMM, None); an apple-vm pool has none."""
+    assert _cluster(node_pools=[{**_POOL, "addressing_mode": "HMM"}]).node_pools[0] \
+        .addressing_mode == "HMM"
+    assert "'ATS', 'HMM' or 'None'" in _error(
+        lambda: _cluster(node_pools=[{**_POOL, "addressing_mode": "hmm"}]))
+    apple = {"name": "m", "platform": "apple-vm", "nodes": 1, "addressing_mode": "None",
+             "apple_vm": {"chip": "m2-ultra", "host_memory_gb": 192, "vm_memory_gb": 24,
+                          "resource_name": "squat.ai/dri", "sharing": 1}}
+    assert "'addressing_mode' is what NVML reports on NVIDIA nodes" in _error(
+        lambda: _cluster(node_pools=[apple]))

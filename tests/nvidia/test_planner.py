@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from gen.nvidia.gpus import gpu_catalog
 from gen.nvidia.mig import check_layout
 from gen.nvidia.planner import dynamic_gpus, plan_fleet, valid_layouts
@@ -39,3 +41,24 @@ def test_dynamic_gpus_first_fit_decreasing() -> None:
     assert dynamic_gpus(gpu, {"3g.40gb": 2, "1g.10gb": 2}) == 2
     assert dynamic_gpus(gpu, {"7g.80gb": 1, "1g.10gb": 1}) == 2
     assert dynamic_gpus(gpu, {"3g.40gb": 1, "2g.20gb": 1, "1g.10gb": 2}) == 1
+
+
+def test_plan_is_quiet_about_pools_no_service_asks_slices_of(tmp_path: Path) -> None:
+    """The fixture's MIG classes restricted to H100s, and a service of whole A100s: only the
+    H100 pool is planned; the A100 pool, whose GPUs no slice class takes, is not mentioned."""
+    import shutil
+
+    root = tmp_path / "fleet"
+    shutil.copytree(FIXTURE, root)
+    for path in sorted((root / "gpu-classes").glob("*.yaml")):
+        path.write_text(path.read_text().replace("match:\n", "match:\n  product: h100-sxm5-80gb\n"))
+    (root / "gpu-classes" / "a100.yaml").write_text(
+        "kind: GPUClass\nname: a100\nmatch: {product: a100-sxm4-80gb}\n")
+    (root / "services" / "whole.yaml").write_text(
+        "kind: InferenceService\nname: whole\nnamespace: inference\n"
+        "model: meta-llama/Llama-3.2-1B-Instruct\nclusters: [dyn]\ngpu: {gpu_class: a100}\n"
+        "replicas: 2\nserving: {max_model_len: 4096}\n")
+    assert [p.pool.name for p in plan_fleet(load_plan(FIXTURE))] == ["h100-dyn", "a100-dyn"]
+    proposals = plan_fleet(load_plan(root))
+    assert [p.pool.name for p in proposals] == ["h100-dyn"]
+    assert proposals[0].unknown == ()

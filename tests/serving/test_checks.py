@@ -34,6 +34,31 @@ def test_cuda_runtime_newer_than_driver(tmp_path: Path) -> None:
     assert "insufficient" in finding.message
     assert finding.key_path == "node_pools[0].driver_version"
 
+def test_cuda_hint_names_the_image_that_fits_the_driver(tmp_path: Path) -> None:
+    """GEN303's hint names the release gen knows to fit the pool's driver; for a mirrored
+    image it says to mirror that tag and name it in serving.image_of."""
+    from gen.serving.engines import compatible_image
+
+    cluster = LINT_BASE["cluster.yaml"].replace('"580.95.05"', '"575.57.08"', 1)
+    older = compatible_image("vllm", "575.57.08")
+    assert older is not None
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "mirror").mkdir()
+    (plain,) = [f for f in lint_fleet(tmp_path / "plain", **{"cluster.yaml": cluster})
+                if f.rule == "GEN303"]
+    assert f"pin {older.image} " in (plain.hint or "")
+    mirror = LINT_BASE["service.yaml"].replace(
+        "serving: {max_model_len: 32768}",
+        "serving: {max_model_len: 32768, image: registry.example.com/vllm:2026-11, "
+        "image_of: vllm/vllm-openai:v0.33.0}")
+    (mirrored,) = [f for f in lint_fleet(tmp_path / "mirror", **{"cluster.yaml": cluster,
+                                                                "service.yaml": mirror})
+                   if f.rule == "GEN303"]
+    assert mirrored.key_path == "serving.image_of"
+    assert f"mirror {older.image} " in (mirrored.hint or "")
+    assert (mirrored.hint or "").endswith("and name it in serving.image_of")
+
+
 def test_mig_class_without_layout_has_no_pool(tmp_path: Path) -> None:
     """A MIG class on a cluster whose layouts lack the profile is GEN304."""
     service = LINT_BASE["service.yaml"].replace(
@@ -86,7 +111,7 @@ def test_quantization_the_checkpoint_lacks(tmp_path: Path) -> None:
     (tmp_path / "good").mkdir()
     findings = lint_fleet(tmp_path / "bad", **{"service.yaml": bad})
     (finding,) = [f for f in findings if f.rule == "GEN305"]
-    assert "only fp8 quantizes online" in finding.message
+    assert "only fp8 and bitsandbytes quantize a 16-bit checkpoint in flight" in finding.message
     assert finding.key_path == "serving.quantization"
     assert finding.location is not None and finding.location.line == 7
     assert not [f for f in findings if f.rule == "GEN301"]  # not reported as a misfit
@@ -108,3 +133,18 @@ def test_batched_tokens_below_max_num_seqs(tmp_path: Path) -> None:
     near = base.replace("max_num_batched_tokens: 256", "max_num_batched_tokens: 512")
     assert not [f for f in lint_fleet(tmp_path / "good", **{"service.yaml": near})
                 if f.rule == "GEN306"]
+
+
+def test_bitsandbytes_in_flight_is_keyed_by_the_release(tmp_path: Path) -> None:
+    """bitsandbytes on a bf16 checkpoint: accepted where the release has the method (0.27.1,
+    in-flight NF4), GEN307 and not GEN305 where it left vLLM's core (0.28.0)."""
+    findings = {}
+    for tag in ("v0.27.1", "v0.28.0"):
+        service = LINT_BASE["service.yaml"].replace(
+            "serving: {max_model_len: 32768}",
+            f"serving: {{max_model_len: 32768, image: 'vllm/vllm-openai:{tag}', "
+            "quantization: bitsandbytes}")
+        (tmp_path / tag).mkdir()
+        findings[tag] = {f.rule for f in lint_fleet(tmp_path / tag, **{"service.yaml": service})
+                         if f.rule in ("GEN305", "GEN307")}
+    assert findings == {"v0.27.1": set(), "v0.28.0": {"GEN307"}}

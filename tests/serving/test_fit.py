@@ -587,11 +587,28 @@ def test_online_fp8_halves_a_16_bit_checkpoint() -> None:
     assert 0.5 * bf16.weights < fp8.weights < 0.6 * bf16.weights
 
 
+def test_in_flight_bitsandbytes_stores_nf4() -> None:
+    """--quantization bitsandbytes on a bf16 checkpoint: vLLM quantizes it in flight to NF4
+    (4 bits, an 8-bit absmax per 64 weights, a 32-bit scale per 256 blocks); the embeddings
+    stay 16-bit. An AWQ checkpoint keeps its own method."""
+    bf16 = check_fit(_request())
+    nf4 = check_fit(_request(quantization="bitsandbytes"))
+    assert nf4.fits and nf4.quantization == "bitsandbytes"
+    model = _request().model
+    embeddings = model.embedding_parameters * 2
+    linear = model.parameters - model.embedding_parameters
+    assert nf4.weights == -(-linear * (4 * 16384 + 2048 + 32) // (8 * 16384)) + embeddings
+    assert 0.25 * bf16.weights < nf4.weights < 0.4 * bf16.weights
+    awq = check_fit(_request(model=_model("Qwen/Qwen2.5-72B-Instruct-AWQ"), gpus=2,
+                             quantization="bitsandbytes"))
+    assert any("refuses --quantization bitsandbytes" in e for e in awq.errors)
+
+
 def test_a_quantization_the_checkpoint_does_not_have_is_refused() -> None:
     """vLLM refuses --quantization awq for a bf16 checkpoint and gptq for an AWQ one."""
     report = check_fit(_request(quantization="awq"))
     assert not report.fits
-    assert "only fp8 quantizes online" in report.errors[0]
+    assert "only fp8 and bitsandbytes quantize" in report.errors[0]
     awq = check_fit(_request(model=_model("Qwen/Qwen2.5-72B-Instruct-AWQ"), gpus=2,
                              quantization="gptq"))
     assert any("refuses --quantization gptq" in e for e in awq.errors)

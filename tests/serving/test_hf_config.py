@@ -265,3 +265,21 @@ def test_glm_without_qk_norms_counts_without_them(tmp_path: Path) -> None:
     config["use_qk_norm"] = False
     without = model_values(find_model_files(_config(tmp_path, config)))
     assert without["parameters"] == glm.parameters - 92 * 2 * 128
+
+
+def test_imported_profile_starts_with_the_fleet_modeline() -> None:
+    """The printed profile's first line is the modeline of the fleet's own profiles (the
+    README's promise), and from profiles/models/ its schema path reaches schema/."""
+    import re
+
+    from gen.serving.hf_config import SCHEMA_MODELINE
+
+    files = find_model_files(QWEN3_MOE)
+    first = profile_text(read_model(files, "Qwen/Qwen3-30B-A3B"), files).splitlines()[0]
+    assert first == SCHEMA_MODELINE
+    root = Path(__file__).resolve().parents[2]
+    committed = {p.read_text(encoding="utf-8").splitlines()[0]
+                 for p in sorted((root / "profiles").glob("*/*.yaml"))}
+    assert committed == {SCHEMA_MODELINE}
+    schema = re.sub(r"^# yaml-language-server: \$schema=", "", first)
+    assert (root / "profiles" / "models" / schema).resolve().is_file()

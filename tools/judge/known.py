@@ -14,12 +14,6 @@ KNOWN: dict[str, str] = {}
 
 # --- the fast oracle (tools/judge/oracle.py) ----------------------------------------------
 
-_CONSUMABLE_CAPACITY = (
-    "gen does not model DRAConsumableCapacity (beta, on by default from 1.36): with it the DRA "
-    "environment declares device.allowMultipleAllocations "
-    "(kubernetes/dynamic-resource-allocation cel/compile.go@v0.37.2 newCompiler); gen refuses "
-    "the field on every version (the upstream test runs with the gate off)"
-)
 _STRING_OF_IP = (
     "a documented deviation (docs/cel.md, Deviations; tests/dra/cel/corpus/net.yaml "
     "known_difference): gen's checker (cel-expr-python) cannot add overloads to the standard "
@@ -31,9 +25,6 @@ _NET_TYPE_NAMES = (
     "(a type value has no size cel-go's estimator knows)"
 )
 
-KNOWN.update(dict.fromkeys([
-    'cel:dra.yaml:TestCEL/allow_multiple_allocations_disabled',
-], _CONSUMABLE_CAPACITY))
 KNOWN.update(dict.fromkeys([
     'cel:net.yaml:TestIP/converting_an_IP_address_to_a_string',
     'cel:net.yaml:TestCIDR/converting_a_CIDR_to_a_string',

@@ -427,7 +427,8 @@ def _gen_device(raw: Mapping[str, Any]) -> Any:
         attributes[name] = parse_version(value) if kind == "version" else value
     capacity = {name: parse_quantity(str(q["value"]))
                 for name, q in (raw.get("capacity") or {}).items()}
-    return Device(raw.get("driver", ""), "device-0", attributes, capacity)
+    return Device(raw.get("driver", ""), "device-0", attributes, capacity,
+                  bool(raw.get("allowMultipleAllocations", False)))
 
 
 def _wrapped(expression: str, expect: Mapping[str, Any]) -> str:
@@ -464,6 +465,8 @@ def _corpus_selector(file: str, data: Mapping[str, Any], case: Mapping[str, Any]
                   "attributes": dict(case.get("attributes") or {}),
                   "capacity": {k: {"value": str(v)}
                                for k, v in (case.get("capacity") or {}).items()}}
+        if "allow_multiple_allocations" in case:
+            device["allowMultipleAllocations"] = bool(case["allow_multiple_allocations"])
         return str(case["expression"]), device
     if file == "cost.yaml":
         e = case["expression"]
@@ -984,7 +987,10 @@ def judge_cluster_allocation(category: Category, oracles: Oracles, fleet: Render
                      and f.rule == "GEN240"}
             rules |= {f.rule for f in fleet.lint if f.cluster == cluster.name
                       and f.rule == "GEN241" and (("autoscaling" in f.message) == at_max)}
-            gen = ("fits in no order" if "GEN240" in rules
+            # A service gen refuses outright (no device its claim can take) fits in no order.
+            refused = not at_max and any(gen_placed(fleet, cluster, svc, at_max).startswith("0/")
+                                         for svc, _ in analyzed if wanted.get(svc.service.name))
+            gen = ("fits in no order" if "GEN240" in rules or refused
                    else "fits in some orders" if "GEN241" in rules else "fits in every order")
             category.add(f"{where}/{label}/orders", gen, upstream,
                          f"short per order: {short}" if gen != upstream else "")

@@ -2,20 +2,25 @@
 
 Public API (stable; other capabilities call it):
 
-* :func:`compile_selector` ``(expression, kubernetes_version=None)`` → :class:`CompiledSelector`
-  (``.cost``, ``.evaluate(device)``), or :class:`gen.errors.CELCompileError` with Kubernetes'
-  wording. ``kubernetes_version`` (``'1.34'``, ``'v1.34.2'``, ``34``) compiles as that
-  version's API server does for a *new* object (the previous minor's environment); None is
-  the newest environment gen knows.
-* :func:`evaluate` ``(expression, device, kubernetes_version=None)`` → :class:`SelectorResult`
-  (``matched``, ``error``): run-time errors are data, never exceptions.
+* :func:`compile_selector` ``(expression, kubernetes_version=None, consumable_capacity=None)``
+  → :class:`CompiledSelector` (``.cost``, ``.evaluate(device)``), or
+  :class:`gen.errors.CELCompileError` with Kubernetes' wording. ``kubernetes_version``
+  (``'1.34'``, ``'v1.34.2'``, ``34``) compiles as that version's API server does for a *new*
+  object (the previous minor's environment); None is the newest environment gen knows.
+  ``consumable_capacity`` is the cluster's DRAConsumableCapacity gate (None: its default at
+  that version, :func:`consumable_capacity_default`): on, ``device`` has the bool field
+  ``allowMultipleAllocations``.
+* :func:`evaluate` ``(expression, device, kubernetes_version=None, consumable_capacity=None)``
+  → :class:`SelectorResult` (``matched``, ``error``): run-time errors are data, never
+  exceptions.
 * :func:`kubernetes_minor` parses a version (:mod:`gen.k8s.versions`);
   :func:`explain_miss` / :func:`diagnose_miss` say why a device is not selected.
 
 The environment is Kubernetes' DRA selector environment (kubernetes/dynamic-resource-allocation
 ``cel/compile.go``@v0.36.0) on top of the versioned base environment (:mod:`._versions`):
-one variable ``device`` with ``driver`` (string), ``attributes`` (domain → name → value) and
-``capacity`` (domain → name → quantity); Kubernetes' quantity, semver, list, regex, URL, IP,
+one variable ``device`` with ``driver`` (string), ``attributes`` (domain → name → value),
+``capacity`` (domain → name → quantity) and, with DRAConsumableCapacity,
+``allowMultipleAllocations`` (bool); Kubernetes' quantity, semver, list, regex, URL, IP,
 CIDR and format libraries; the strings (version 2), sets and lists (version 3) extensions,
 two-variable comprehensions, optionals and ``cel.bind``; the compile-time validators of
 literals and aggregates (:mod:`._validate`).
@@ -46,12 +51,14 @@ from __future__ import annotations
 
 from gen.dra.cel._engine import (
     BUDGET_MESSAGE,
+    CONSUMABLE_CAPACITY,
     ITERATION_BUDGET,
     MAX_COST,
     MAX_EXPRESSION_LENGTH,
     CompiledSelector,
     SelectorResult,
     compile_selector,
+    consumable_capacity_default,
     evaluate,
 )
 from gen.dra.cel._explain import Miss, diagnose_miss, explain_miss
@@ -59,6 +66,7 @@ from gen.k8s.versions import kubernetes_minor
 
 __all__ = [
     "BUDGET_MESSAGE",
+    "CONSUMABLE_CAPACITY",
     "ITERATION_BUDGET",
     "MAX_COST",
     "MAX_EXPRESSION_LENGTH",
@@ -66,6 +74,7 @@ __all__ = [
     "Miss",
     "SelectorResult",
     "compile_selector",
+    "consumable_capacity_default",
     "diagnose_miss",
     "evaluate",
     "explain_miss",

@@ -71,6 +71,27 @@ def _envs() -> tuple[Any, Any]:
     return checker_env(), runtime_env()
 
 
+@once
+def _checker_without_consumable_capacity() -> Any:
+    return checker_env(consumable_capacity=False)
+
+
+CONSUMABLE_CAPACITY = "DRAConsumableCapacity"
+"""The feature gate that gives the ``device`` variable its ``allowMultipleAllocations`` field
+(kubernetes/kubernetes ``pkg/apis/resource/validation/validation.go`` @ v1.36.3 compiles a
+selector with ``dracel.Features{EnableConsumableCapacity: ...Enabled(DRAConsumableCapacity)}``;
+alpha and off in 1.34 and 1.35, beta and on from 1.36, ``gen/data/k8s-gates.yaml``)."""
+
+
+def consumable_capacity_default(minor: int | None) -> bool:
+    """Whether DRAConsumableCapacity is on in a ``1.minor`` cluster that does not set it; the
+    newest release gen knows when ``minor`` is None."""
+    from gen.k8s.gates import gate_table
+
+    table = gate_table()
+    return table.enabled(CONSUMABLE_CAPACITY, table.newest if minor is None else minor, {})
+
+
 # What cel-expr-python's compile and eval raise besides returning an error value: an absl
 # status as RuntimeError ("INTERNAL: Iteration budget exceeded"), and what a Python function
 # extension or the pybind11 conversion lets through.
@@ -798,15 +819,21 @@ def _member_call_span(expression: str, paren: int, name: str) -> tuple[int, int]
 
 @memoize(maxsize=4096)
 def compile_selector(
-    expression: str, kubernetes_version: str | int | None = None
+    expression: str, kubernetes_version: str | int | None = None,
+    consumable_capacity: bool | None = None,
 ) -> CompiledSelector:
     """Compile a selector as the API server validates a new object; raises CELCompileError.
 
     ``kubernetes_version`` (``'1.34'``, ``34``; None = the newest environment gen knows) is
     the cluster's version: a function that its API server does not yet offer to new objects
     is a compile error naming the first version that has it (:mod:`gen.dra.cel._versions`).
+    ``consumable_capacity`` is the cluster's DRAConsumableCapacity gate (None: the gate's
+    default at that version): off, ``device.allowMultipleAllocations`` is an undefined field.
     """
-    return _compile(expression, kubernetes_minor(kubernetes_version), cost_limit=True)
+    minor = kubernetes_minor(kubernetes_version)
+    if consumable_capacity is None:
+        consumable_capacity = consumable_capacity_default(minor)
+    return _compile(expression, minor, cost_limit=True, consumable_capacity=consumable_capacity)
 
 
 def compile_ignoring_cost(
@@ -815,10 +842,23 @@ def compile_ignoring_cost(
     """:func:`compile_selector` without the cost limit: the program the scheduler would run
     had the API server stored a selector it refuses as too complex. For tests of the
     libraries' semantics on such selectors (Kubernetes' own tests run them outside DRA)."""
-    return _compile(expression, kubernetes_minor(kubernetes_version), cost_limit=False)
+    minor = kubernetes_minor(kubernetes_version)
+    return _compile(expression, minor, cost_limit=False,
+                    consumable_capacity=consumable_capacity_default(minor))
 
 
-def _compile(expression: str, minor: int | None, *, cost_limit: bool) -> CompiledSelector:
+_GATED_FIELD = re.compile(r"undefined field 'allowMultipleAllocations'")
+
+
+def _gated(message: str) -> str:
+    """cel-go's undefined-field error for ``allowMultipleAllocations``, naming the gate."""
+    return _GATED_FIELD.sub(
+        lambda m: f"{m[0]} (a field of the {CONSUMABLE_CAPACITY} feature gate, which is off "
+        "on this cluster)", message, count=1)
+
+
+def _compile(expression: str, minor: int | None, *, cost_limit: bool,
+             consumable_capacity: bool) -> CompiledSelector:
     try:
         size = len(expression.encode("utf-8"))
     except UnicodeEncodeError as err:
@@ -830,7 +870,8 @@ def _compile(expression: str, minor: int | None, *, cost_limit: bool) -> Compile
         raise CELCompileError(
             f"Too long: may not be more than {MAX_EXPRESSION_LENGTH} bytes (got {size})"
         )
-    checker, runtime = _envs()
+    checker, runtime = (_envs() if consumable_capacity
+                        else (_checker_without_consumable_capacity(), _envs()[1]))
     original = expression
     ast = _parse(checker, expression)
     message = _version_error(expression, ast, minor)
@@ -847,7 +888,8 @@ def _compile(expression: str, minor: int | None, *, cost_limit: bool) -> Compile
         checked = _cross_numeric(checker, expression, ast, str(err))
         if checked is None:
             errors = _overload_message(checker, expression, ast, str(err))
-            raise CELCompileError(_compile_message(expression, errors)) from None
+            message = _compile_message(expression, errors)
+            raise CELCompileError(message if consumable_capacity else _gated(message)) from None
     message = _result_error(checked, ast.root)
     if message is not None:
         raise CELCompileError(message)
@@ -898,14 +940,15 @@ class SelectorResult:
 
 
 def evaluate(
-    expression: str, device: Device, kubernetes_version: str | int | None = None
+    expression: str, device: Device, kubernetes_version: str | int | None = None,
+    consumable_capacity: bool | None = None,
 ) -> SelectorResult:
     """Run ``expression`` on ``device``; run-time errors become ``SelectorResult.error``.
 
     Raises :class:`CELCompileError` when the expression does not compile (for that
-    Kubernetes version, see :func:`compile_selector`).
+    Kubernetes version and DRAConsumableCapacity gate, see :func:`compile_selector`).
     """
-    selector = compile_selector(expression, kubernetes_version)
+    selector = compile_selector(expression, kubernetes_version, consumable_capacity)
     try:
         return SelectorResult(selector.evaluate(device))
     except CELRuntimeError as err:

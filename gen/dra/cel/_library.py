@@ -138,8 +138,14 @@ def _decls(library: Declarations) -> list[cel.FunctionDecl]:
     ]
 
 
-def checker_env() -> cel.Env:
-    """The typed environment: Kubernetes' declarations, never evaluated."""
+def checker_env(consumable_capacity: bool = True) -> cel.Env:
+    """The typed environment: Kubernetes' declarations, never evaluated.
+
+    ``consumable_capacity``: whether the DRAConsumableCapacity feature gate is on, which adds
+    the bool field ``device.allowMultipleAllocations`` (kubernetes/dynamic-resource-allocation
+    ``cel/compile.go`` @ v0.36.2: ``deviceTypeV134ConsumableCapacity`` replaces
+    ``deviceTypeV131`` when ``Features.EnableConsumableCapacity``).
+    """
     attr_map = cel.Type.Map(STR, cel.Type.Map(STR, DYN))
     cap_map = cel.Type.Map(STR, cel.Type.Map(STR, QUANTITY))
     variables = {
@@ -148,6 +154,8 @@ def checker_env() -> cel.Env:
         "device.attributes": attr_map,
         "device.capacity": cap_map,
     }
+    if consumable_capacity:
+        variables["device.allowMultipleAllocations"] = BOOL
     # Declared as plain functions, not an extension: an extension would also register lazy
     # run-time overloads, and those collide (both abstract types are "opaque" at run time).
     # The list search functions must be an extension after the strings one
@@ -242,7 +250,8 @@ def device_data(device: Device) -> dict[str, object]:
         domain, name = _split_name(qualified, device.driver)
         # Stored as ParseQuantity stores the canonical text gen publishes (BinarySI).
         capacity.setdefault(domain, {})[name] = _capacity_carrier(amount)
-    return {"driver": device.driver, "attributes": attributes, "capacity": capacity}
+    return {"driver": device.driver, "allowMultipleAllocations": device.allow_multiple_allocations,
+            "attributes": attributes, "capacity": capacity}
 
 
 @memoize(maxsize=4096)

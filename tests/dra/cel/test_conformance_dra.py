@@ -43,7 +43,8 @@ def _device(case: dict[str, Any]) -> Device:
     capacity: dict[str, Decimal] = {
         name: parse_quantity(text) for name, text in case.get("capacity", {}).items()
     }
-    return Device(case.get("driver", ""), "device-0", attributes, capacity)
+    return Device(case.get("driver", ""), "device-0", attributes, capacity,
+                  bool(case.get("allow_multiple_allocations", False)))
 
 
 def _params() -> list[Any]:
@@ -52,7 +53,7 @@ def _params() -> list[Any]:
 
 def test_corpus_counts() -> None:
     """Every upstream scenario is either a case or listed as not applicable, with its source."""
-    assert (len(CASES), len(DATA["not_applicable"])) == (33, 36)
+    assert (len(CASES), len(DATA["not_applicable"])) == (38, 31)
     for entry in CASES + DATA["not_applicable"]:
         assert entry["source"]["path"] == "cel/compile_test.go"
         assert entry["source"]["ref"] == "v0.36.0"
@@ -61,9 +62,10 @@ def test_corpus_counts() -> None:
 @pytest.mark.parametrize("case", _params())
 def test_dra_compiler_case(case: dict[str, Any]) -> None:
     expression = case["expression"]
+    gate = case.get("consumable_capacity")
     if "compile_error" in case:
         with pytest.raises(CELCompileError) as info:
-            compile_selector(expression, CORPUS_MINOR)
+            compile_selector(expression, CORPUS_MINOR, gate)
         undeclared = re.fullmatch(r"undeclared reference to '(\w+)'", case["compile_error"])
         if undeclared and "is available to new objects from" in info.value.message:
             assert f"'{undeclared[1]}' (" in info.value.message
@@ -75,7 +77,7 @@ def test_dra_compiler_case(case: dict[str, Any]) -> None:
         with pytest.raises(CELCompileError, match="too complex, exceeds cost limit"):
             compile_selector(expression)
         return
-    outcome = evaluate(expression, _device(case))
+    outcome = evaluate(expression, _device(case), CORPUS_MINOR, gate)
     if "runtime_error" in case:
         assert outcome.error is not None and case["runtime_error"] in outcome.error
     else:
@@ -92,10 +94,14 @@ def test_dra_compiler_cost(case: dict[str, Any]) -> None:
     assert upstream <= estimate <= 3 * upstream, (estimate, upstream)
 
 
-@pytest.mark.parametrize("case", CASES[::4], ids=lambda c: c["source"]["test"])
+_CLI_SAMPLE = [c for c in CASES if c.get("consumable_capacity") is not False][::4]
+
+
+@pytest.mark.parametrize("case", _CLI_SAMPLE, ids=lambda c: c["source"]["test"])
 def test_dra_compiler_case_through_the_cli(case: dict[str, Any], tmp_path: Path) -> None:
     """A sample through ``gen cel eval --device --json``, with the device as a ResourceSlice
-    entry."""
+    entry (the CLI compiles with the gates' defaults: a scenario with DRAConsumableCapacity
+    off is not in the sample)."""
     device = tmp_path / "device.yaml"
     entry = {
         "name": "device-0",
@@ -105,6 +111,8 @@ def test_dra_compiler_case_through_the_cli(case: dict[str, Any], tmp_path: Path)
         },
         "capacity": {name: {"value": v} for name, v in case.get("capacity", {}).items()},
     }
+    if "allow_multiple_allocations" in case:
+        entry["allowMultipleAllocations"] = case["allow_multiple_allocations"]
     device.write_text(yaml.safe_dump(entry))
     args = ["cel", "eval", "--device", str(device), "--json", "--driver", case.get("driver", "")]
     result = CliRunner().invoke(cli, [*args, "--", case["expression"]])

@@ -99,12 +99,28 @@ def test_device_shape_key_ignores_name_only(h100: Device) -> None:
         ({"name": "d", "attributes": {"x": {"strings": ["a"]}}}, "list attributes"),
         ({"name": "d", "capacity": {"memory": "80Gi"}}, "must be {value: <quantity>}"),
         ({"name": "d", "capacity": {"memory": {"value": "80GB"}}}, "regular expression"),
+        ({"name": "d", "allowMultipleAllocations": "yes"}, "must be true or false"),
     ],
 )
 def test_device_entry_errors(entry: dict[str, object], message: str) -> None:
     """Malformed device entries raise DeviceError with a clear message."""
     with pytest.raises(DeviceError, match=message):
         device_from_resourceslice_entry(entry, NV)
+
+
+def test_allow_multiple_allocations_follows_the_gate() -> None:
+    """device.allowMultipleAllocations exists where DRAConsumableCapacity is on (its default
+    from 1.36, or declared); unset reads false; off, it is cel-go's undefined field."""
+    shared = device_from_resourceslice_entry({"name": "d", "allowMultipleAllocations": True}, NV)
+    plain = device_from_resourceslice_entry({"name": "d"}, NV)
+    expression = "device.allowMultipleAllocations"
+    assert evaluate(expression, shared, 36).matched
+    assert not evaluate(expression, plain, 36).matched
+    assert evaluate(expression, shared, 35, consumable_capacity=True).matched
+    for minor, gate in ((35, None), (37, False)):
+        with pytest.raises(CELCompileError, match="undefined field 'allowMultipleAllocations' "
+                           r"\(a field of the DRAConsumableCapacity feature gate"):
+            compile_selector(expression, minor, gate)
 
 
 # --- semver ----------------------------------------------------------------------------------
