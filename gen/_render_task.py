@@ -29,7 +29,7 @@ from gen.fleet.plan import ClusterPlan, Plan
 if TYPE_CHECKING:
     import jinja2
 
-    from gen.emit.cache import Fingerprinter, LintRecord
+    from gen.emit.cache import Fingerprinter, LintRecord, StatVouchers
     from gen.emit.crd_schemas import CRDSet
     from gen.emit.validate import SchemaValidator
     from gen.fleet.profiles import ProfileSet
@@ -96,6 +96,13 @@ class CacheUse:
     (None: no pre-build keys)."""
     vouched: frozenset[str] = frozenset()
     """The records this checkout's trust list vouches for (:func:`gen.emit.cache.read_trusted`)."""
+    read: Mapping[str, str] | None = None
+    """The SHA-256 of each profile file's bytes as the loader read them, by shown path
+    (:attr:`gen.emit.cache.parsed.ParseCache.read`; None: not known): the pre-build keys
+    then name the loader's profiles by their place (:func:`gen.emit.cache.prebuild_key`)."""
+    stats: StatVouchers | None = None
+    """out/'s stat table, read once by the parent: a cluster's recorded files whose stat it
+    vouches for are not read (:class:`gen.emit.cache.StatVouchers`); None: all are hashed."""
 
 
 @dataclass(frozen=True)
@@ -326,9 +333,13 @@ class ClusterTask:
         self.cache = cache
         self.renderer = Renderer(options)
         self._fingerprinter: Fingerprinter | None = None
+        self._loaded: frozenset[int] | None = None
+        self._shared: dict[int, Any] = {}  # gen.emit.cache.prebuild.Shared, this process's
+        self._keys: dict[int, tuple[str, frozenset[str]] | None] = {}
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_fingerprinter": None}
+        # identities are the process's own: a spawned worker takes them again
+        return {**self.__dict__, "_fingerprinter": None, "_loaded": None, "_shared": {}}
 
     def prepare(self) -> None:
         """Before forking: import what every task uses and compile every template, here,
@@ -355,13 +366,16 @@ class ClusterTask:
         return self._fingerprinter.fingerprint(cluster)
 
     def _key(self, cluster: ClusterPlan) -> tuple[str, frozenset[str]] | None:
-        from gen.emit.cache import prebuild_key
+        from gen.emit.cache.prebuild import loaded_profiles, prebuild_key
 
         extra = self.cache.prebuild_extra
         if extra is None:
             return None
+        if self._loaded is None:
+            self._loaded = loaded_profiles(self.plan.profiles)
         reads = self.stages.reads(cluster, self.plan.profiles)
-        return prebuild_key(cluster, {**extra, **reads}, self.root)
+        return prebuild_key(cluster, {**extra, **reads}, self.root, self._loaded,
+                            self.cache.read, self._shared)
 
     def _record(self, name: str) -> tuple[LintRecord | None, bytes | None]:
         """out/'s record of the cluster when this render may use it, and its bytes as
@@ -382,21 +396,48 @@ class ClusterTask:
 
         if self.options.validate and not found.record.validated:
             return None
+        if self.cache.stats is not None:
+            return self.cache.stats.files(self.cache.out_dir, found.record.files)
         return verified_files(self.cache.out_dir, found.record)
+
+    def _keyed(self, index: int) -> tuple[str, frozenset[str]] | None:
+        """Cluster ``index``'s pre-build key, computed once per process (the parent's, made
+        while it looked for records, is inherited by the workers it forks)."""
+        if index not in self._keys:
+            self._keys[index] = self._key(self.plan.clusters[index])
+        return self._keys[index]
+
+    def from_record(self, index: int) -> TaskOutput | None:
+        """Cluster ``index`` taken from its record, when its pre-build key matches and, if
+        it is selected, its recorded files are in out/ (``FROM_RECORD``); None when it must
+        be built. What the first step of :meth:`__call__` does, for the parent to run
+        before it starts any worker (:func:`run_cluster_tasks`)."""
+        return self._lookup(index)[0]
+
+    def _lookup(self, index: int) -> tuple[TaskOutput | None, LintRecord | None, bytes | None]:
+        """(the cluster from its record or None, out/'s record when this render may use
+        it, that record's bytes as out/ holds them)."""
+        resolved = self.plan.clusters[index]
+        found, previous = self._record(resolved.name)
+        keyed = self._keyed(index) if found is not None and found.prebuild else None
+        if found is not None and keyed is not None and found.prebuild == keyed[0]:
+            lint, once = list(found.findings), {k: list(v) for k, v in found.once.items()}
+            if resolved.name not in self.selected:
+                return TaskOutput(TaskOutcome.FROM_RECORD, lint, once), found, previous
+            files = self._verified(found)
+            if files is not None:
+                return (TaskOutput(TaskOutcome.FROM_RECORD, lint, once, files,
+                                   objects=found.record.objects, record=found.data),
+                        found, previous)
+        return None, found, previous
 
     def __call__(self, index: int) -> TaskOutput:
         resolved = self.plan.clusters[index]
         selected = resolved.name in self.selected
-        keyed = self._key(resolved)
-        found, previous = self._record(resolved.name)
-        if found is not None and keyed is not None and found.prebuild == keyed[0]:
-            lint, once = list(found.findings), {k: list(v) for k, v in found.once.items()}
-            if not selected:
-                return TaskOutput(TaskOutcome.FROM_RECORD, lint, once)
-            files = self._verified(found)
-            if files is not None:
-                return TaskOutput(TaskOutcome.FROM_RECORD, lint, once, files,
-                                  objects=found.record.objects, record=found.data)
+        taken, found, previous = self._lookup(index)
+        if taken is not None:
+            return taken
+        keyed = self._keyed(index)
         try:
             cluster = self.stages.build(resolved, self.root)
             lint, once = self.stages.check(self.plan, cluster)
@@ -507,13 +548,14 @@ class _Task(Protocol[R_co]):
 
 
 def _run(task: _Task[R], plan: Plan, jobs: int, collect: Callable[[int, R], None],
-         doing: str, meanwhile: Callable[[], None] | None = None) -> None:
-    """``task`` on every cluster of ``plan`` in ``jobs`` worker processes (prepared here
-    first when they are forked); a worker that dies is reported with the cluster it was
-    ``doing``."""
+         doing: str, meanwhile: Callable[[], None] | None = None,
+         shown_as: Sequence[int] | None = None) -> None:
+    """``task`` on every cluster of ``plan`` (or task ``k`` on cluster ``shown_as[k]``) in
+    ``jobs`` worker processes (prepared here first when they are forked); a worker that
+    dies is reported with the cluster it was ``doing``."""
     from gen.emit.parallel import forks, run_tasks
 
-    total = len(plan.clusters)
+    total = len(plan.clusters) if shown_as is None else len(shown_as)
     if min(jobs, total) > 1 and forks():
         task.prepare()  # once here, inherited by every forked worker
     try:
@@ -521,17 +563,35 @@ def _run(task: _Task[R], plan: Plan, jobs: int, collect: Callable[[int, R], None
     except WorkerError as err:
         if err.task is None:
             raise
+        index = err.task if shown_as is None else shown_as[err.task]
         raise WorkerError(
-            f"{err.message} while {doing} cluster {plan.clusters[err.task].name!r}; "
+            f"{err.message} while {doing} cluster {plan.clusters[index].name!r}; "
             "nothing was written (out of memory? try --jobs 1)"
         ) from None
 
 
+class _Pending:
+    """The task of the clusters the parent could not take from their records: the ``k``-th
+    pending one is cluster ``indices[k]``."""
+
+    def __init__(self, task: ClusterTask, indices: Sequence[int]) -> None:
+        self.task, self.indices = task, tuple(indices)
+
+    def prepare(self) -> None:
+        self.task.prepare()
+
+    def __call__(self, index: int) -> TaskOutput:
+        return self.task(self.indices[index])
+
+
 def run_cluster_tasks(task: ClusterTask, jobs: int, progress: Progress | None,
                       ) -> tuple[dict[int, TaskOutput], list[Finding] | Exception]:
-    """Every cluster's task, in ``jobs`` worker processes, and meanwhile, here, the
-    fleet-wide checks (their findings, or what they raised). ``progress`` counts the
-    selected clusters."""
+    """Every cluster's task, and meanwhile, here, the fleet-wide checks (their findings, or
+    what they raised). ``progress`` counts the selected clusters.
+
+    The clusters whose records vouch for them are taken here first (:meth:`ClusterTask.
+    from_record`: reading a record and its files' stats costs less than starting a
+    worker); the others run in at most ``jobs`` worker processes, none for a single one."""
     plan = task.plan
     shown = sum(1 for c in plan.clusters if c.name in task.selected)
     done: dict[int, TaskOutput] = {}
@@ -553,7 +613,18 @@ def run_cluster_tasks(task: ClusterTask, jobs: int, progress: Progress | None,
         except Exception as err:  # noqa: BLE001 - raised after the clusters' build errors
             fleet = err
 
-    _run(task, plan, jobs, collect, "building and rendering", meanwhile)
+    pending = list(range(len(plan.clusters)))
+    if task.cache.reuse and task.cache.prebuild_extra is not None:
+        pending = []
+        for index in range(len(plan.clusters)):
+            taken = task.from_record(index)
+            if taken is None:
+                pending.append(index)
+            else:
+                collect(index, taken)
+    subset = _Pending(task, pending)
+    _run(subset, plan, min(jobs, len(pending)), lambda k, r: collect(subset.indices[k], r),
+         "building and rendering", meanwhile, shown_as=subset.indices)
     return done, fleet
 
 
@@ -614,8 +685,9 @@ def lint_findings(whole: Plan, done: Mapping[int, TaskOutput],
 class Gathered(NamedTuple):
     """What the selected clusters' tasks of a render produced, together."""
 
-    outputs: dict[PurePosixPath, bytes]
-    """Every file, sorted by path."""
+    outputs: Mapping[PurePosixPath, bytes]
+    """Every file, sorted by path (:func:`gen.emit.cache.combined`: those of out/ read
+    only when asked for)."""
     findings: list[Finding]
     """Schema validation findings."""
     records: dict[str, bytes]
@@ -627,29 +699,28 @@ class Gathered(NamedTuple):
     """Each cluster's files, in plan order."""
 
 
-def collected(plan: Plan, results: Sequence[TaskOutput]) -> Gathered:
+def collected(plan: Plan, results: Sequence[TaskOutput], out_dir: Path) -> Gathered:
     """The selected clusters' tasks (``results``, in ``plan`` order) together. Raises what
     a cluster's render raised (the first cluster's), then every template error together as
     one :class:`TemplateError`."""
-    from gen.emit.cache import record_path
+    from gen.emit.cache import combined, record_path
 
     for result in results:
         error = result.error
         if result.outcome is TaskOutcome.RENDER_FAILED and error is not None:
             raise error
     _raise_template_errors(f for r in results for f in r.template_findings)
-    outputs: dict[PurePosixPath, bytes] = {}
     findings: list[Finding] = []
     records: dict[str, bytes] = {}
     from_out: dict[str, Files] = {}
     for cluster, result in zip(plan.clusters, results, strict=True):
         # Files from out/ are, by their record, the bytes a render of its unchanged inputs
         # writes (gen.emit.cache).
-        outputs.update(result.files)
         findings.extend(result.findings)
         if result.from_out:
             from_out[cluster.name] = result.files
         if result.record is not None:
             records[record_path(cluster.name)] = result.record
-    return Gathered(sorted_by_path(outputs), findings, records, from_out,
+    outputs = combined(str(out_dir), [r.files for r in results])
+    return Gathered(outputs, findings, records, from_out,
                     sum(r.objects for r in results), [r.files for r in results])

@@ -94,7 +94,7 @@ def _data() -> tuple[dict[str, Pin], tuple[KubernetesMinor, ...]]:
     import yaml  # only when a pin is read: the no-op render path imports this module
 
     text = importlib.resources.files("gen").joinpath("data/pins.yaml").read_text(encoding="utf-8")
-    raw = yaml.safe_load(text)
+    raw = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # the C parser
     table = {key: _pin(key, row) for key, row in raw["pins"].items()}
     minors = tuple(_minor(row) for row in raw["kubernetes"])
     return table, minors

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -43,6 +44,7 @@ from gen._render_task import (
     run_cluster_tasks,
     sorted_by_path,
 )
+from gen.caches import once
 from gen.emit.cache import (
     CACHE_GITIGNORE,
     CACHE_GITIGNORE_BYTES,
@@ -56,6 +58,7 @@ from gen.emit.cache import (
     read_trusted,
     render_digest,
     stale_records,
+    stat_vouchers,
     trust_bytes,
     vouched_outputs,
 )
@@ -79,6 +82,7 @@ from gen.fleet.plan import Built, ClusterPlan, Plan
 
 if TYPE_CHECKING:
     from gen.emit.crd_schemas import CRDSet
+    from gen.fleet.loader import ParsedFiles
     from gen.fleet.profiles import ProfileSet
     from gen.fleet.suppress import SuppressionReport
 
@@ -302,8 +306,14 @@ def check_parts() -> tuple[CheckPart, ...]:
 def declared_reads(cluster: ClusterPlan, profiles: ProfileSet) -> dict[str, Any]:
     """What the ``cluster`` parts declare they read of ``profiles`` beside ``cluster``
     (:attr:`CheckPart.reads`), by name: part of the cluster's pre-build key."""
-    return {part.reads.key: part.reads.read(cluster, profiles)
-            for part in check_parts() if part.reads is not None}
+    return {reads.key: reads.read(cluster, profiles) for reads in _declared()}
+
+
+@once
+def _declared() -> tuple[ProfileReads, ...]:
+    """The :attr:`CheckPart.reads` of :func:`check_parts`, listed once: every pre-build key
+    asks for them, and :func:`check_parts` imports every capability's checks."""
+    return tuple(part.reads for part in check_parts() if part.reads is not None)
 
 
 def cluster_checks(plan: Plan, cluster: ClusterPlan) -> ClusterFindings:
@@ -378,16 +388,18 @@ def load_plan(profiles_dir: Path, *, base: Path | None = None) -> Plan:
         build_one(c, root) for c in plan.clusters))
 
 
-def resolve_fleet(profiles_dir: Path, *, base: Path | None = None) -> tuple[Plan, Path]:
+def resolve_fleet(profiles_dir: Path, *, base: Path | None = None,
+                  parsed: ParsedFiles | None = None) -> tuple[Plan, Path]:
     """Load, validate and resolve the profiles, with the fleet view every cluster's build
     reads (:func:`gen.gitops.fleet.fleet_view`) recorded in each cluster, nothing built;
     and the folder the profile paths shown in the output are relative to
-    (:func:`build_one` reads the profile files there)."""
+    (:func:`build_one` reads the profile files there). ``parsed``: files parsed before
+    (:class:`gen.emit.cache.parsed.ParseCache`)."""
     from gen.fleet.profiles import load_profiles
     from gen.fleet.resolve import build_plan
     from gen.gitops.fleet import fleet_view
 
-    plan = build_plan(load_profiles(profiles_dir, base=base))
+    plan = build_plan(load_profiles(profiles_dir, base=base, parsed=parsed))
     view = fleet_view(plan.clusters)
     # The folder the profile paths shown in the output are relative to (gen.fleet.loader).
     root = base if base is not None else profiles_dir.resolve().parent
@@ -577,9 +589,12 @@ def render(
         fast = _fast_result(vouched_outputs(out_dir, digest))
         if fast is not None:
             return fast
+    from gen.emit.cache.parsed import ParseCache
     from gen.emit.crd_schemas import load_crd_dir  # after the fast path: a costly import
 
-    whole, root = resolve_fleet(profiles_dir, base=base)
+    parsed = ParseCache(env_key(), use=not no_cache,  # with no_cache, only the digests
+                        scope=str(profiles_dir.resolve()))
+    whole, root = resolve_fleet(profiles_dir, base=base, parsed=parsed)
     crds, crd_findings = load_crd_dir(crds_dir, base)
     try:
         plan, unknown = whole.select(clusters), None
@@ -587,10 +602,13 @@ def render(
         plan, unknown = dataclasses.replace(whole, clusters=()), err  # raised after the lint
     selected = frozenset(c.name for c in plan.clusters)
     options = RenderOptions(templates_dir, out_label, validator != "none", crds)
+    started = time.time_ns()  # before any file of out/ is vouched for (write_tree's since)
     cache = CacheUse(
         out_dir, records=make_records, reuse=not no_cache,
         prebuild_extra=_prebuild_extra(templates_dir, crds) if make_records else None,
-        vouched=read_trusted(out_dir) if not no_cache else frozenset())
+        vouched=read_trusted(out_dir) if not no_cache else frozenset(),
+        stats=stat_vouchers(out_dir) if not no_cache else None,
+        read=parsed.read)
     task = ClusterTask(whole, _stages(), root=root, selected=selected, options=options,
                        cache=cache)
     done, fleet = run_cluster_tasks(task, default_jobs(whole) if jobs is None else jobs,
@@ -599,7 +617,7 @@ def render(
     if unknown is not None:
         raise unknown
     gathered = collected(plan, [done[i] for i in sorted(done)
-                                if whole.clusters[i].name in selected])
+                                if whole.clusters[i].name in selected], out_dir)
     _raise_schema_errors(plan, gathered, validator, crds, out_label)
     outputs, records = gathered.outputs, gathered.records
     checked = set(records.values())  # rendered or verified here, under this env
@@ -608,9 +626,10 @@ def render(
         records = {**kept_records(out_dir, clusters), **records}
     warnings = tuple(sort_findings(f for f in lint_found if f.severity is not Severity.ERROR))
     skipped = tuple(c.name for c in plan.clusters if c.name in gathered.from_out)
+    verified = [rel for files in gathered.from_out.values() for rel in _rels(files)]
     if check:
-        verified = [p for files in gathered.from_out.values() for p in files]
-        changes = compute_changes(outputs, out_dir, verified=verified)
+        changes = compute_changes(outputs, out_dir,
+                                  verified=[PurePosixPath(rel) for rel in verified])
         _raise_stale(changes, outputs, out_dir, out_label, diff,
                      records if make_records else None)
         return RenderResult(outputs, changes, warnings, gathered.objects, skipped=skipped)
@@ -623,8 +642,16 @@ def render(
     if digest is not None:
         records[FLEET_RECORD] = fleet_record_of(digest, (c.name for c in plan.clusters),
                                                 gathered.objects, warnings, outputs, records)
-    changes = write_tree(outputs, out_dir, cache=dict(sorted(records.items())))
+    changes = write_tree(outputs, out_dir, cache=dict(sorted(records.items())),
+                         verified=verified if not clusters else (), since=started)
     return RenderResult(outputs, changes, warnings, gathered.objects, skipped=skipped)
+
+
+def _rels(files: Mapping[PurePosixPath, bytes]) -> list[str]:
+    """The paths of ``files`` as text (without making a path of each when it has them)."""
+    from gen.emit.cache import VerifiedFiles
+
+    return files.rels() if isinstance(files, VerifiedFiles) else [str(p) for p in files]
 
 
 def _raise_schema_errors(plan: Plan, gathered: Gathered, validator: Validator,
@@ -747,7 +774,7 @@ def _annotated_summary(changes: Changes) -> str:
 
 
 def _merge_unselected(
-    outputs: dict[PurePosixPath, bytes], out_dir: Path, clusters: Iterable[str]
+    outputs: Mapping[PurePosixPath, bytes], out_dir: Path, clusters: Iterable[str]
 ) -> dict[PurePosixPath, bytes]:
     """With --cluster, keep the files gen wrote for the other clusters exactly as they are."""
     from gen.emit.output import gen_files

@@ -48,10 +48,16 @@ SECRET_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
 _ANY = re.compile("|".join(f"(?:{pattern.pattern})" for _, pattern in SECRET_SHAPES),
                   re.DOTALL)
 
+_MAY_HOLD = re.compile(r"hf_|sk-|gh[pousr]_|github_pat_|glpat-|AKIA|-----BEGIN |://")
+"""A literal every match of one of :data:`SECRET_SHAPES` contains (its prefix, the PEM
+header, the ``://`` a URL's user information follows): text without one holds no
+credential shape. Searching for these literals alone is about twenty times cheaper than
+:data:`_ANY` with its look-behinds, and most text gen redacts holds none of them."""
+
 
 def redact(text: str) -> str:
     """``text`` with every credential-shaped part replaced by ``<redacted>``."""
-    if not text:
+    if not text or _MAY_HOLD.search(text) is None:
         return text
     return _ANY.sub("<redacted>", text)
 
@@ -75,6 +81,8 @@ def literal_secrets(data: Any) -> Iterator[tuple[tuple[str | int, ...], str]]:
     key; a URL's user information is left to the field that holds the URL, which says
     where the credential belongs instead."""
     for path, text in _strings(data):
+        if _MAY_HOLD.search(text) is None:
+            continue  # none of the literals every shape contains
         for what, pattern in SECRET_SHAPES:
             if "URL" not in what and pattern.search(text):
                 yield path, what

@@ -13,6 +13,15 @@ if TYPE_CHECKING:
     from tools.judge.cluster import ControlPlane
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Keep gen's user cache (the parse cache, :mod:`gen.emit.cache.parsed`) in a folder of
+    this test run's own, for gen run here and in subprocesses alike."""
+    import os
+    import tempfile
+
+    os.environ.setdefault("GEN_CACHE_DIR", tempfile.mkdtemp(prefix="gen-test-cache-"))
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Register ``--update-golden`` (rewrite the repo's out/ instead of comparing)."""
     parser.addoption(

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner, Result
 
 from gen.errors import Finding, Severity
@@ -37,6 +38,22 @@ def invoke(runner: CliRunner, *args: str | Path) -> Result:
     assert "Traceback" not in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     return result
+
+
+def counting_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every path the render cache reads a file of out/ at from now on (through
+    :func:`gen.emit.cache.layout.read_all`), in order."""
+    from gen.emit.cache import layout
+
+    reads: list[str] = []
+    real = layout.read_all
+
+    def counted(path: str) -> bytes:
+        reads.append(path)
+        return real(path)
+
+    monkeypatch.setattr(layout, "read_all", counted)
+    return reads
 
 
 def copy_fleet(root: Path) -> Path:

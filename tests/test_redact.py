@@ -48,6 +48,29 @@ def test_text_without_a_secret_is_unchanged(text: str) -> None:
         assert redact(text) == text
 
 
+@given(st.text(alphabet=st.sampled_from(
+    list("hfskgpousrtbihubpatlAKIBEGN_-:/@ .0123456789aZ\n")), max_size=80))
+def test_the_literal_pre_check_never_hides_a_shape(text: str) -> None:
+    """The cheap literal search redact() starts with finds something in every text one of
+    the shapes matches (the alphabet is the shapes' own letters, so matches are common)."""
+    from gen.redact import _ANY, _MAY_HOLD
+
+    if _ANY.search(text) is not None:
+        assert _MAY_HOLD.search(text) is not None
+
+
+@pytest.mark.parametrize("secret", [
+    _HF, _GITHUB, "github_pat_" + "A1b2" * 12, "glpat-abcdefghij0123456789",
+    "sk-abcdefghijklmnopqrstuvwxyz", "AKIAABCDEFGHIJKLMNOP",
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIEow", "https://tok@h", "ssh://a:b@h",
+])
+def test_the_pre_check_finds_every_known_shape(secret: str) -> None:
+    """Each known shape holds one of the literals the pre-check looks for."""
+    from gen.redact import _MAY_HOLD
+
+    assert _MAY_HOLD.search(f"x {secret} y") is not None
+
+
 def test_literal_secrets_skip_url_credentials() -> None:
     """A URL's user information is its field's to refuse (with where the credential goes);
     tokens are found anywhere, keys included."""

@@ -3,11 +3,12 @@
 A render builds the complete new tree in a temporary folder beside out/, then swaps it
 in with one atomic exchange (``renameat2(RENAME_EXCHANGE)`` on Linux; two renames with
 recovery elsewhere), so a killed run leaves either the old tree or the new one. Files
-whose bytes did not change are hard-linked, not rewritten; when nothing changed, nothing
-is touched. Files gen wrote before and no longer produces are pruned; files gen did not
-write (not listed in ``out/.gen-files`` and without gen's header) are carried over as
-they are. The render cache, ``out/.gen-cache/`` (:mod:`gen.emit.cache`), is gen's own
-folder: never in the index, never a change, replaced as a whole when a render hands one in.
+whose bytes did not change are hard-linked, not rewritten (those a caller proved equal,
+``verified``, are not even read); when nothing changed, nothing is touched. Files gen
+wrote before and no longer produces are pruned; files gen did not write (not listed in
+``out/.gen-files`` and without gen's header) are carried over as they are. The render
+cache, ``out/.gen-cache/`` (:mod:`gen.emit.cache`), is gen's own folder: never in the
+index, never a change, replaced as a whole when a render hands one in.
 
 Failures: any ``OSError`` (disk full, read-only file system, permission denied, an ancestor
 of out/ that is a file) becomes an :class:`~gen.errors.OutputError` naming the path in
@@ -20,9 +21,11 @@ clean-up never deletes the tree a first run is still building.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import hashlib
 import os
+import re
 import shutil
 import stat
 import time
@@ -114,27 +117,32 @@ def _parse_index(data: bytes | None) -> set[str]:
     return {line for line in text.splitlines() if line and not line.startswith("#")}
 
 
-def _existing_files(out_dir: Path) -> dict[str, tuple[str, bool]]:
+def _existing_files(out_dir: Path, inodes: dict[str, int] | None = None,
+                    ) -> dict[str, tuple[str, bool]]:
     """Files and links under out/: POSIX relative path → (path, is a link); links not followed.
+    ``inodes``, when given, gets each regular file's inode (as the folder lists it: no stat).
 
     Plain strings, not ``Path`` objects: out/ can hold tens of thousands of files.
     """
     found: dict[str, tuple[str, bool]] = {}
     if out_dir.is_dir():
-        _scan(os.fspath(out_dir), "", found)
+        _scan(os.fspath(out_dir), "", found, inodes)
     return dict(sorted(found.items()))
 
 
-def _scan(folder: str, prefix: str, found: dict[str, tuple[str, bool]]) -> None:
+def _scan(folder: str, prefix: str, found: dict[str, tuple[str, bool]],
+          inodes: dict[str, int] | None = None) -> None:
     with os.scandir(folder) as entries:
         for entry in entries:
             rel = prefix + entry.name
             if entry.is_dir(follow_symlinks=False):
-                _scan(entry.path, rel + "/", found)
+                _scan(entry.path, rel + "/", found, inodes)
             elif entry.is_symlink():
                 found[rel] = (entry.path, True)
             elif entry.is_file(follow_symlinks=False):
                 found[rel] = (entry.path, False)
+                if inodes is not None:
+                    inodes[rel] = entry.inode()
 
 
 def gen_files(out_dir: Path) -> dict[str, Path]:
@@ -200,8 +208,8 @@ def fast_outputs(out_dir: Path, digest: str) -> tuple[FleetRecord, VerifiedFiles
         data = (out_dir / FLEET_RECORD).read_bytes()
     except OSError:
         return None
-    record = parse_fleet_record(data)
-    if record is None or record.digest != digest:
+    record = parse_fleet_record(data, digest)
+    if record is None:
         return None
     files = record.files
     table = read_stat_table(out_dir)
@@ -342,12 +350,59 @@ def compute_changes(
 ) -> Changes:
     """Compare a render with what out/ holds now.
 
-    ``verified``: files of ``outputs`` whose bytes were just read from out/ (a cached
-    cluster's, :func:`gen.emit.cache.records.verified_files`); they are not read a second time.
+    ``verified``: files of ``outputs`` whose bytes were just read from out/, or vouched for
+    there (a cached cluster's, :func:`gen.emit.cache.records.verified_files`,
+    :class:`gen.emit.cache.StatVouchers`); they are not read (again).
     """
-    wanted = {_check_relative(p): data for p, data in outputs.items()}
+    wanted = _wanted(outputs)
     known = {str(p) for p in verified}
     return _changes(wanted, _existing_files(out_dir), read_index(out_dir), known)
+
+
+class _Wanted(Mapping[str, bytes]):
+    """A render's files by their checked relative path, each one's bytes got from the
+    render only when asked for (a file of out/ vouched for is never read)."""
+
+    def __init__(self, outputs: Mapping[PurePosixPath, bytes]) -> None:
+        self._outputs = outputs
+        if isinstance(outputs, VerifiedFiles):  # paths as text already: no Path made
+            self._files: VerifiedFiles | None = outputs
+            self._paths: dict[str, PurePosixPath | None] = dict.fromkeys(
+                _checked_text(rel) for rel in outputs.rels())
+        else:
+            self._files = None
+            self._paths = {_check_relative(p): p for p in outputs}
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._paths
+
+    def __getitem__(self, key: str) -> bytes:
+        path = self._paths[key]
+        if path is None:
+            assert self._files is not None
+            return self._files.bytes_at(key)
+        return self._outputs[path]
+
+
+_PARENT_PART = re.compile(r"(?:^|/)\.\.(?:/|$)")
+
+
+def _checked_text(text: str) -> str:
+    """:func:`_check_relative` of a path given as the text of a ``PurePosixPath`` (no
+    empty or ``.`` part), without making one."""
+    if text.startswith("/") or text in ("", ".") or "\\" in text or _PARENT_PART.search(text):
+        raise OutputError(f"refusing to write outside out/: {text!r}")
+    return text
+
+
+def _wanted(outputs: Mapping[PurePosixPath, bytes]) -> _Wanted:
+    return _Wanted(outputs)
 
 
 def _changes(
@@ -356,7 +411,7 @@ def _changes(
 ) -> Changes:
     added, changed = [], []
     unchanged = 0
-    for rel, data in sorted(wanted.items()):
+    for rel in sorted(wanted):
         entry = existing.get(rel)
         if entry is None:
             added.append(rel)
@@ -366,7 +421,7 @@ def _changes(
             continue
         try:
             with open(entry[0], "rb") as handle:  # noqa: PTH123 - a str path, hot loop
-                same = handle.read() == data
+                same = handle.read() == wanted[rel]
         except OSError:
             same = False
         if same:
@@ -407,16 +462,19 @@ def _make_parent(path: str, made: set[str]) -> None:
         made.add(parent)
 
 
-def _link_or_copy(src: str, dst: str, is_link: bool, made: set[str]) -> None:
-    """Carry a file over into the new tree: a hard link, else a copy; a link as a link."""
+def _link_or_copy(src: str, dst: str, is_link: bool, made: set[str]) -> bool:
+    """Carry a file over into the new tree: a hard link, else a copy; a link as a link.
+    True when it is a hard link (the same inode)."""
     _make_parent(dst, made)
     if is_link:
         Path(dst).symlink_to(Path(src).readlink())
-        return
+        return False
     try:
         os.link(src, dst)
     except OSError:
         shutil.copy2(src, dst)
+        return False
+    return True
 
 
 _RENAME_EXCHANGE = 2
@@ -557,6 +615,7 @@ def _where(err: OSError, out_dir: Path, label: str) -> str:
 def write_tree(
     outputs: Mapping[PurePosixPath, bytes], out_dir: Path, *,
     cache: Mapping[str, bytes] | None = None,
+    verified: Collection[str] = (), since: int | None = None,
 ) -> Changes:
     """Make out/ the render, atomically; return what changed.
 
@@ -564,12 +623,18 @@ def write_tree(
     which then replace that folder as a whole; ``None`` keeps the folder as it is. They are
     never part of the changes returned.
 
+    ``verified``: files of ``outputs`` (paths as text) proved, at or after the clock time
+    ``since`` (ns), to hold in out/ the bytes ``outputs`` has for them (as
+    :func:`compute_changes`): they are not read, and carried over as they are; the stat
+    table takes ``since`` as the time after which only someone else can have changed them.
+
     Raises:
         OutputError: out/ cannot be written (disk full, read-only, not a directory, ...);
             out/ is then left as it was.
     """
     label = os.fspath(out_dir)
-    wanted = {_check_relative(p): data for p, data in outputs.items()}
+    wanted = _wanted(outputs)
+    known = set(verified)
     try:
         if out_dir.is_symlink():
             out_dir = Path(os.path.realpath(out_dir))
@@ -578,18 +643,21 @@ def write_tree(
         with _exclusive(out_dir.parent):
             recover(out_dir)
             compared = time.time_ns()  # an edit in place after this moves a file's mtime past it
-            existing = _existing_files(out_dir)
+            inodes: dict[str, int] = {}
+            existing = _existing_files(out_dir, inodes)
             index_then = _index_bytes_now(out_dir)
             old_index = _parse_index(index_then)
-            changes = _changes(wanted, existing, old_index)
+            changes = _changes(wanted, existing, old_index, known)
             index_now = _index_bytes(list(wanted))
             cache_now = None if cache is None else {
                 _check_cache_path(rel): data for rel, data in cache.items()}
             if (changes.empty and index_then == index_now
                     and (cache_now is None or _same_cache(cache_now, existing))):
                 return changes
+            stamps = _Stamps(compared, known, compared if since is None else min(since, compared),
+                             inodes)
             placed = _swap_in(wanted, out_dir, changes, index_now, existing, old_index,
-                              cache_now, compared)
+                              cache_now, stamps)
             if cache_now is not None and FLEET_RECORD in cache_now:
                 _record_stats(out_dir, cache_now[FLEET_RECORD], placed)
     except OSError as err:
@@ -626,52 +694,51 @@ def _same_cache(cache: Mapping[str, bytes], existing: Mapping[str, tuple[str, bo
     return True
 
 
+@dataclass(frozen=True)
+class _Stamps:
+    """When the bytes of a file carried over into the new out/ were last proved: its
+    ``compared`` time, or ``since`` for one of ``verified`` (proved before the write)."""
+
+    compared: int = 0
+    verified: Collection[str] = ()
+    since: int = 0
+    inodes: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    """Each carried file's inode in the old out/ (a hard link keeps it), by path."""
+
+    def of(self, rel: str) -> int:
+        return self.since if rel in self.verified else self.compared
+
+
 def _swap_in(
-    wanted: dict[str, bytes], out_dir: Path, changes: Changes, index: bytes,
+    wanted: Mapping[str, bytes], out_dir: Path, changes: Changes, index: bytes,
     existing: Mapping[str, tuple[str, bool]], old_index: set[str],
-    cache: Mapping[str, bytes] | None = None, compared: int = 0,
+    cache: Mapping[str, bytes] | None = None, stamps: _Stamps | None = None,
 ) -> dict[str, tuple[int, int]]:
     """Build the new out/ beside it and swap it in. Returns, for each file of the render
     (the index and the cache files too), its inode and the time after which only someone
     else can have changed it: the clock just before the swap for a file written here,
-    ``compared`` (when its bytes were compared) for one carried over."""
+    the time its bytes were proved (:class:`_Stamps`) for one carried over."""
+    stamps = stamps if stamps is not None else _Stamps()
     tmp = _tmp_path(out_dir)
     _remove(tmp)
     tmp.mkdir()
     try:
         changed = set(changes.added) | set(changes.changed)
-        tmp_s = os.fspath(tmp)
-        made: set[str] = {tmp_s}
-        for rel, data in wanted.items():
-            target = os.path.join(tmp_s, rel)  # noqa: PTH118 - str paths, hot loop
-            if rel in changed:
-                _make_parent(target, made)
-                Path(target).write_bytes(data)
-            else:
-                src, link = existing[rel]
-                _link_or_copy(src, target, link, made)
-        removed = set(changes.removed)
-        for rel, (path, link) in existing.items():
-            if rel in wanted or rel in removed or rel == INDEX_NAME or rel in old_index:
-                continue
-            if cache is not None and is_cache_path(rel):
-                continue  # replaced by the render's cache below
-            # a file gen did not write: keep it
-            _link_or_copy(path, os.path.join(tmp_s, rel), link, made)  # noqa: PTH118
-        for rel, data in (cache or {}).items():
-            target = os.path.join(tmp_s, rel)  # noqa: PTH118 - str paths
-            _make_parent(target, made)
-            Path(target).write_bytes(data)
+        linked = _fill(os.fspath(tmp), wanted, changes, existing, old_index, cache)
         (tmp / INDEX_NAME).write_bytes(index)
-        if len(wanted) >= SLEEP_BEFORE_SWAP_FILES:
+        if len(changed) + len(cache or {}) + 1 >= SLEEP_BEFORE_SWAP_FILES:
             time.sleep(STAT_MARGIN_NS / 1e9)  # every file written is then old enough
         before = time.time_ns()  # no one but gen has seen the new tree yet
         placed: dict[str, tuple[int, int]] = {}
         for rel in [*wanted, INDEX_NAME, *(cache or {})]:
-            found = stat_of(os.path.join(tmp_s, rel))  # noqa: PTH118 - str paths, hot loop
+            inode = stamps.inodes.get(rel) if rel in linked else None
+            if inode is not None:  # a hard link to the file the old out/ listed
+                placed[rel] = (inode, stamps.of(rel))
+                continue
+            found = stat_of(os.path.join(tmp, rel))  # noqa: PTH118 - str paths
             if found is not None:
                 carried = rel in wanted and rel in existing and rel not in changed
-                placed[rel] = (found[3], compared if carried else before)
+                placed[rel] = (found[3], stamps.of(rel) if carried else before)
         if out_dir.exists():
             if _exchange(tmp, out_dir):
                 _remove(tmp)
@@ -690,6 +757,39 @@ def _swap_in(
         _remove(tmp)
         raise
     return placed
+
+
+def _fill(tmp_s: str, wanted: Mapping[str, bytes], changes: Changes,
+          existing: Mapping[str, tuple[str, bool]], old_index: set[str],
+          cache: Mapping[str, bytes] | None) -> set[str]:
+    """The new tree in the temporary folder ``tmp_s`` (less its index): each file of the
+    render written or carried over, the files gen did not write carried over, the cache
+    files written. Returns the files carried over as hard links (their inodes unchanged)."""
+    changed = set(changes.added) | set(changes.changed)
+    made: set[str] = {tmp_s}
+    linked: set[str] = set()
+    for rel in wanted:
+        target = tmp_s + "/" + rel  # a str path, hot loop (rel is POSIX, "/" works)
+        if rel in changed:
+            _make_parent(target, made)
+            Path(target).write_bytes(wanted[rel])
+        else:
+            src, link = existing[rel]
+            if _link_or_copy(src, target, link, made):
+                linked.add(rel)
+    removed = set(changes.removed)
+    for rel, (path, link) in existing.items():
+        if rel in wanted or rel in removed or rel == INDEX_NAME or rel in old_index:
+            continue
+        if cache is not None and is_cache_path(rel):
+            continue  # replaced by the render's cache below
+        # a file gen did not write: keep it
+        _link_or_copy(path, os.path.join(tmp_s, rel), link, made)  # noqa: PTH118
+    for rel, data in (cache or {}).items():
+        target = os.path.join(tmp_s, rel)  # noqa: PTH118 - str paths
+        _make_parent(target, made)
+        Path(target).write_bytes(data)
+    return linked
 
 
 def _record_stats(out_dir: Path, fleet_record: bytes,

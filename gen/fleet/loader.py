@@ -29,7 +29,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -52,6 +52,7 @@ __all__ = [
     "Document",
     "KeyPath",
     "Marker",
+    "ParsedFiles",
     "discover",
     "display_path",
     "fleet_config_repo",
@@ -509,8 +510,24 @@ def _missing_folder(root: Path) -> Finding | None:
     )
 
 
-def load_documents(root: Path, *, base: Path | None = None) -> list[Document]:
-    """Parse every profile file under ``root``; raise one error listing all syntax problems."""
+class ParsedFiles(Protocol):
+    """Where :func:`load_documents` may find a file's documents parsed before
+    (:class:`gen.emit.cache.parsed.ParseCache`): by its shown path and exact bytes."""
+
+    def get(self, shown: str, raw: bytes) -> list[Document] | None:
+        """The documents a parse of exactly ``raw`` gives, or None when not known."""
+
+    def put(self, shown: str, raw: bytes, documents: Sequence[Document]) -> None:
+        """Remember the documents of a file that parsed without a finding."""
+
+
+def load_documents(root: Path, *, base: Path | None = None,
+                   parsed: ParsedFiles | None = None) -> list[Document]:
+    """Parse every profile file under ``root``; raise one error listing all syntax problems.
+
+    ``parsed``: documents parsed before, by shown path and bytes; a file found there is
+    not parsed again (it parsed without a finding then, so it does now), and one parsed
+    here without a finding is handed to it."""
     missing = _missing_folder(root)
     if missing is not None:
         raise ProfileSyntaxError(missing.message, findings=[missing])
@@ -538,6 +555,10 @@ def load_documents(root: Path, *, base: Path | None = None) -> list[Document]:
                 finding("GEN001", f"cannot read: {err.strerror}", SourceLocation(shown))
             )
             continue
+        known = parsed.get(shown, raw) if parsed is not None else None
+        if known is not None:
+            documents.extend(known)
+            continue
         text, problem = _decode(raw, shown, size)
         if problem is not None:
             findings.append(problem)
@@ -546,6 +567,8 @@ def load_documents(root: Path, *, base: Path | None = None) -> list[Document]:
         docs, problems = parse_text(text, shown)
         documents.extend(docs)
         findings.extend(problems)
+        if parsed is not None and not problems:
+            parsed.put(shown, raw, docs)
     if findings:
         raise ProfileSyntaxError(f"{len(findings)} problem(s) reading profiles", findings=findings)
     return documents

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from gen.errors import Finding, ModelConfigError, ProfileValidationError
 from gen.fleet.loader import (
     Document,
+    ParsedFiles,
     display_path,
     format_key_path,
     load_documents,
@@ -116,11 +117,13 @@ def validate_documents(documents: Iterable[Document]) -> ProfileSet:
     )
 
 
-def load_profiles(root: Path, *, base: Path | None = None) -> ProfileSet:
+def load_profiles(root: Path, *, base: Path | None = None,
+                  parsed: ParsedFiles | None = None) -> ProfileSet:
     """Read and validate every profile under ``root``, the config.json files that Model
     profiles name, and the fleet-wide suppressions of ``gen.yaml`` in the fleet repository
-    (``base``, else the folder holding ``root``)."""
-    profiles = validate_documents(load_documents(root, base=base))
+    (``base``, else the folder holding ``root``). ``parsed``: as for
+    :func:`gen.fleet.loader.load_documents`."""
+    profiles = validate_documents(load_documents(root, base=base, parsed=parsed))
     if any(m.value.config is not None for m in profiles.models.values()):
         profiles = replace(profiles, model_configs=_model_configs(root, base, profiles.models))
     fleet = load_fleet_config(fleet_config_repo(root, base))

@@ -258,7 +258,7 @@ def _spec_at(specs: tuple[GateSpec, ...], minor: int) -> GateSpec | None:
 def gate_table() -> GateTable:
     """The built-in table, parsed once."""
     text = importlib.resources.files("gen").joinpath("data/k8s-gates.yaml").read_text("utf-8")
-    return GateTable(yaml.safe_load(text))
+    return GateTable(yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
 
 
 def _cell(state: GateState) -> str:

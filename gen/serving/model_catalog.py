@@ -416,7 +416,7 @@ class ModelCatalog:
 
 def _load_builtin() -> tuple[LLMSpec, ...]:
     text = resources.files("gen").joinpath("data/models.yaml").read_text(encoding="utf-8")
-    data = yaml.safe_load(text)
+    data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # the C parser
     return tuple(LLMSpec.from_mapping(entry) for entry in data["models"])
 
 

@@ -372,5 +372,6 @@ def _release(facts: Mapping[str, Any]) -> VllmRelease:
 def _releases() -> tuple[VllmRelease, ...]:
     text = resources.files("gen").joinpath("data/vllm-releases.yaml").read_text(
         encoding="utf-8")
-    releases = tuple(_release(f) for f in expand(yaml.safe_load(text)["releases"]))
+    data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # the C parser
+    releases = tuple(_release(f) for f in expand(data["releases"]))
     return tuple(sorted(releases, key=lambda r: r.version))

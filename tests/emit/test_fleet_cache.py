@@ -26,7 +26,7 @@ from gen.emit.cache import (
 from gen.emit.render import BUILTIN_TEMPLATES
 from gen.errors import Finding, GenError, Severity, SourceLocation
 from gen.pipeline import RenderResult, render
-from tests.helpers import copy_fleet, snapshot_tree, stat_tree
+from tests.helpers import copy_fleet, counting_reads, snapshot_tree, stat_tree
 
 CLUSTERS = ("edge-l4", "mac-lab", "prod-us-east", "research-eu", "research-multinode",
             "shared-lab")
@@ -377,32 +377,6 @@ def test_the_crd_folder_is_an_input(rendered: Path, tmp_path: Path) -> None:
 # ------------------------------------------------------------------------- the stat table
 
 
-@pytest.fixture
-def stat_rendered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The example fleet rendered as a large one is: with the wait before the swap, so the
-    stat table vouches for every file."""
-    from gen.emit import output
-
-    monkeypatch.setattr(output, "SLEEP_BEFORE_SWAP_FILES", 0)
-    root = copy_fleet(tmp_path / "fleet")
-    _render(root)
-    return root
-
-
-def _counting_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    from gen.emit.cache import layout
-
-    reads: list[str] = []
-    real = layout.read_all
-
-    def counted(path: str) -> bytes:
-        reads.append(path)
-        return real(path)
-
-    monkeypatch.setattr(layout, "read_all", counted)
-    return reads
-
-
 def test_the_stat_table_vouches_for_every_file_after_a_render(
         stat_rendered: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """After a render, the fast path reads no file of out/ it is not asked for; the files
@@ -413,7 +387,7 @@ def test_the_stat_table_vouches_for_every_file_after_a_render(
     assert record is not None
     table = read_stat_table(stat_rendered / "out")
     assert table is not None and table.vouched() == set(record.files)
-    reads = _counting_reads(monkeypatch)
+    reads = counting_reads(monkeypatch)
     result = _render(stat_rendered, check=True)
     assert result.fast_path and reads == []
     on_disk = {p: (stat_rendered / "out" / p).read_bytes() for p in result.outputs}

@@ -6,11 +6,15 @@ A render skips a cluster (no templates rendered, no schema validation) only when
 1. the cluster's fingerprint now equals the one its record was written with, so a full
    render would produce exactly the files the record lists, with the bytes it hashed;
 2. every file the record lists is in out/ and still hashes to what was recorded, so out/
-   already holds those bytes (a hand-edited or deleted file makes the cluster render).
+   already holds those bytes (a hand-edited or deleted file makes the cluster render);
+   a file is taken as hashing so without being read only when its stat is the stat
+   table's entry and the fleet record the table is bound to lists the same SHA-256
+   (:mod:`~gen.emit.cache.stat`: any edit, rename, append or removal changes the stat).
 
-The skipped cluster's files are then the bytes just read from out/, which by (1) and (2)
-are the bytes a full render writes. The fleet record extends the same argument to the
-whole render: when its input digest and every file it lists match, nothing is loaded.
+The skipped cluster's files are then the bytes of out/ (read when something asks for
+them, their hash checked then), which by (1) and (2) are the bytes a full render
+writes. The fleet record extends the same argument to the whole render: when its input
+digest and every file it lists match, nothing is loaded.
 Every record is JSON only, never anything that runs code when loaded; a damaged one is a
 miss, and a value that cannot be serialized canonically means the cluster is rendered.
 
@@ -19,8 +23,9 @@ The parts, one module each: :mod:`~gen.emit.cache.layout` (paths in out/),
 :mod:`~gen.emit.cache.fingerprint`, :mod:`~gen.emit.cache.records` (a cluster's record),
 :mod:`~gen.emit.cache.trust`, :mod:`~gen.emit.cache.prebuild` (the key before the build),
 :mod:`~gen.emit.cache.fleet` (the input digest and fleet record),
-:mod:`~gen.emit.cache.stat` (the stat table) and :mod:`~gen.emit.cache.fast` (the fleet
-fast path as a render takes it).
+:mod:`~gen.emit.cache.stat` (the stat table), :mod:`~gen.emit.cache.fast` (the fleet
+fast path as a render takes it) and :mod:`~gen.emit.cache.parsed` (the parse cache: each
+profile file's parsed documents, under the user's cache folder, never in out/).
 """
 
 from gen.emit.cache._canonical import Uncacheable, canonical_json
@@ -75,11 +80,14 @@ from gen.emit.cache.stat import (
     SLEEP_BEFORE_SWAP_FILES,
     STAT_MARGIN_NS,
     StatTable,
+    StatVouchers,
     VerifiedFiles,
+    combined,
     file_text,
     read_stat_table,
     split_listing,
     stat_of,
+    stat_vouchers,
     write_stat_table,
 )
 from gen.emit.cache.trust import read_trusted, trust_bytes, trusted
@@ -103,12 +111,14 @@ __all__ = [
     "PrebuildKey",
     "Reach",
     "StatTable",
+    "StatVouchers",
     "Uncacheable",
     "VerifiedFiles",
     "builtin_templates",
     "canonical_json",
     "clusters_of",
     "code_digest",
+    "combined",
     "env_key",
     "fast_path",
     "file_text",
@@ -135,6 +145,7 @@ __all__ = [
     "split_listing",
     "stale_records",
     "stat_of",
+    "stat_vouchers",
     "template_tree_digest",
     "trust_bytes",
     "trusted",

@@ -71,8 +71,10 @@ def fleet_record_of(
     every output, the index of them, and the other cache files (``records``)."""
     from gen.emit.output import INDEX_NAME, index_bytes
 
-    files = {str(p): hashlib.sha256(data).hexdigest() for p, data in outputs.items()}
-    files[INDEX_NAME] = hashlib.sha256(index_bytes([str(p) for p in outputs])).hexdigest()
+    files = ({rel: outputs.sha256_at(rel) for rel in outputs.rels()}
+             if isinstance(outputs, VerifiedFiles)
+             else {str(p): hashlib.sha256(data).hexdigest() for p, data in outputs.items()})
+    files[INDEX_NAME] = hashlib.sha256(index_bytes(list(files))).hexdigest()
     files.update({rel: hashlib.sha256(data).hexdigest() for rel, data in records.items()
                   if rel != FLEET_RECORD})
     return fleet_record_bytes(FleetRecord(digest, tuple(clusters), objects, files, warnings))

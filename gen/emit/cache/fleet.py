@@ -21,6 +21,7 @@ __all__ = [
     "FLEET_FORMAT",
     "FleetRecord",
     "fleet_record_bytes",
+    "fleet_record_files",
     "input_digest",
     "parse_fleet_record",
     "read_fleet_record",
@@ -152,28 +153,51 @@ def fleet_record_bytes(record: FleetRecord) -> bytes:
             + "\n").encode()
 
 
-def parse_fleet_record(data: bytes) -> FleetRecord | None:
-    """A fleet record from its bytes; None for anything damaged or of another format."""
+def parse_fleet_record(data: bytes, digest: str | None = None) -> FleetRecord | None:
+    """A fleet record from its bytes; None for anything damaged or of another format, or,
+    when ``digest`` is given, for a record of another input digest (its findings, the
+    costly part, are then never read)."""
+    parsed = _parsed(data)
+    if parsed is None:
+        return None
+    raw, files = parsed
+    if digest is not None and raw["digest"] != digest:
+        return None
     try:
-        raw = json.loads(data)
-        if not isinstance(raw, dict) or raw.get("format") != FLEET_FORMAT:
-            return None
-        digest, clusters, flat = raw.get("digest"), raw.get("clusters"), raw.get("files")
-        objects, findings = raw.get("objects"), raw.get("findings")
-        if not (isinstance(digest, str) and isinstance(clusters, list)
-                and all(isinstance(c, str) for c in clusters)
-                and type(objects) is int and objects >= 0
-                and isinstance(flat, list) and len(flat) % 2 == 0
-                and isinstance(findings, list)
-                and set(map(type, flat)) <= {str}):
-            return None
-        files = dict(zip(flat[0::2], flat[1::2], strict=True))
-        if len(files) * 2 != len(flat):
-            return None  # a path listed twice
-        return FleetRecord(digest, tuple(clusters), objects, files,
-                           tuple(Finding.from_record(f) for f in findings))
+        findings = tuple(Finding.from_record(f) for f in raw["findings"])
     except ValueError:
         return None
+    return FleetRecord(raw["digest"], tuple(raw["clusters"]), raw["objects"], files, findings)
+
+
+def fleet_record_files(data: bytes) -> dict[str, str] | None:
+    """The files a fleet record lists (as :attr:`FleetRecord.files`), its findings not
+    read; None when :func:`parse_fleet_record` would find it damaged in any other part."""
+    parsed = _parsed(data)
+    return None if parsed is None else parsed[1]
+
+
+def _parsed(data: bytes) -> tuple[dict[str, Any], dict[str, str]] | None:
+    """A fleet record's JSON, every part but its findings checked, and its files."""
+    try:
+        raw = json.loads(data)
+    except ValueError:
+        return None
+    if not isinstance(raw, dict) or raw.get("format") != FLEET_FORMAT:
+        return None
+    digest, clusters, flat = raw.get("digest"), raw.get("clusters"), raw.get("files")
+    objects, findings = raw.get("objects"), raw.get("findings")
+    if not (isinstance(digest, str) and isinstance(clusters, list)
+            and all(isinstance(c, str) for c in clusters)
+            and type(objects) is int and objects >= 0
+            and isinstance(flat, list) and len(flat) % 2 == 0
+            and isinstance(findings, list)
+            and set(map(type, flat)) <= {str}):
+        return None
+    files = dict(zip(flat[0::2], flat[1::2], strict=True))
+    if len(files) * 2 != len(flat):
+        return None  # a path listed twice
+    return raw, files
 
 
 def read_fleet_record(out_dir: Path) -> FleetRecord | None:

@@ -17,11 +17,13 @@ from gen.errors import SourceLocation
 
 if TYPE_CHECKING:
     from gen.fleet.plan import ClusterPlan, PoolPlan
+    from gen.fleet.profiles import ProfileSet
 
-__all__ = ["PREBUILD_FORMAT", "PrebuildKey", "prebuild_key", "template_tree_digest"]
+__all__ = ["PREBUILD_FORMAT", "PrebuildKey", "loaded_profiles", "prebuild_key",
+           "template_tree_digest"]
 
-PREBUILD_FORMAT = 1
-"""The pre-build key's layout version (part of the key)."""
+PREBUILD_FORMAT = 2
+"""The pre-build key's layout version (part of the key; 2: a loaded profile by its place)."""
 
 _NATIVE = (str, int, float, type(None))
 """What ``json`` writes itself (``bool`` is an ``int``)."""
@@ -35,12 +37,22 @@ class PrebuildKey(NamedTuple):
     files: frozenset[str]
 
 
+Shared = dict[int, tuple[Any, Any, frozenset[str]]]
+"""What :func:`prebuild_key` wrote of each object that does not depend on the cluster
+(a catalog GPU, a model, a class, the fleet-wide GitOps view): its identity → (the object,
+its JSON data, the profile files it names). One render's keys share it, so an object met
+by every cluster is written once; the entry holds the object, so its identity cannot pass
+to another while the entry lives."""
+
+
 class _Projection:
     """A cluster plan as the pre-build key hashes it: JSON-ready data (:meth:`data`), with
     every source location's line and column, and the profile files those name
     (:attr:`files`), collected on the way."""
 
-    def __init__(self, cluster: ClusterPlan) -> None:
+    def __init__(self, cluster: ClusterPlan, loaded: frozenset[int] = frozenset(),
+                 read: Mapping[str, str] | None = None, shared: Shared | None = None,
+                 ) -> None:
         import pydantic
 
         from gen.fleet.plan import ServicePlan
@@ -49,6 +61,12 @@ class _Projection:
         self.files: set[str] = set()
         """The shown paths of the profile files a location or document names."""
         self._pools = {id(p): p.name for p in cluster.pools}
+        self._loaded = loaded
+        self._read = read or {}
+        self._shared = shared
+        self._bound = False
+        """Whether what is being written depends on this cluster (a ServicePlan's pools by
+        name): such a value is never kept in ``shared``."""
         self._model, self._service, self._located = pydantic.BaseModel, ServicePlan, Located
 
     def _pool_name(self, pool: PoolPlan) -> str:
@@ -72,6 +90,25 @@ class _Projection:
             return [self.data(item) for item in value]
         if isinstance(value, dict):
             return {key: self.data(item) for key, item in value.items()}
+        if self._shared is None:
+            return self._whole(value)
+        entry = self._shared.get(id(value))
+        if entry is not None and entry[0] is value:  # the entry holds it: the id is its own
+            self.files.update(entry[2])
+            return entry[1]
+        outer, bound = self.files, self._bound
+        self.files, self._bound = set(), False
+        try:
+            written = self._whole(value)
+        finally:
+            inner, inner_bound = self.files, self._bound
+            outer.update(inner)
+            self.files, self._bound = outer, bound or inner_bound
+        if not inner_bound:
+            self._shared[id(value)] = (value, written, frozenset(inner))
+        return written
+
+    def _whole(self, value: Any) -> Any:
         if isinstance(value, self._model):
             return value.model_dump(mode="json")
         return self.data(self._written(value))
@@ -79,18 +116,33 @@ class _Projection:
     def _written(self, value: Any) -> Any:
         if isinstance(value, self._service) and all(id(p) in self._pools for p in value.pools):
             # its pools are the cluster's own (hashed there): by name, not once more each
+            self._bound = True
             return {"@type": "ServicePlan", **service_inputs(value, self._pool_name)}
         if isinstance(value, SourceLocation):
             self.files.add(value.path)
             return [value.path, value.line, value.column, value.note]
         if isinstance(value, self._located):
             self.files.add(value.document.path)
+            if id(value) in self._loaded and value.document.path in self._read:
+                # the loader's own, from bytes it read: those bytes decide it
+                return {"loaded": [value.document.path, value.document.index]}
             return {"value": value.value, "from": [value.document.path, value.document.index]}
         return json_default(value)
 
 
-def prebuild_key(cluster: ClusterPlan, extra: Mapping[str, Any],
-                 root: Path) -> PrebuildKey | None:
+def loaded_profiles(profiles: ProfileSet) -> frozenset[int]:
+    """The identities of the profiles :func:`gen.fleet.profiles.validate_documents` made
+    (each one validated from its document alone), for :func:`prebuild_key`; taken in the
+    process that computes the keys, while ``profiles`` holds them."""
+    return frozenset(id(located) for section in (
+        profiles.clusters, profiles.mig_layouts, profiles.gpu_classes, profiles.services,
+        profiles.models) for located in section.values())
+
+
+def prebuild_key(cluster: ClusterPlan, extra: Mapping[str, Any], root: Path,
+                 loaded: frozenset[int] = frozenset(),
+                 read: Mapping[str, str] | None = None,
+                 shared: Shared | None = None) -> PrebuildKey | None:
     """The pre-build key of a resolved (not yet built) cluster; None when an input cannot
     be hashed. A SHA-256 over the canonical JSON of:
 
@@ -100,17 +152,27 @@ def prebuild_key(cluster: ClusterPlan, extra: Mapping[str, Any],
       beside the cluster);
     - the cluster plan itself, every value the resolver put there, with every source
       location **with its line and column** (findings carry them, unlike the bytes a
-      fingerprint vouches for);
+      fingerprint vouches for); a profile the loader made (``loaded``:
+      :func:`loaded_profiles`) from bytes whose SHA-256 ``read`` names (shown path →
+      digest, :attr:`gen.emit.cache.parsed.ParseCache.read`) as its file and document
+      index only, not its value: the loader validates it from that document alone,
+      which those bytes and gen's code (the record's env) decide, positions included.
+      So the shared profiles (classes, models, layouts) are not written out once per
+      cluster; one the resolver made itself (another value with the same document) is
+      written whole. ``shared`` (:data:`Shared`) keeps what was written of the objects
+      that do not depend on the cluster, for the next key of the same render: the same
+      text, written once;
     - the SHA-256 of the bytes of every profile file any of those locations or documents
       names, read from ``root`` (the folder the shown paths are relative to), as the
       provenance file reads them. A profile is hashed as its whole file, so an edit anywhere
       in it (a comment that moves the lines below) changes the key of every cluster that
-      draws on it.
+      draws on it. A file ``read`` names must still hold the bytes the loader read
+      (else there is no key: it changed during the render).
     """
     builtin = builtin_digest()
     if builtin is None:
         return None
-    projection = _Projection(cluster)
+    projection = _Projection(cluster, loaded, read, shared)
     try:
         text = json.dumps(projection.data({"cluster": cluster, "extra": extra}),
                           sort_keys=True, separators=(",", ":"), ensure_ascii=True,
@@ -123,6 +185,8 @@ def prebuild_key(cluster: ClusterPlan, extra: Mapping[str, Any],
             files[shown] = file_sha256(root / shown)
         except NoDigest:
             return None
+        if read is not None and read.get(shown, files[shown]) != files[shown]:
+            return None  # edited since the loader read it
     parts = {
         "format": PREBUILD_FORMAT,
         "gen": {"format": FORMAT},

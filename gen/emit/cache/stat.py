@@ -1,6 +1,19 @@
 """The stat table, ``out/.gen-cache/_stat.json``: every folder's listing of out/ with each
-file's size, times, inode and device just after a render, so that the next no-op render can
-vouch for a file without reading it; and :class:`VerifiedFiles`, the files so vouched for."""
+file's size, times, inode and device just after a render, so that the next render can
+vouch for a file without reading it; and :class:`VerifiedFiles`, the files so vouched for.
+
+How it stays safe. The table lists a file's stat only when the fleet record it is bound to
+(by the record's SHA-256) lists the file and the stat proves it untouched since gen placed
+it (:func:`write_stat_table`). So an entry says: *a file at this path with exactly this
+size, mtime, ctime, inode and device holds the bytes whose SHA-256 that fleet record
+lists*. Any change to a file moves its ctime (a same-size edit with the mtime put back
+too), a rename or a replacement brings another inode, an append another size, and an added
+or removed file another folder listing; none of them can leave the entry true-looking. The
+whole render uses it through the fleet fast path; a render that builds uses it per cluster
+(:class:`StatVouchers`): a cluster's recorded file is taken as its recorded bytes without
+reading it only when its stat is the table's entry *and* the fleet record the table is
+bound to lists the same SHA-256 as the cluster's record. Anything else is read and
+hashed, as without a table."""
 
 from __future__ import annotations
 
@@ -10,11 +23,11 @@ import hashlib
 import json
 import os
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path, PurePosixPath
 
 from gen.emit.cache import layout
-from gen.emit.cache.fleet import FleetRecord, parse_fleet_record
+from gen.emit.cache.fleet import fleet_record_files
 from gen.emit.cache.layout import CACHE_DIR, OWN_FILES, STAT_TABLE, Reach, readable
 from gen.errors import StaleOutputError
 
@@ -24,11 +37,15 @@ __all__ = [
     "STAT_MARGIN_NS",
     "Stat",
     "StatTable",
+    "StatVouchers",
     "VerifiedFiles",
+    "combined",
     "file_text",
+    "folder_texts",
     "read_stat_table",
     "split_listing",
     "stat_of",
+    "stat_vouchers",
     "write_stat_table",
 ]
 
@@ -41,9 +58,10 @@ ten times the coarsest kernel clock tick (10 ms) that stamps file times on a fil
 sub-second times. A change later than that cannot leave both times as they were."""
 
 SLEEP_BEFORE_SWAP_FILES = 1000
-"""From this many files a render waits :data:`STAT_MARGIN_NS` before it swaps out/ in, so
-that every file it wrote is old enough to be vouched for by its stat; below it, hashing
-the files back costs less than the wait."""
+"""From this many files written (not carried over) a render waits :data:`STAT_MARGIN_NS`
+before it swaps out/ in, so that every file it wrote is old enough to be vouched for by its
+stat; below it, hashing those files back costs less than the wait (a one-cluster change
+writes a few hundred)."""
 
 Stat = tuple[int, int, int, int, int]
 """(size, mtime_ns, ctime_ns, inode, device) of a file, links not followed."""
@@ -107,7 +125,7 @@ class _Listings:
     sub-second times, without which no stat can vouch for a file."""
 
 
-def _listings(out_dir: Path, record: FleetRecord,
+def _listings(out_dir: Path, files: Mapping[str, str],
               placed: Mapping[str, tuple[int, int]]) -> _Listings:
     """out/'s folders listed for the stat table; OSError when a folder cannot be read."""
     listings = _Listings({}, sub_second=False)
@@ -130,7 +148,7 @@ def _listings(out_dir: Path, record: FleetRecord,
                 texts[name] = name + "/?"
             elif own and name in OWN_FILES:
                 texts[name] = name + "/c"
-            elif prefix + name in record.files and _untouched(st, placed.get(prefix + name)):
+            elif prefix + name in files and _untouched(st, placed.get(prefix + name)):
                 texts[name] = file_text(name, st)
                 listings.sub_second |= st.st_mtime_ns % _WHOLE_SECOND_NS != 0
             else:
@@ -172,9 +190,9 @@ def write_stat_table(out_dir: Path, fleet_record: bytes,
       the table cannot be written: verification then hashes every file.
     """
     table = out_dir / STAT_TABLE
-    record = parse_fleet_record(fleet_record)
+    files = fleet_record_files(fleet_record)
     try:
-        listings = _listings(out_dir, record, placed) if record is not None else None
+        listings = _listings(out_dir, files, placed) if files is not None else None
         if listings is None or not listings.sub_second:
             table.unlink(missing_ok=True)  # nothing it could vouch for
             return
@@ -217,12 +235,33 @@ class VerifiedFiles(Mapping[PurePosixPath, bytes]):
         self._root, self._hashes, self._loaded = root, hashes, loaded
         self._rels = sorted(hashes) if rels is None else rels
         self._held: set[str] | None = None if rels is not None else set(hashes)
+        self._paths: list[PurePosixPath] | None = None
 
     def __len__(self) -> int:
         return len(self._rels)
 
     def __iter__(self) -> Iterator[PurePosixPath]:
-        return (PurePosixPath(rel) for rel in self._rels)
+        if self._paths is None:  # made once: a render walks its 40,000 paths several times
+            self._paths = [PurePosixPath(rel) for rel in self._rels]
+        return iter(self._paths)
+
+    def __getstate__(self) -> dict[str, object]:
+        return {**self.__dict__, "_paths": None, "_held": None}
+
+    def rels(self) -> list[str]:
+        """The paths this mapping holds, as text, sorted."""
+        return self._rels
+
+    def bytes_at(self, rel: str) -> bytes:
+        """The bytes of the file at ``rel`` (a path of :meth:`rels`)."""
+        return self[PurePosixPath(rel)] if rel not in self._loaded else self._loaded[rel]
+
+    def sha256_at(self, rel: str) -> str:
+        """:meth:`sha256` of the file at ``rel`` (a path of :meth:`rels`)."""
+        digest = self._hashes.get(rel)
+        if digest is not None:
+            return digest
+        return hashlib.sha256(self.bytes_at(rel)).hexdigest()
 
     def _holds(self, rel: str) -> bool:
         if self._held is None:
@@ -231,6 +270,23 @@ class VerifiedFiles(Mapping[PurePosixPath, bytes]):
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, PurePosixPath) and self._holds(str(key))
+
+    def sha256(self, key: PurePosixPath) -> str:
+        """The SHA-256 of a file's bytes: the recorded one for a file of out/ (not read
+        for it), else computed from the bytes held."""
+        rel = str(key)
+        digest = self._hashes.get(rel)
+        if digest is not None and self._holds(rel):
+            return digest
+        return hashlib.sha256(self[key]).hexdigest()
+
+    def held(self) -> dict[str, bytes]:
+        """The files whose bytes are in memory already (read or handed in), by path."""
+        return {rel: data for rel, data in self._loaded.items() if self._holds(rel)}
+
+    def recorded(self) -> dict[str, str]:
+        """Path → SHA-256 of the files that are out/'s, read or not."""
+        return {rel: self._hashes[rel] for rel in self._rels if rel in self._hashes}
 
     def __getitem__(self, key: PurePosixPath) -> bytes:
         rel = str(key)
@@ -245,3 +301,134 @@ class VerifiedFiles(Mapping[PurePosixPath, bytes]):
                 raise StaleOutputError(f"{rel} changed in out/ while gen was reading it")
             self._loaded[rel] = data
         return data
+
+
+def combined(root: str, parts: Iterable[Mapping[PurePosixPath, bytes]]) -> VerifiedFiles:
+    """A render's files together, sorted by path: those of :class:`VerifiedFiles` parts
+    left as they are (vouched for in out/, read when asked for), the others' bytes held.
+    A later part's file replaces an earlier one's at the same path."""
+    hashes: dict[str, str] = {}
+    loaded: dict[str, bytes] = {}
+    for part in parts:
+        if isinstance(part, VerifiedFiles):
+            recorded = part.recorded()
+            for rel in recorded:
+                loaded.pop(rel, None)
+            hashes.update(recorded)
+            loaded.update(part.held())
+        else:
+            for path, data in part.items():
+                rel = str(path)
+                hashes.pop(rel, None)
+                loaded[rel] = data
+    return VerifiedFiles(root, hashes, loaded, sorted({*hashes, *loaded}))
+
+
+def folder_texts(path: str, own: bool = False) -> tuple[list[str], list[str]]:
+    """A folder's entries as the stat table lists them, in the order the filesystem lists
+    them (by name in the cache folder, ``own``): each entry's name and text
+    (:func:`file_text`; ``name/d`` a folder, ``name/c`` one of :data:`OWN_FILES` in the
+    cache folder, ``name/l`` a link, ``name/o`` anything else). OSError when it cannot be
+    read."""
+    with os.scandir(path) as it:
+        entries = sorted(it, key=lambda e: e.name) if own else list(it)
+    names, texts = [], []
+    for entry in entries:
+        name = entry.name
+        names.append(name)
+        if entry.is_dir(follow_symlinks=False):
+            texts.append(name + "/d")
+            continue
+        st = entry.stat(follow_symlinks=False)
+        if not stat.S_ISREG(st.st_mode):
+            texts.append(name + ("/l" if stat.S_ISLNK(st.st_mode) else "/o"))
+        elif own and name in OWN_FILES:
+            texts.append(name + "/c")
+        else:
+            texts.append(f"{name}/f/{st.st_size}/{st.st_mtime_ns}/{st.st_ctime_ns}/"
+                         f"{st.st_ino}/{st.st_dev}")
+    return names, texts
+
+
+class StatVouchers:
+    """The stat table and the files of the fleet record it is bound to, as a render that
+    builds uses them: a cluster's recorded files vouched for by their stat, without reading
+    them (the module's "how it stays safe")."""
+
+    def __init__(self, table: StatTable, fleet_files: Mapping[str, str]) -> None:
+        self._folders = table.folders
+        self._fleet = fleet_files
+
+    def files(self, out_dir: Path, hashes: Mapping[str, str]) -> VerifiedFiles | None:
+        """``hashes`` (a cluster record's files: path relative to out/ → SHA-256) checked
+        against out/: the files, those whose stat the table vouches for left unread (read
+        and checked when asked for), the others read and hashed now; None when one is
+        missing, not a regular file, or holds other bytes.
+
+        A folder whose listing is the table's (the same entries, each file's stat the same:
+        nothing added, removed, renamed or edited) vouches for each of its files the fleet
+        record hashes as ``hashes`` does; in any other folder, a file is vouched for when
+        its own entry is the table's and the two hashes agree."""
+        root = os.fspath(out_dir)
+        by_folder: dict[str, list[str]] = {}
+        for rel in hashes:
+            if not readable(rel, Reach.OUTPUTS):
+                return None  # a damaged or hostile record: never read outside out/
+            folder, _, name = rel.rpartition("/")
+            by_folder.setdefault(folder, []).append(name)
+        loaded: dict[str, bytes] = {}
+        for folder, wanted in by_folder.items():
+            vouched = self._vouched(root, folder, wanted, hashes)
+            prefix = folder + "/" if folder else ""
+            for name in wanted:
+                rel = prefix + name
+                if name in vouched:
+                    continue
+                try:
+                    data = layout.read_all(os.path.join(root, rel))  # noqa: PTH118
+                except OSError:
+                    return None
+                if hashlib.sha256(data).hexdigest() != hashes[rel]:
+                    return None
+                loaded[rel] = data
+        return VerifiedFiles(root, hashes, loaded)
+
+    def _vouched(self, root: str, folder: str, wanted: list[str],
+                 hashes: Mapping[str, str]) -> set[str]:
+        """The names of ``wanted`` in ``folder`` the table vouches for."""
+        recorded = self._folders.get(folder)
+        if recorded is None:
+            return set()
+        try:
+            names, texts = folder_texts(os.path.join(root, folder) if folder else root)  # noqa: PTH118
+        except OSError:
+            return set()
+        prefix = folder + "/" if folder else ""
+        same = [name for name in wanted
+                if self._fleet.get(prefix + name) == hashes[prefix + name]]
+        if "//".join(texts) == recorded:
+            now = dict(zip(names, texts, strict=True))
+            return {name for name in same if now.get(name, "").startswith(name + "/f/")}
+        known = split_listing(recorded)
+        now = dict(zip(names, texts, strict=True))
+        return {name for name in same
+                if name in now and now[name] == known.get(name)
+                and now[name].startswith(name + "/f/")}
+
+
+def stat_vouchers(out_dir: Path) -> StatVouchers | None:
+    """The stat table of out/ with the files of the fleet record it is bound to; None when
+    either is missing or damaged, or the table was written for another fleet record."""
+    from gen.emit.cache.layout import FLEET_RECORD
+
+    table = read_stat_table(out_dir)
+    if table is None:
+        return None
+    try:
+        data = (out_dir / FLEET_RECORD).read_bytes()
+    except OSError:
+        return None
+    if hashlib.sha256(data).hexdigest() != table.fleet:
+        return None
+    files = fleet_record_files(data)
+    return None if files is None else StatVouchers(table, files)
