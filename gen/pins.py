@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import datetime
 import difflib
-import importlib.resources
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from gen._data import load_data
 from gen.caches import once
 from gen.errors import CatalogLookupError
 
@@ -91,10 +91,7 @@ def _minor(row: dict[str, Any]) -> KubernetesMinor:
 
 @once
 def _data() -> tuple[dict[str, Pin], tuple[KubernetesMinor, ...]]:
-    import yaml  # only when a pin is read: the no-op render path imports this module
-
-    text = importlib.resources.files("gen").joinpath("data/pins.yaml").read_text(encoding="utf-8")
-    raw = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # the C parser
+    raw = load_data("pins.yaml")
     table = {key: _pin(key, row) for key, row in raw["pins"].items()}
     minors = tuple(_minor(row) for row in raw["kubernetes"])
     return table, minors

@@ -102,10 +102,10 @@ CAPABILITIES = (
 """The capability packages; a module of one imports no non-facts module of another."""
 
 LAYERS = (
-    Layer("kernel", 0, ("gen._version", "gen.caches", "gen.errors", "gen.redact", "gen.rules",
-                        "gen.pins", "gen.k8s.*"),
-          "the version, the cache registry, the error tree, redaction, the rule registry, the "
-          "upstream pins, Kubernetes value types and version facts"),
+    Layer("kernel", 0, ("gen._version", "gen._data", "gen.caches", "gen.errors", "gen.redact",
+                        "gen.rules", "gen.pins", "gen.k8s.*"),
+          "the version, gen's data files, the cache registry, the error tree, redaction, the "
+          "rule registry, the upstream pins, Kubernetes value types and version facts"),
     Layer("models", 1, ("gen.models.*",), "the profile kinds (pydantic)"),
     Layer("facts", 2, FACTS,
           "the knowledge modules of the capabilities (catalogs and physical rules), free for "

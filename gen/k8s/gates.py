@@ -32,13 +32,11 @@ the API server drops it unless started with ``KUBE_APISERVER_SERVE_REMOVED_APIS_
 from __future__ import annotations
 
 import difflib
-import importlib.resources
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
+from gen._data import load_data
 from gen.caches import once
 
 __all__ = [
@@ -257,8 +255,7 @@ def _spec_at(specs: tuple[GateSpec, ...], minor: int) -> GateSpec | None:
 @once
 def gate_table() -> GateTable:
     """The built-in table, parsed once."""
-    text = importlib.resources.files("gen").joinpath("data/k8s-gates.yaml").read_text("utf-8")
-    return GateTable(yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+    return GateTable(load_data("k8s-gates.yaml"))
 
 
 def _cell(state: GateState) -> str:

@@ -12,14 +12,12 @@ marketing name, all case-insensitive.
 from __future__ import annotations
 
 import difflib
-import importlib.resources
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-import yaml
-
+from gen._data import data_text, safe_load
 from gen.caches import memoize, once
 from gen.errors import CatalogLookupError
 
@@ -308,13 +306,11 @@ def _build_gpu(row: Mapping[str, Any], data: Mapping[str, Any]) -> GPU:
 
 def load_catalog_text(text: str) -> GPUCatalog:
     """Build a catalog from the YAML text of ``gen/data/gpus.yaml`` (used by tests too)."""
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    data = yaml.load(text, Loader=loader)
+    data = safe_load(text)
     return GPUCatalog(_build_gpu(row, data) for row in data["gpus"])
 
 
 @once
 def gpu_catalog() -> GPUCatalog:
     """The built-in catalog, parsed once."""
-    text = importlib.resources.files("gen").joinpath("data/gpus.yaml").read_text("utf-8")
-    return load_catalog_text(text)
+    return load_catalog_text(data_text("gpus.yaml"))

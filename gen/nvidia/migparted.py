@@ -27,6 +27,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from gen._data import safe_load
 from gen.errors import MigPartedConfigError
 from gen.nvidia.gpus import GPU, NVIDIA_VENDOR_ID, gpu_catalog, normalize_pci_id
 from gen.nvidia.mig import check_layout, is_profile_name
@@ -328,9 +329,8 @@ def render_mig_parted_yaml(config: Mapping[str, Any]) -> str:
 
 def parse_mig_parted_yaml(text: str) -> MigPartedConfig:
     """Parse and strictly validate a mig-parted config file."""
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        data = yaml.load(text, Loader=loader)
+        data = safe_load(text)
     except yaml.YAMLError as err:
         raise MigPartedConfigError(f"mig-parted config is not YAML: {err}") from err
     try:

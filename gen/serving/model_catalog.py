@@ -10,11 +10,9 @@ import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import MISSING, dataclass, fields
 from fractions import Fraction
-from importlib import resources
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import yaml
-
+from gen._data import load_data
 from gen.caches import once
 from gen.errors import CatalogLookupError
 
@@ -415,8 +413,7 @@ class ModelCatalog:
 
 
 def _load_builtin() -> tuple[LLMSpec, ...]:
-    text = resources.files("gen").joinpath("data/models.yaml").read_text(encoding="utf-8")
-    data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # the C parser
+    data = load_data("models.yaml")
     return tuple(LLMSpec.from_mapping(entry) for entry in data["models"])
 
 

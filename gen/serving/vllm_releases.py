@@ -28,12 +28,10 @@ import datetime
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from importlib import resources
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-import yaml
-
+from gen._data import load_data
 from gen.caches import once
 from gen.errors import VersionError
 
@@ -370,8 +368,6 @@ def _release(facts: Mapping[str, Any]) -> VllmRelease:
 
 @once
 def _releases() -> tuple[VllmRelease, ...]:
-    text = resources.files("gen").joinpath("data/vllm-releases.yaml").read_text(
-        encoding="utf-8")
-    data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # the C parser
+    data = load_data("vllm-releases.yaml")
     releases = tuple(_release(f) for f in expand(data["releases"]))
     return tuple(sorted(releases, key=lambda r: r.version))
