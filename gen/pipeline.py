@@ -628,8 +628,7 @@ def render(
     skipped = tuple(c.name for c in plan.clusters if c.name in gathered.from_out)
     verified = [rel for files in gathered.from_out.values() for rel in _rels(files)]
     if check:
-        changes = compute_changes(outputs, out_dir,
-                                  verified=[PurePosixPath(rel) for rel in verified])
+        changes = compute_changes(outputs, out_dir, verified=verified)
         _raise_stale(changes, outputs, out_dir, out_label, diff,
                      records if make_records else None)
         return RenderResult(outputs, changes, warnings, gathered.objects, skipped=skipped)

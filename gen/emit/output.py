@@ -346,15 +346,16 @@ def _index_bytes(paths: list[str]) -> bytes:
 
 def compute_changes(
     outputs: Mapping[PurePosixPath, bytes], out_dir: Path, *,
-    verified: Collection[PurePosixPath] = (),
+    verified: Collection[PurePosixPath | str] = (),
 ) -> Changes:
     """Compare a render with what out/ holds now.
 
-    ``verified``: files of ``outputs`` whose bytes were just read from out/, or vouched for
-    there (a cached cluster's, :func:`gen.emit.cache.records.verified_files`,
-    :class:`gen.emit.cache.StatVouchers`); they are not read (again).
+    ``verified`` (paths, or their text): files of ``outputs`` whose bytes were just read
+    from out/, or vouched for there (a cached cluster's,
+    :func:`gen.emit.cache.records.verified_files`, :class:`gen.emit.cache.StatVouchers`);
+    they are not read (again).
     """
-    wanted = _wanted(outputs)
+    wanted = _Wanted(outputs)
     known = {str(p) for p in verified}
     return _changes(wanted, _existing_files(out_dir), read_index(out_dir), known)
 
@@ -399,10 +400,6 @@ def _checked_text(text: str) -> str:
     if text.startswith("/") or text in ("", ".") or "\\" in text or _PARENT_PART.search(text):
         raise OutputError(f"refusing to write outside out/: {text!r}")
     return text
-
-
-def _wanted(outputs: Mapping[PurePosixPath, bytes]) -> _Wanted:
-    return _Wanted(outputs)
 
 
 def _changes(
@@ -633,7 +630,7 @@ def write_tree(
             out/ is then left as it was.
     """
     label = os.fspath(out_dir)
-    wanted = _wanted(outputs)
+    wanted = _Wanted(outputs)
     known = set(verified)
     try:
         if out_dir.is_symlink():
