@@ -36,29 +36,11 @@ from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
-from fleet import FLEETS, write_fleet  # noqa: E402 - beside this script
+from fleet import FLEETS, one_cluster_changes, write_fleet  # noqa: E402 - beside this script
 from peers import build  # noqa: E402
+from scale import run_gen  # noqa: E402
 
 VENV = BENCH / "peers" / ".venv-bench"
-MIB = 1024
-
-
-def run_gen(args: list[str], cwd: Path) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of one ``gen`` process; exits on failure."""
-    # stderr to a file, not a pipe: wait4 reaps the process before anything reads a pipe,
-    # so a failure with more than a pipe's worth of findings would never end
-    with tempfile.TemporaryFile() as errors:
-        start = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "gen", *args], cwd=cwd,
-                                stdout=subprocess.DEVNULL, stderr=errors)
-        _, status, usage = os.wait4(proc.pid, 0)
-        elapsed = time.perf_counter() - start
-        proc.returncode = code = os.waitstatus_to_exitcode(status)  # reaped: tell Popen
-        if code:
-            errors.seek(0)
-            text = errors.read().decode(errors="replace")
-            raise SystemExit(f"gen {' '.join(args)} exited {code}:\n{text[-3000:]}")
-    return elapsed, usage.ru_maxrss / MIB
 
 
 def _median(values: list[float]) -> float:
@@ -78,24 +60,17 @@ def bench_size(clusters: int, services: int, repeat: int, venv: Path | None,
         full, rss = [], []
         for _ in range(repeat):
             shutil.rmtree(out, ignore_errors=True)
-            seconds, peak = run_gen(base, root)
-            full.append(seconds)
-            rss.append(peak)
+            run = run_gen(base, root)
+            full.append(run["s"])
+            rss.append(run["process_peak_mib"])
         runs["full"] = full
         row["files"] = sum(1 for p in out.rglob("*") if p.is_file())
         row["peak_rss_mib"] = max(rss)
-        runs["noop_render"] = [run_gen(base, root)[0] for _ in range(repeat)]
-        runs["noop_check"] = [run_gen([*base, "--check"], root)[0] for _ in range(repeat)]
-        first = profiles / "c0000.yaml"
-        text = first.read_text()
-        one = []
-        for i in range(repeat):
-            first.write_text(text.replace("replicas: 2", "replicas: 3", 1) if i % 2 == 0
-                             else text)
-            one.append(run_gen(base, root)[0])
-        runs["one_cluster_changed"] = one
-        first.write_text(text)
-        run_gen(base, root)
+        runs["noop_render"] = [run_gen(base, root)["s"] for _ in range(repeat)]
+        runs["noop_check"] = [run_gen([*base, "--check"], root)["s"] for _ in range(repeat)]
+        runs["one_cluster_changed"] = [run_gen(base, root)["s"]
+                                       for _ in one_cluster_changes(profiles, repeat)]
+        run_gen(base, root)  # out/ back to the fleet as written
         if venv is not None:
             row["helm"] = _helm(root, out, profiles, venv, repeat)
     row["runs_s"] = runs

@@ -14,6 +14,7 @@ ClusterQueue, a LocalQueue and the workloads' queue labels).
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 VERSIONS = ("1.34.2", "1.33.4", "1.35.1", "1.32.5")
@@ -156,6 +157,22 @@ def _serving_service(s: int, text: str) -> str:
     if s == 2:
         return text.replace("replicas: 2\n", "") + ROUTED + DISAGGREGATED
     return text
+
+
+def one_cluster_changes(profiles: Path, repeat: int) -> Iterator[int]:
+    """Change one cluster of a fleet ``write_fleet`` wrote, ``repeat`` times: the first
+    service of the first cluster gets another replica count, then the next change puts it
+    back (so each run after a change has something to render). Yields the change's number
+    after each; the file is as it was when the loop ends (or is left)."""
+    first = profiles / "c0000.yaml"
+    text = first.read_text()
+    try:
+        for i in range(repeat):
+            first.write_text(text.replace("replicas: 2", "replicas: 3", 1) if i % 2 == 0
+                             else text)
+            yield i
+    finally:
+        first.write_text(text)
 
 
 FLEETS = ("plain", "serving")

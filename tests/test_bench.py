@@ -146,3 +146,16 @@ def test_serving_bench_fleet_lints_clean_and_holds_the_2026_serving_objects(
     kinds = {path.name.split("-")[0] for path in result.outputs}
     assert kinds >= {"inferencepool", "httproute", "leaderworkerset", "clusterqueue",
                      "localqueue", "resourceflavor", "deployment"}
+
+
+def test_one_cluster_changes_alternate_and_leave_the_file_as_it_was(tmp_path: Path) -> None:
+    from fleet import one_cluster_changes, write_fleet
+
+    profiles = write_fleet(tmp_path, 2, 2)
+    first = profiles / "c0000.yaml"
+    before = first.read_text()
+    seen = [first.read_text() for _ in one_cluster_changes(profiles, 3)]
+    assert seen[0] != before and seen[1] == before and seen[2] == seen[0]
+    assert seen[0].count("replicas: 3") == 1
+    assert first.read_text() == before
+    assert (profiles / "c0001.yaml").read_text().count("replicas: 3") == 0
