@@ -406,11 +406,10 @@ class StatVouchers:
         prefix = folder + "/" if folder else ""
         same = [name for name in wanted
                 if self._fleet.get(prefix + name) == hashes[prefix + name]]
-        if "//".join(texts) == recorded:
-            now = dict(zip(names, texts, strict=True))
+        now = dict(zip(names, texts, strict=True))
+        if "//".join(texts) == recorded:  # the whole listing is the table's
             return {name for name in same if now.get(name, "").startswith(name + "/f/")}
         known = split_listing(recorded)
-        now = dict(zip(names, texts, strict=True))
         return {name for name in same
                 if name in now and now[name] == known.get(name)
                 and now[name].startswith(name + "/f/")}
