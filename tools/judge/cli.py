@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tools.judge.build import BuildError, ensure
-from tools.judge.known import KNOWN, MAY_AGREE
+from tools.judge.known import KNOWN
 from tools.judge.pins import COMPONENTS
 from tools.judge.report import Category
 
@@ -46,7 +46,7 @@ def summarize(categories: Sequence[Category], *, verbose: bool = False) -> tuple
             lines.append(f"  DIFFERS {verdict.case}: gen {verdict.gen}, upstream "
                          f"{verdict.upstream}" + (f": {verdict.detail[:300]}" if verdict.detail
                                                   else ""))
-    stale = sorted(c for c in KNOWN if c in judged and c not in differing and c not in MAY_AGREE)
+    stale = sorted(c for c in KNOWN if c in judged and c not in differing)
     for case in stale:
         lines.append(f"  STALE {case}: agrees now; remove it from known.py")
     lines.append(f"judge: {agree}/{total} agree")

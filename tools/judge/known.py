@@ -7,7 +7,7 @@ stale, so the list cannot outlive the difference it explains.
 
 from __future__ import annotations
 
-__all__ = ["KNOWN", "MAY_AGREE"]
+__all__ = ["KNOWN"]
 
 KNOWN: dict[str, str] = {}
 
@@ -68,14 +68,3 @@ KNOWN.update(dict.fromkeys([
     "lab-large",
 ], "follows from the refused slices above (" + _COMBINED_SLICES.split(":")[0] + "): with no "
    "devices published, the 1.37 scheduler cannot allocate the claim"))
-_ORDER_DEPENDENT_CASE = (
-    "corpus/dynamic-mig.yaml:mixed-slices-fragment-one-h100/mig-lab/Deployment/lab/lab-small")
-MAY_AGREE: frozenset[str] = frozenset({_ORDER_DEPENDENT_CASE})
-"""Documented cases whose upstream answer depends on an order the harness does not fix (the
-scheduler's pod order): they may agree on one run and differ on the next, so agreeing does
-not make them stale."""
-KNOWN[_ORDER_DEPENDENT_CASE] = (
-    "deliberate: gen warns (GEN241) that this demand fits the dynamic MIG pool only when pods "
-    "arrive in some orders; the scheduler's order here was one that fragments the GPU, so one "
-    "service is left without its slice, as the warning says can happen"
-)
