@@ -23,6 +23,7 @@ from gen.emit.cache import (
     parse_fleet_record,
     record_path,
 )
+from gen.emit.cache.fleet import fleet_record_files
 from gen.emit.render import BUILTIN_TEMPLATES
 from gen.errors import Finding, GenError, Severity, SourceLocation
 from gen.pipeline import RenderResult, render
@@ -284,6 +285,18 @@ def test_findings_round_trip_every_field() -> None:
     assert parse_fleet_record(data) == record
     assert fleet_record_bytes(parse_fleet_record(data)) == data  # type: ignore[arg-type]
     assert parse_fleet_record(data.replace(b'"GEN998"', b"7")) is None
+
+
+def test_the_files_of_the_record_just_made_are_what_its_bytes_parse_to() -> None:
+    files = {"b/z.yaml": "1" * 64, "a/b.yaml": "0" * 64, "a/a.yaml": "2" * 64}
+    data = fleet_record_bytes(FleetRecord("d" * 64, CLUSTERS, 3, files, ()))
+    copy = bytes(bytearray(data))  # equal bytes, another object: parsed
+    made = fleet_record_files(data)  # the object just made: not parsed back
+    assert made == fleet_record_files(copy) == files
+    assert list(made or ()) == list(fleet_record_files(copy) or ()) == sorted(files)
+    assert fleet_record_files(data) == files  # taken once; parsed after that, same answer
+    damaged = bytes(bytearray(data.replace(b'"a/a.yaml"', b'"a/b.yaml"')))
+    assert fleet_record_files(damaged) is None  # a path listed twice
 
 
 def test_the_fleet_record_is_the_same_in_another_folder(rendered: Path, tmp_path: Path) -> None:

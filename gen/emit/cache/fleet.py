@@ -149,8 +149,17 @@ def fleet_record_bytes(record: FleetRecord) -> bytes:
         "format": FLEET_FORMAT,
         "objects": record.objects,
     }
-    return (json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    text = (json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
             + "\n").encode()
+    _BUILT[:] = [text, files]
+    return text
+
+
+_BUILT: list[Any] = []
+"""The last record :func:`fleet_record_bytes` made: its bytes (the same object the caller
+holds, not a copy) and its flat list of files, so that :func:`fleet_record_files` of those
+bytes, as the stat table asks for right after the swap, does not parse back what was just
+written (9 MB of JSON at 100 clusters). Taken by the first such call."""
 
 
 def parse_fleet_record(data: bytes, digest: str | None = None) -> FleetRecord | None:
@@ -173,6 +182,10 @@ def parse_fleet_record(data: bytes, digest: str | None = None) -> FleetRecord | 
 def fleet_record_files(data: bytes) -> dict[str, str] | None:
     """The files a fleet record lists (as :attr:`FleetRecord.files`), its findings not
     read; None when :func:`parse_fleet_record` would find it damaged in any other part."""
+    if _BUILT and _BUILT[0] is data:  # the bytes just made from this list: what it parses to
+        flat: list[str] = _BUILT[1]
+        _BUILT.clear()
+        return _files(flat)
     parsed = _parsed(data)
     return None if parsed is None else parsed[1]
 
@@ -190,14 +203,19 @@ def _parsed(data: bytes) -> tuple[dict[str, Any], dict[str, str]] | None:
     if not (isinstance(digest, str) and isinstance(clusters, list)
             and all(isinstance(c, str) for c in clusters)
             and type(objects) is int and objects >= 0
-            and isinstance(flat, list) and len(flat) % 2 == 0
-            and isinstance(findings, list)
-            and set(map(type, flat)) <= {str}):
+            and isinstance(flat, list) and isinstance(findings, list)):
+        return None
+    files = _files(flat)
+    return None if files is None else (raw, files)
+
+
+def _files(flat: list[Any]) -> dict[str, str] | None:
+    """A fleet record's flat list of files as path → SHA-256; None for a list of odd length,
+    of anything but text, or with a path listed twice."""
+    if len(flat) % 2 or not set(map(type, flat)) <= {str}:
         return None
     files = dict(zip(flat[0::2], flat[1::2], strict=True))
-    if len(files) * 2 != len(flat):
-        return None  # a path listed twice
-    return raw, files
+    return None if len(files) * 2 != len(flat) else files
 
 
 def read_fleet_record(out_dir: Path) -> FleetRecord | None:
