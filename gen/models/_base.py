@@ -78,33 +78,100 @@ def _applies(annotation: Any, value: Any) -> bool:
     return True
 
 
-def _strict(annotation: Any, value: Any) -> Any:
-    """``value`` with every scalar of the wrong kind for ``annotation`` (one that lax mode
-    would convert) replaced by a :class:`WrongScalar`; ``value`` itself when none is."""
+Check = typing.Callable[[Any], Any]
+"""A field's strictness check: the value with every scalar of the wrong kind for the field's
+annotation (one that lax mode would convert) replaced by a :class:`WrongScalar`; the value
+itself (the same object) when none is."""
+
+
+def _check(annotation: Any) -> Check | None:
+    """The :data:`Check` of ``annotation``, made once per field (:func:`_checks`); None
+    where no value can hold a scalar of the wrong kind for it (a string, a model, a
+    literal: pydantic alone decides those)."""
     origin = typing.get_origin(annotation)
     if origin is typing.Annotated:
-        return _strict(typing.get_args(annotation)[0], value)
+        return _check(typing.get_args(annotation)[0])
     if origin is Union or origin is types.UnionType:
-        fixed = [_strict(m, value) for m in typing.get_args(annotation) if _applies(m, value)]
-        return value if not fixed or any(f is value for f in fixed) else fixed[0]
+        return _union_check(typing.get_args(annotation))
     if annotation in _EXPECTED:
-        wrong = isinstance(value, str) or (
-            isinstance(value, bool) != (annotation is bool) and isinstance(value, int | float)
-        )
-        return WrongScalar(value, _EXPECTED[annotation]) if wrong else value
-    if origin in (list, tuple, set, frozenset) and isinstance(value, list):
+        return _scalar_check(annotation)
+    if origin in (list, tuple, set, frozenset):
         args = typing.get_args(annotation)
         if origin is tuple and args and args[-1] is not Ellipsis:
-            types_ = list(args) + [Any] * (len(value) - len(args))
-        else:
-            types_ = [args[0] if args else Any] * len(value)
-        items = [_strict(t, item) for t, item in zip(types_, value, strict=False)]
-        return items if any(a is not b for a, b in zip(items, value, strict=False)) else value
-    if origin is dict and isinstance(value, dict):
-        value_type = typing.get_args(annotation)[1]
-        fixed_items = {k: _strict(value_type, v) for k, v in value.items()}
-        return fixed_items if any(fixed_items[k] is not v for k, v in value.items()) else value
-    return value
+            return _fixed_tuple_check([_check(a) for a in args])
+        item = _check(args[0]) if args else None
+        return None if item is None else _list_check(item)
+    if origin is dict:
+        item = _check(typing.get_args(annotation)[1])
+        return None if item is None else _dict_check(item)
+    return None
+
+
+def _scalar_check(annotation: type) -> Check:
+    expected, is_bool = _EXPECTED[annotation], annotation is bool
+
+    def check(value: Any) -> Any:
+        wrong = isinstance(value, str) or (
+            isinstance(value, bool) != is_bool and isinstance(value, int | float))
+        return WrongScalar(value, expected) if wrong else value
+    return check
+
+
+def _union_check(members: tuple[Any, ...]) -> Check | None:
+    """A union: the first member the value's shape could be (:func:`_applies`) that leaves
+    it as it is wins, so the value stands; else the first such member's replacement."""
+    checks = [(member, _check(member)) for member in members]
+    if all(check is None for _, check in checks):
+        return None
+
+    def check(value: Any) -> Any:
+        first: Any = _NONE
+        for member, member_check in checks:
+            if not _applies(member, value):
+                continue
+            fixed = value if member_check is None else member_check(value)
+            if fixed is value:
+                return value
+            if first is _NONE:
+                first = fixed
+        return value if first is _NONE else first
+    return check
+
+
+_NONE = object()
+
+
+def _list_check(item: Check) -> Check:
+    def check(value: Any) -> Any:
+        if not isinstance(value, list):
+            return value
+        items = [item(v) for v in value]
+        return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
+    return check
+
+
+def _fixed_tuple_check(positions: list[Check | None]) -> Check | None:
+    """A tuple of fixed length: each position its own check; items past the annotation's
+    are anything (pydantic reports the length)."""
+    if all(p is None for p in positions):
+        return None
+
+    def check(value: Any) -> Any:
+        if not isinstance(value, list):
+            return value
+        items = [v if c is None else c(v) for c, v in zip(positions, value, strict=False)]
+        items += value[len(items):]
+        return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
+    return check
+
+
+def _dict_check(item: Check) -> Check:
+    def check(value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        fixed = {k: item(v) for k, v in value.items()}
+        return fixed if any(fixed[k] is not v for k, v in value.items()) else value
+    return check
 
 
 class Spec(BaseModel):
@@ -124,19 +191,22 @@ class Spec(BaseModel):
     def _strict_scalars(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
-        fields = cls.model_fields
+        checks = _checks(cls)
         fixed = data
         for name, value in data.items():
-            if isinstance(name, str) and name in fields:
-                new = _strict(_field_annotation(cls, name), value)
+            check = checks.get(name)
+            if check is not None:
+                new = check(value)
                 if new is not value:
                     fixed = {**fixed, name: new}
         return fixed
 
 
 @functools.cache
-def _field_annotation(cls: type[BaseModel], name: str) -> Any:
-    return cls.model_fields[name].annotation
+def _checks(cls: type[BaseModel]) -> dict[str, Check]:
+    """The strictness check of each field of ``cls`` that has one, by field name."""
+    checks = {name: _check(field.annotation) for name, field in cls.model_fields.items()}
+    return {name: check for name, check in checks.items() if check is not None}
 
 
 class IgnoreRule(Spec):
