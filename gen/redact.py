@@ -23,6 +23,7 @@ The shapes are the issuers' published token formats:
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -54,6 +55,10 @@ header, the ``://`` a URL's user information follows): text without one holds no
 credential shape. Searching for these literals alone is about twenty times cheaper than
 :data:`_ANY` with its look-behinds, and most text gen redacts holds none of them."""
 
+_MAY_HOLD_TOKEN = re.compile(r"hf_|sk-|gh[pousr]_|github_pat_|glpat-|AKIA|-----BEGIN ")
+""":data:`_MAY_HOLD` without the URL's ``://``: a literal every shape
+:func:`literal_secrets` looks for contains."""
+
 
 def redact(text: str) -> str:
     """``text`` with every credential-shaped part replaced by ``<redacted>``."""
@@ -80,10 +85,25 @@ def literal_secrets(data: Any) -> Iterator[tuple[tuple[str | int, ...], str]]:
     """(key path, what it looks like) for every string of ``data`` that holds a token or
     key; a URL's user information is left to the field that holds the URL, which says
     where the credential belongs instead."""
+    if not _may_hold_token(data):
+        return
     for path, text in _strings(data):
-        if _MAY_HOLD.search(text) is None:
+        if _MAY_HOLD_TOKEN.search(text) is None:
             continue  # none of the literals every shape contains
         for what, pattern in SECRET_SHAPES:
             if "URL" not in what and pattern.search(text):
                 yield path, what
                 break
+
+
+def _may_hold_token(data: Any) -> bool:
+    """Whether some string of ``data`` may hold a token: one search of the whole of it as
+    JSON text (which writes every string and key as it is but for escapes, and none of
+    :data:`_MAY_HOLD_TOKEN`'s characters is escaped, nor can a literal span two strings
+    across the quotes between them), instead of a walk that builds each string's key path.
+    Data JSON cannot write (a key of another type, a date) is walked."""
+    try:
+        text = json.dumps(data, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return True
+    return _MAY_HOLD_TOKEN.search(text) is not None

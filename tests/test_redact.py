@@ -96,3 +96,29 @@ def test_errors_and_suppression_reasons_are_redacted() -> None:
     suppression = Suppression("GEN303", f"token {_HF} rotated", SourceLocation("p.yaml", 1),
                               "inline")
     assert suppression.reason == "token <redacted> rotated"
+
+
+_PIECES = st.sampled_from(["", "x", _HF, _GITHUB, "AKIAABCDEFGHIJKLMNOP", "https://a:b@h",
+                           "sk-", "-----BEGIN ", "hf_", "\n", '"', "é", "\u2028"])
+_TEXTS = st.lists(_PIECES, max_size=3).map("".join)
+_DATA = st.recursive(
+    st.one_of(_TEXTS, st.integers(), st.none(), st.booleans(), st.dates()),
+    lambda inner: st.one_of(st.lists(inner, max_size=3),
+                            st.dictionaries(st.one_of(_TEXTS, st.integers(), st.dates()),
+                                            inner, max_size=3)),
+    max_leaves=10)
+
+
+@given(_DATA)
+def test_the_whole_document_pre_check_loses_no_literal_secret(data: object) -> None:
+    """literal_secrets first searches the document as one JSON text: it finds exactly what
+    walking every string finds, dates and keys of every type included."""
+    from gen.redact import SECRET_SHAPES, _strings
+
+    walked = []
+    for path, text in _strings(data):
+        for what, pattern in SECRET_SHAPES:
+            if "URL" not in what and pattern.search(text):
+                walked.append((path, what))
+                break
+    assert list(literal_secrets(data)) == walked
