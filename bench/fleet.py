@@ -1,7 +1,8 @@
 """Generate a synthetic but valid fleet of N clusters for benchmarks.
 
-Each cluster gets an H100 pool, an H100 MIG pool, services on full GPUs and MIG slices;
-Kubernetes versions cycle through 1.32–1.35 so several DRA API versions are exercised.
+Each cluster gets an H100 pool, an H100 MIG pool, services on full GPUs and MIG slices, and
+a shared-file StorageClass for their model caches (the fleet lints clean); Kubernetes
+versions cycle through 1.32–1.35 so several DRA API versions are exercised.
 
 ``serving=True`` (``--fleet serving`` in the budget scripts) extends every cluster with
 the serving objects of 2026 on Kubernetes 1.36–1.37: a Gateway and the inference extension
@@ -52,28 +53,41 @@ def _cluster(i: int, services: int, serving: bool = False) -> str:
             nodes: {max(4, services // 2)}
             driver_version: "580.95.05"
             mig_layout: mixed
-        """) + extra
+        """)
+    if serving:
+        text += H200_POOL
+    text += STORAGE + extra
     return text + _serving_cluster(services) if serving else text
 
 
+STORAGE = textwrap.dedent("""\
+    storage:
+      model_cache_class: cephfs
+      classes:
+        - {name: cephfs, access_modes: [ReadWriteOnce, ReadWriteMany]}
+    """)
+"""A shared-file model cache class: two replicas of a service share one ReadWriteMany
+cache (without it every service is GEN704's: a fleet that lints clean is what is timed)."""
+
+H200_POOL = textwrap.indent(textwrap.dedent("""\
+    - name: h200-ib
+      gpu: h200-sxm
+      gpus_per_node: 8
+      nodes: 2
+      driver_version: "580.95.05"
+      interconnect: infiniband
+    """), "  ")
+"""The InfiniBand H200 pool of a ``serving`` cluster, for its multi-node service."""
+
+
 def _serving_cluster(services: int) -> str:
-    """What ``serving=True`` adds to a cluster: an InfiniBand H200 pool for the multi-node
-    service, a shared-file model cache class, a gateway, and a Kueue quota per namespace
-    and class (room for every service's replicas, so that the quotas are met)."""
+    """What ``serving=True`` adds to a cluster after its pools: a gateway, and a Kueue quota
+    per namespace and class (room for every service's replicas, so that the quotas are
+    met)."""
     quotas = "".join(
         f"  - {{namespace: team-{n}, gpu_class: {cls}, devices: {2 * services}, cohort: fleet}}\n"
         for n in range(NAMESPACES) for cls in ("h100", "mig-3g"))
     return textwrap.dedent("""\
-          - name: h200-ib
-            gpu: h200-sxm
-            gpus_per_node: 8
-            nodes: 2
-            driver_version: "580.95.05"
-            interconnect: infiniband
-        storage:
-          model_cache_class: cephfs
-          classes:
-            - {name: cephfs, access_modes: [ReadWriteOnce, ReadWriteMany]}
         quota_engine: kueue
         gateways:
           - {name: inference-gateway, namespace: gateway-system, class: istio}

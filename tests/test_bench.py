@@ -134,6 +134,16 @@ def test_scale_slopes_and_where_one_machine_ends() -> None:
         "clusters_at_memory_limit": None, "clusters_at_time_limit": None}
 
 
+def test_plain_bench_fleet_lints_clean(tmp_path: Path) -> None:
+    """What the budgets time is a fleet that lints clean (no warning per service printed
+    and recorded on every run)."""
+    from fleet import write_fleet
+
+    import gen
+
+    assert gen.lint(write_fleet(tmp_path, 4, 8)) == []
+
+
 def test_serving_bench_fleet_lints_clean_and_holds_the_2026_serving_objects(
         tmp_path: Path) -> None:
     from fleet import write_fleet
