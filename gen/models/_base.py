@@ -209,6 +209,23 @@ def _checks(cls: type[BaseModel]) -> dict[str, Check]:
     return {name: check for name, check in checks.items() if check is not None}
 
 
+SpecT = typing.TypeVar("SpecT", bound="Spec")
+
+
+def shared_default(model: type[SpecT]) -> typing.Callable[[], SpecT]:
+    """A ``default_factory`` that makes ``model()`` once, on first use, and gives every
+    profile that leaves the key out that one instance: it is frozen, so no profile can
+    change what another sees. A fresh instance each time cost a whole validation of the
+    model's defaults per document (about seven per service: 39,600 at 100 clusters)."""
+    made: list[SpecT] = []
+
+    def default() -> SpecT:
+        if not made:
+            made.append(model())
+        return made[0]
+    return default
+
+
 class IgnoreRule(Spec):
     """One rule silenced for this profile, and why."""
 

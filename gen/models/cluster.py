@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from gen.models._base import ProfileKind, Spec
+from gen.models._base import ProfileKind, Spec, shared_default
 from gen.models._types import (
     APIGroupVersion,
     DNSLabel,
@@ -428,10 +428,11 @@ class Cluster(ProfileKind):
     )
     gitops: GitOps | None = Field(None, description="GitOps delivery settings.")
     gpu_operator: GPUOperator = Field(
-        default_factory=GPUOperator, description="NVIDIA GPU Operator settings."
+        default_factory=shared_default(GPUOperator), description="NVIDIA GPU Operator settings."
     )
     dra_driver: DRADriver = Field(
-        default_factory=DRADriver, description="NVIDIA DRA driver settings (allocation 'dra')."
+        default_factory=shared_default(DRADriver),
+        description="NVIDIA DRA driver settings (allocation 'dra')."
     )
     node_pools: tuple[NodePool, ...] = Field(min_length=1, description="GPU node pools.")
     quotas: tuple[GPUQuota, ...] = Field(
@@ -439,7 +440,9 @@ class Cluster(ProfileKind):
         "on DRA clusters, an extended-resource ResourceQuota (requests.nvidia.com/gpu or "
         "requests.nvidia.com/mig-<profile>) on device-plugin clusters.",
     )
-    monitoring: Monitoring = Field(default_factory=Monitoring, description="Metrics settings.")
+    monitoring: Monitoring = Field(
+        default_factory=shared_default(Monitoring), description="Metrics settings."
+    )
     addons: tuple[Addon, ...] = Field(
         (),
         description="Add-ons installed in the cluster whose custom resources gen may "
@@ -448,7 +451,7 @@ class Cluster(ProfileKind):
         "object whose CRD the cluster lacks fails the whole sync, so gen renders none.",
     )
     storage: ClusterStorage = Field(
-        default_factory=ClusterStorage, description="Model-cache storage classes."
+        default_factory=shared_default(ClusterStorage), description="Model-cache storage classes."
     )
     gateways: tuple[Gateway, ...] = Field(
         (), max_length=64,
@@ -477,7 +480,9 @@ class Cluster(ProfileKind):
         "ClusterQueues and LocalQueues: pods wait for quota, cohorts lend idle GPUs, "
         "preemption; needs 'kueue' in addons).",
     )
-    kueue: Kueue = Field(default_factory=Kueue, description="Kueue settings (quota_engine kueue).")
+    kueue: Kueue = Field(
+        default_factory=shared_default(Kueue), description="Kueue settings (quota_engine kueue)."
+    )
 
     @field_validator("quota_engine")
     @classmethod

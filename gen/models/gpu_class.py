@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from gen.models._base import ProfileKind, Spec
+from gen.models._base import ProfileKind, Spec, shared_default
 from gen.models._types import DNSSubdomain, Quantity
 
 NVIDIA_DRIVER = "gpu.nvidia.com"
@@ -74,7 +74,9 @@ class GPUClass(ProfileKind):
     device_type: Literal["gpu", "mig"] = Field(
         "gpu", description="Full GPUs or MIG instances (the driver's 'type' attribute)."
     )
-    match: GPUMatch = Field(default_factory=GPUMatch, description="Structured match.")
+    match: GPUMatch = Field(
+        default_factory=shared_default(GPUMatch), description="Structured match."
+    )
     cel: tuple[str, ...] = Field(
         (), description="Extra CEL selectors, ANDed with the structured match."
     )

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from gen.models._base import ProfileKind, Spec
+from gen.models._base import ProfileKind, Spec, shared_default
 from gen.models._types import DNSLabel, DNSSubdomain, ImageRef, LabelKey, Quantity
 
 Engine = Literal["vllm", "llama-server", "vllm-metal", "vllm-mlx"]
@@ -127,7 +127,9 @@ class Routing(Spec):
         description="Priority of the service's requests when the pool is saturated "
         "(an InferenceObjective): higher is served first, lower is shed first.",
     )
-    picker: Picker = Field(default_factory=Picker, description="The endpoint picker.")
+    picker: Picker = Field(
+        default_factory=shared_default(Picker), description="The endpoint picker."
+    )
     request_timeout_seconds: int = Field(
         300, ge=1, le=86_400,
         description="Longest a request may take end to end (HTTPRoute timeouts.request): "
@@ -158,8 +160,12 @@ class Disaggregation(Spec):
     """Prefill and decode in separate pods, the KV cache handed over by one connector."""
 
     connector: Connector = Field(description="KV-cache transfer used by both roles.")
-    prefill: Role = Field(default_factory=Role, description="Pods that process prompts.")
-    decode: Role = Field(default_factory=Role, description="Pods that generate tokens.")
+    prefill: Role = Field(
+        default_factory=shared_default(Role), description="Pods that process prompts."
+    )
+    decode: Role = Field(
+        default_factory=shared_default(Role), description="Pods that generate tokens."
+    )
 
 
 class Autoscaling(Spec):
@@ -316,21 +322,30 @@ class InferenceService(ProfileKind):
     node_pool: DNSLabel | None = Field(None, description="Pin to one node pool by name.")
     gpu: GPURequest | None = Field(None, description="Accelerators per replica (in-cluster).")
     parallelism: Parallelism = Field(
-        default_factory=Parallelism, description="Tensor, pipeline, data and expert parallelism."
+        default_factory=shared_default(Parallelism),
+        description="Tensor, pipeline, data and expert parallelism."
     )
     multi_node: MultiNode = Field(
-        default_factory=MultiNode,
+        default_factory=shared_default(MultiNode),
         description="Launch of a replica that spans nodes (tensor × pipeline × data above the "
         "pool's gpus_per_node).",
     )
     replicas: int = Field(1, ge=0, le=1000, description="Replicas when not autoscaled.")
     autoscaling: Autoscaling | None = Field(None, description="Scale on queue depth.")
-    serving: Serving = Field(default_factory=Serving, description="Engine settings.")
-    exposure: Exposure = Field(default_factory=Exposure, description="Service settings.")
-    auth: Auth = Field(default_factory=Auth, description="Secret references.")
-    storage: Storage = Field(default_factory=Storage, description="Model cache.")
-    resources: Resources = Field(default_factory=Resources, description="CPU / memory.")
-    pod_security: PodSecurity = Field(default_factory=PodSecurity, description="Exceptions.")
+    serving: Serving = Field(
+        default_factory=shared_default(Serving), description="Engine settings."
+    )
+    exposure: Exposure = Field(
+        default_factory=shared_default(Exposure), description="Service settings."
+    )
+    auth: Auth = Field(default_factory=shared_default(Auth), description="Secret references.")
+    storage: Storage = Field(default_factory=shared_default(Storage), description="Model cache.")
+    resources: Resources = Field(
+        default_factory=shared_default(Resources), description="CPU / memory."
+    )
+    pod_security: PodSecurity = Field(
+        default_factory=shared_default(PodSecurity), description="Exceptions."
+    )
     mac_hosts: tuple[MacHost, ...] = Field(
         (), description="Native macOS hosts serving the model (engines vllm-metal, vllm-mlx, "
         "llama-server); in-cluster clients reach them through a selectorless Service."

@@ -8,6 +8,7 @@ import types
 import typing
 from typing import Any, Union
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -102,3 +103,22 @@ def test_a_spec_checks_only_the_fields_that_can_hold_a_wrong_scalar() -> None:
     assert "feature_gates" in checks  # a map of booleans
     assert "name" not in checks  # a string: pydantic alone decides
     assert "node_pools" not in checks  # models: each pool checks its own fields
+
+
+def test_a_left_out_section_is_one_shared_frozen_default() -> None:
+    """Every service that leaves ``storage`` out gets the same frozen instance, equal to a
+    fresh one; one that gives it gets its own."""
+    from pydantic import ValidationError
+
+    from gen.models import InferenceService
+    from gen.models.service import Storage
+
+    base = {"kind": "InferenceService", "name": "a", "model": "org/m", "clusters": ["c"],
+            "gpu": {"gpu_class": "g", "count": 1}}
+    one = InferenceService.model_validate(base)
+    two = InferenceService.model_validate({**base, "name": "b"})
+    assert one.storage is two.storage and one.storage == Storage()
+    given = InferenceService.model_validate({**base, "storage": {"storage_class": "x"}})
+    assert given.storage is not one.storage and given.storage.storage_class == "x"
+    with pytest.raises(ValidationError):
+        one.storage.storage_class = "y"  # type: ignore[misc]  # frozen: none can change it
