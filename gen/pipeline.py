@@ -694,6 +694,8 @@ def _built(
     verified = [rel for files in gathered.from_out.values() for rel in _rels(files)]
     return _Built(outputs, records, checked, cache.vouched, warnings, gathered.objects,
                   tuple(c.name for c in plan.clusters), skipped, verified, started)
+
+
 def _rels(files: Mapping[PurePosixPath, bytes]) -> list[str]:
     """The paths of ``files`` as text (without making a path of each when it has them)."""
     return files.rels() if isinstance(files, FileMap) else [str(p) for p in files]
