@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
@@ -221,7 +221,7 @@ def _fingerprints(plan: Plan) -> dict[str, str | None]:
 
 def _reusable(
     plan: Plan, out_dir: Path, fingerprints: dict[str, str | None], validate: bool,
-) -> dict[str, tuple[CacheRecord, bytes, dict[PurePosixPath, bytes]]]:
+) -> dict[str, tuple[CacheRecord, bytes, Mapping[PurePosixPath, bytes]]]:
     """The clusters the render cache vouches for, each looked up in turn here (a render
     looks up each cluster in its worker): cluster → (its record, the record's bytes, its
     files as read from out/). Each needs a record with the fingerprint it has now,
@@ -229,7 +229,7 @@ def _reusable(
     recorded."""
     from gen.emit.cache import read_record, verified_files
 
-    reused: dict[str, tuple[CacheRecord, bytes, dict[PurePosixPath, bytes]]] = {}
+    reused: dict[str, tuple[CacheRecord, bytes, Mapping[PurePosixPath, bytes]]] = {}
     for cluster in plan.clusters:
         fingerprint = fingerprints.get(cluster.name)
         if fingerprint is None:

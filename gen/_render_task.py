@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
+from gen.emit.files import FileMap, file_texts
 from gen.errors import Finding, LintError, Severity, SourceLocation, TemplateError, WorkerError
 from gen.fleet.plan import ClusterPlan, Plan
 
@@ -150,7 +151,8 @@ class TaskOutput:
     outcome: TaskOutcome
     lint: list[Finding] = field(default_factory=list)
     once: dict[str, list[Finding]] = field(default_factory=dict)
-    files: Files = field(default_factory=dict)
+    files: Files = field(default_factory=FileMap)
+    """By the paths' text (a :class:`~gen.emit.files.FileMap`: cheap to send and hold)."""
     findings: tuple[Finding, ...] = ()
     """Schema validation findings."""
     template_findings: tuple[Finding, ...] = ()
@@ -258,12 +260,13 @@ class Renderer:
         try:
             objects, files = render_cluster(self.environment(), cluster)
         except TemplateError as err:
-            return Rendered({}, (), err.findings, 0)
+            return Rendered(FileMap(), (), err.findings, 0)
         schema = self._validator()
-        outputs: dict[PurePosixPath, bytes] = {}
+        # By the paths' text: the parent holds every cluster's files until the write.
+        outputs: dict[str, bytes] = {}
         findings: list[Finding] = []
         for obj in objects:
-            outputs[obj.path] = obj.text.encode("utf-8")
+            outputs[str(obj.path)] = obj.text.encode("utf-8")
             if schema is not None:
                 where = SourceLocation(f"{self.options.out_label}/{obj.path}")
                 findings.extend(schema.validate(obj.data, cluster.minor, where, obj.origin,
@@ -273,10 +276,10 @@ class Renderer:
                                     obj.data, obj.origin, obj.template)
             for obj in objects]))
         for path, text in kustomizations(cluster.name, objects).items():
-            outputs[path] = text.encode("utf-8")
+            outputs[str(path)] = text.encode("utf-8")
         for file in files:
-            outputs[file.path] = file.content
-        return Rendered(outputs, tuple(findings), (), len(objects))
+            outputs[str(file.path)] = file.content
+        return Rendered(FileMap(outputs), tuple(findings), (), len(objects))
 
 
 _TASK_MODULES = (
@@ -644,12 +647,13 @@ def render_built(plan: Plan, options: RenderOptions, jobs: int, progress: Progre
     _run(task, plan, jobs, collect, "rendering")
     ordered = [results[i] for i in sorted(results)]
     _raise_template_errors(f for r in ordered for f in r.template_findings)
-    outputs: dict[PurePosixPath, bytes] = {}
+    texts: dict[str, bytes] = {}
     findings: list[Finding] = []
     for result in ordered:
-        outputs.update(result.files)
+        texts.update(file_texts(result.files))
         findings.extend(result.findings)
-    return sorted_by_path(outputs), findings, sum(r.objects for r in ordered)
+    outputs = {PurePosixPath(rel): texts[rel] for rel in sorted(texts)}
+    return outputs, findings, sum(r.objects for r in ordered)
 
 
 def _raise_template_errors(findings: Iterable[Finding]) -> None:

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from gen._render_task import (
     CacheUse,
@@ -42,7 +42,6 @@ from gen._render_task import (
     merged_findings,
     render_built,
     run_cluster_tasks,
-    sorted_by_path,
 )
 from gen.caches import once
 from gen.emit.cache import (
@@ -62,6 +61,7 @@ from gen.emit.cache import (
     trust_bytes,
     vouched_outputs,
 )
+from gen.emit.files import FileMap
 from gen.emit.output import (
     Changes,
     check_out_dir,
@@ -589,6 +589,70 @@ def render(
         fast = _fast_result(vouched_outputs(out_dir, digest))
         if fast is not None:
             return fast
+    # Everything the build and the render held (the resolved fleet, the tasks, each
+    # cluster's result) is gone once _built returns: the write's peak does not stack on it.
+    built = _built(profiles_dir, out_dir, out_label, templates_dir=templates_dir,
+                   clusters=clusters, validator=validator, base=base, jobs=jobs,
+                   progress=progress, no_cache=no_cache, crds_dir=crds_dir,
+                   make_records=make_records)
+    outputs, records, objects, warnings = (built.outputs, built.records, built.objects,
+                                           built.warnings)
+    skipped, verified = built.skipped, built.verified
+    if check:
+        changes = compute_changes(outputs, out_dir, verified=verified)
+        _raise_stale(changes, outputs, out_dir, out_label, diff,
+                     records if make_records else None)
+        return RenderResult(outputs, changes, warnings, objects, skipped=skipped)
+    records[CACHE_GITIGNORE] = CACHE_GITIGNORE_BYTES
+    # Trusted from now on: the records checked here, and those of the clusters this
+    # render left alone that the trust list already vouched for.
+    records[TRUST_FILE] = trust_bytes(
+        data for data in records.values()
+        if data in built.checked or hashlib.sha256(data).hexdigest() in built.vouched)
+    names, started = built.names, built.started
+    del built  # its checked records and the trust list's: the write reads neither
+    if digest is not None:
+        records[FLEET_RECORD] = fleet_record_of(digest, names, objects, warnings, outputs,
+                                                records)
+    changes = write_tree(outputs, out_dir, cache=dict(sorted(records.items())),
+                         verified=verified if not clusters else (), since=started)
+    return RenderResult(outputs, changes, warnings, objects, skipped=skipped)
+
+
+class _Built(NamedTuple):
+    """What :func:`render` keeps of the build and render of the selected clusters, for the
+    check or the write: nothing of the resolved fleet, the tasks or their results beside
+    the files."""
+
+    outputs: Mapping[PurePosixPath, bytes]
+    """Every file out/ should hold beside the records, sorted by path (by their text:
+    :class:`gen.emit.files.FileMap`)."""
+    records: dict[str, bytes]
+    """The records out/.gen-cache/ should hold, by path under out/."""
+    checked: set[bytes]
+    """The records rendered or verified by this render, under this env."""
+    vouched: frozenset[str]
+    """The records the trust list vouched for (:attr:`CacheUse.vouched`)."""
+    warnings: tuple[Finding, ...]
+    objects: int
+    names: tuple[str, ...]
+    """The selected clusters, in plan order."""
+    skipped: tuple[str, ...]
+    verified: list[str]
+    """The files of ``outputs`` just read from out/ or vouched for there."""
+    started: int
+    """The clock (ns) before any file of out/ was vouched for (:func:`write_tree`'s
+    ``since``)."""
+
+
+def _built(
+    profiles_dir: Path, out_dir: Path, out_label: str, *, templates_dir: Path | None,
+    clusters: Sequence[str], validator: Validator, base: Path | None, jobs: int | None,
+    progress: Progress | None, no_cache: bool, crds_dir: Path | None, make_records: bool,
+) -> _Built:
+    """The part of :func:`render` (its arguments) that loads, builds, lints, renders and
+    validates the selected clusters (or takes them from out/), raising its errors in
+    :func:`render`'s order; what the check or the write needs of it."""
     from gen.emit.cache.parsed import ParseCache
     from gen.emit.crd_schemas import load_crd_dir  # after the fast path: a costly import
 
@@ -616,8 +680,9 @@ def render(
     lint_found = lint_findings(whole, done, fleet, crd_findings)
     if unknown is not None:
         raise unknown
-    gathered = collected(plan, [done[i] for i in sorted(done)
+    gathered = collected(plan, [done.pop(i) for i in sorted(done)
                                 if whole.clusters[i].name in selected], out_dir)
+    del done, task  # the other clusters' lint, and the task's plan and keys
     _raise_schema_errors(plan, gathered, validator, crds, out_label)
     outputs, records = gathered.outputs, gathered.records
     checked = set(records.values())  # rendered or verified here, under this env
@@ -627,30 +692,13 @@ def render(
     warnings = tuple(sort_findings(f for f in lint_found if f.severity is not Severity.ERROR))
     skipped = tuple(c.name for c in plan.clusters if c.name in gathered.from_out)
     verified = [rel for files in gathered.from_out.values() for rel in _rels(files)]
-    if check:
-        changes = compute_changes(outputs, out_dir, verified=verified)
-        _raise_stale(changes, outputs, out_dir, out_label, diff,
-                     records if make_records else None)
-        return RenderResult(outputs, changes, warnings, gathered.objects, skipped=skipped)
-    records[CACHE_GITIGNORE] = CACHE_GITIGNORE_BYTES
-    # Trusted from now on: the records checked here, and those of the clusters this
-    # render left alone that the trust list already vouched for.
-    records[TRUST_FILE] = trust_bytes(
-        data for data in records.values()
-        if data in checked or hashlib.sha256(data).hexdigest() in cache.vouched)
-    if digest is not None:
-        records[FLEET_RECORD] = fleet_record_of(digest, (c.name for c in plan.clusters),
-                                                gathered.objects, warnings, outputs, records)
-    changes = write_tree(outputs, out_dir, cache=dict(sorted(records.items())),
-                         verified=verified if not clusters else (), since=started)
-    return RenderResult(outputs, changes, warnings, gathered.objects, skipped=skipped)
+    return _Built(outputs, records, checked, cache.vouched, warnings, gathered.objects,
+                  tuple(c.name for c in plan.clusters), skipped, verified, started)
 
 
 def _rels(files: Mapping[PurePosixPath, bytes]) -> list[str]:
     """The paths of ``files`` as text (without making a path of each when it has them)."""
-    from gen.emit.cache import VerifiedFiles
-
-    return files.rels() if isinstance(files, VerifiedFiles) else [str(p) for p in files]
+    return files.rels() if isinstance(files, FileMap) else [str(p) for p in files]
 
 
 def _raise_schema_errors(plan: Plan, gathered: Gathered, validator: Validator,
@@ -774,19 +822,20 @@ def _annotated_summary(changes: Changes) -> str:
 
 def _merge_unselected(
     outputs: Mapping[PurePosixPath, bytes], out_dir: Path, clusters: Iterable[str]
-) -> dict[PurePosixPath, bytes]:
+) -> FileMap:
     """With --cluster, keep the files gen wrote for the other clusters exactly as they are."""
+    from gen.emit.cache import combined
     from gen.emit.output import gen_files
 
     selected = set(clusters)
-    merged = dict(outputs)
+    rendered = set(_rels(outputs))
+    kept: dict[str, bytes] = {}
     for rel, file in gen_files(out_dir).items():
-        path = PurePosixPath(rel)
-        nested = path.parts[0].startswith("_") and len(path.parts) > 1
-        owner = path.parts[1] if nested else path.parts[0]
-        if owner not in selected and path not in merged:
-            merged[path] = file.read_bytes()
-    return sorted_by_path(merged)
+        parts = rel.split("/")  # a path of out/ as listed: no empty or . part
+        owner = parts[1] if parts[0].startswith("_") and len(parts) > 1 else parts[0]
+        if owner not in selected and rel not in rendered:
+            kept[rel] = file.read_bytes()
+    return combined(str(out_dir), [outputs, FileMap(kept)])
 
 
 def _label(out_dir: Path, base: Path | None) -> str:

@@ -52,6 +52,7 @@ from gen.emit.cache.stat import (
     stat_of,
     write_stat_table,
 )
+from gen.emit.files import FileMap, file_texts
 from gen.errors import OutputError
 from gen.fleet.generated import MARKERS
 
@@ -366,8 +367,8 @@ class _Wanted(Mapping[str, bytes]):
 
     def __init__(self, outputs: Mapping[PurePosixPath, bytes]) -> None:
         self._outputs = outputs
-        if isinstance(outputs, VerifiedFiles):  # paths as text already: no Path made
-            self._files: VerifiedFiles | None = outputs
+        if isinstance(outputs, FileMap):  # paths as text already: no Path made
+            self._files: FileMap | None = outputs
             self._paths: dict[str, PurePosixPath | None] = dict.fromkeys(
                 _checked_text(rel) for rel in outputs.rels())
         else:
@@ -437,7 +438,7 @@ def unified_diff(outputs: Mapping[PurePosixPath, bytes], out_dir: Path, changes:
     """A unified diff from out/ to the render, for ``--check --diff``."""
     import difflib
 
-    wanted = {str(p): data for p, data in outputs.items()}
+    wanted = dict(file_texts(outputs))
     chunks: list[str] = []
     for rel in sorted((*changes.added, *changes.changed, *changes.removed)):
         old_path = out_dir / rel

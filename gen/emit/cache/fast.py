@@ -11,6 +11,7 @@ from typing import NamedTuple
 from gen.emit.cache.fleet import FleetRecord, fleet_record_bytes, input_digest
 from gen.emit.cache.layout import FLEET_RECORD
 from gen.emit.cache.stat import VerifiedFiles
+from gen.emit.files import FileMap
 from gen.errors import Finding
 
 __all__ = ["FastPath", "fast_path", "fleet_record_of", "render_digest", "vouched_outputs"]
@@ -72,7 +73,7 @@ def fleet_record_of(
     from gen.emit.output import INDEX_NAME, index_bytes
 
     files = ({rel: outputs.sha256_at(rel) for rel in outputs.rels()}
-             if isinstance(outputs, VerifiedFiles)
+             if isinstance(outputs, FileMap)
              else {str(p): hashlib.sha256(data).hexdigest() for p, data in outputs.items()})
     files[INDEX_NAME] = hashlib.sha256(index_bytes(list(files))).hexdigest()
     files.update({rel: hashlib.sha256(data).hexdigest() for rel, data in records.items()

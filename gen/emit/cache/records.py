@@ -24,6 +24,7 @@ from gen.emit.cache.layout import (
     readable,
     record_path,
 )
+from gen.emit.files import FileMap, file_texts
 from gen.errors import Finding
 
 __all__ = [
@@ -101,7 +102,7 @@ def new_record(cluster: str, fingerprint: str, validated: bool, objects: int,
                files: Mapping[PurePosixPath, bytes]) -> CacheRecord:
     """The record of a cluster just rendered, by this gen (its env)."""
     return CacheRecord(cluster, fingerprint, env_key(), validated, objects, {
-        str(path): hashlib.sha256(data).hexdigest() for path, data in files.items()
+        rel: hashlib.sha256(data).hexdigest() for rel, data in file_texts(files)
     })
 
 
@@ -168,7 +169,7 @@ def read_lint_record(out_dir: Path, cluster: str) -> LintRecord | None:
     return LintRecord(record, data, prebuild, findings, keyed)
 
 
-def verified_files(out_dir: Path, record: CacheRecord) -> dict[PurePosixPath, bytes] | None:
+def verified_files(out_dir: Path, record: CacheRecord) -> FileMap | None:
     """The recorded files' bytes as out/ holds them now, when every one is there and
     hashes to what was recorded; None as soon as one is missing, unreadable or differs."""
     return verified_hashes(out_dir, record.files)
@@ -176,13 +177,13 @@ def verified_files(out_dir: Path, record: CacheRecord) -> dict[PurePosixPath, by
 
 def verified_hashes(
     out_dir: Path, hashes: Mapping[str, str], reach: Reach = Reach.OUTPUTS,
-) -> dict[PurePosixPath, bytes] | None:
+) -> FileMap | None:
     """``hashes`` (path relative to out/ → SHA-256) checked against out/: every file's
     bytes when all are there and hash as recorded, else None. ``reach``: whether the paths
     may be inside the cache folder (the fleet record lists the other records)."""
     root = os.fspath(out_dir)
     read = layout.read_all
-    files: dict[PurePosixPath, bytes] = {}
+    files: dict[str, bytes] = {}
     for rel, digest in hashes.items():
         if not readable(rel, reach):
             return None  # a damaged or hostile record: never read outside out/
@@ -192,8 +193,8 @@ def verified_hashes(
             return None
         if hashlib.sha256(data).hexdigest() != digest:
             return None
-        files[PurePosixPath(rel)] = data
-    return files
+        files[rel] = data  # readable: a path's own text (no empty, . or .. part)
+    return FileMap(files)
 
 
 def same_but_env(old: bytes, new: bytes) -> bool:

@@ -23,12 +23,13 @@ import hashlib
 import json
 import os
 import stat
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 
 from gen.emit.cache import layout
 from gen.emit.cache.fleet import fleet_record_files
 from gen.emit.cache.layout import CACHE_DIR, OWN_FILES, STAT_TABLE, Reach, readable
+from gen.emit.files import FileMap, file_texts
 from gen.errors import StaleOutputError
 
 __all__ = [
@@ -224,83 +225,75 @@ def read_stat_table(out_dir: Path) -> StatTable | None:
     return StatTable(fleet, folders)
 
 
-class VerifiedFiles(Mapping[PurePosixPath, bytes]):
+class VerifiedFiles(FileMap):
     """Files of out/ proved to hold the bytes a render writes, sorted by path; a file whose
     stat vouched for it is read when first asked for (its hash checked then too).
     ``hashes``: path relative to out/ → SHA-256, of these files and maybe others; ``rels``:
-    the paths this mapping holds, sorted (default: all of ``hashes``)."""
+    the paths this mapping holds, sorted (default: all of ``hashes``). A
+    :class:`~gen.emit.files.FileMap`: held by the paths' text, a path made only when asked
+    for."""
 
     def __init__(self, root: str, hashes: Mapping[str, str], loaded: dict[str, bytes],
                  rels: list[str] | None = None) -> None:
-        self._root, self._hashes, self._loaded = root, hashes, loaded
+        super().__init__(loaded)
+        self._root, self._hashes = root, hashes
         self._rels = sorted(hashes) if rels is None else rels
         self._held: set[str] | None = None if rels is not None else set(hashes)
-        self._paths: list[PurePosixPath] | None = None
 
     def __len__(self) -> int:
         return len(self._rels)
 
-    def __iter__(self) -> Iterator[PurePosixPath]:
-        if self._paths is None:  # made once: a render walks its 40,000 paths several times
-            self._paths = [PurePosixPath(rel) for rel in self._rels]
-        return iter(self._paths)
-
     def __getstate__(self) -> dict[str, object]:
-        return {**self.__dict__, "_paths": None, "_held": None}
+        return {**self.__dict__, "_held": None}
 
     def rels(self) -> list[str]:
         """The paths this mapping holds, as text, sorted."""
         return self._rels
 
+    def holds(self, rel: str) -> bool:
+        if self._held is None:
+            self._held = set(self._rels)
+        return rel in self._held
+
     def bytes_at(self, rel: str) -> bytes:
-        """The bytes of the file at ``rel`` (a path of :meth:`rels`)."""
-        return self[PurePosixPath(rel)] if rel not in self._loaded else self._loaded[rel]
+        """The bytes of the file at ``rel`` (a path of :meth:`rels`), read from out/ (and
+        its hash checked) when first asked for."""
+        data = self._texts.get(rel)
+        if data is not None:
+            return data
+        if not self.holds(rel):
+            raise KeyError(rel)
+        if not readable(rel, Reach.WITH_CACHE):
+            raise StaleOutputError(f"{rel}: not a path gen reads in out/")
+        data = layout.read_all(os.path.join(self._root, rel))  # noqa: PTH118 - str paths
+        if hashlib.sha256(data).hexdigest() != self._hashes[rel]:
+            raise StaleOutputError(f"{rel} changed in out/ while gen was reading it")
+        self._texts[rel] = data
+        return data
 
     def sha256_at(self, rel: str) -> str:
-        """:meth:`sha256` of the file at ``rel`` (a path of :meth:`rels`)."""
+        """The SHA-256 of the file at ``rel`` (a path of :meth:`rels`): the recorded one
+        for a file of out/ (not read for it), else computed from the bytes held."""
         digest = self._hashes.get(rel)
         if digest is not None:
             return digest
         return hashlib.sha256(self.bytes_at(rel)).hexdigest()
 
-    def _holds(self, rel: str) -> bool:
-        if self._held is None:
-            self._held = set(self._rels)
-        return rel in self._held
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, PurePosixPath) and self._holds(str(key))
-
     def sha256(self, key: PurePosixPath) -> str:
         """The SHA-256 of a file's bytes: the recorded one for a file of out/ (not read
         for it), else computed from the bytes held."""
         rel = str(key)
-        digest = self._hashes.get(rel)
-        if digest is not None and self._holds(rel):
-            return digest
+        if rel in self._hashes and self.holds(rel):
+            return self._hashes[rel]
         return hashlib.sha256(self[key]).hexdigest()
 
     def held(self) -> dict[str, bytes]:
         """The files whose bytes are in memory already (read or handed in), by path."""
-        return {rel: data for rel, data in self._loaded.items() if self._holds(rel)}
+        return {rel: data for rel, data in self._texts.items() if self.holds(rel)}
 
     def recorded(self) -> dict[str, str]:
         """Path → SHA-256 of the files that are out/'s, read or not."""
         return {rel: self._hashes[rel] for rel in self._rels if rel in self._hashes}
-
-    def __getitem__(self, key: PurePosixPath) -> bytes:
-        rel = str(key)
-        if not isinstance(key, PurePosixPath) or not self._holds(rel):
-            raise KeyError(key)
-        data = self._loaded.get(rel)
-        if data is None:
-            if not readable(rel, Reach.WITH_CACHE):
-                raise StaleOutputError(f"{rel}: not a path gen reads in out/")
-            data = layout.read_all(os.path.join(self._root, rel))  # noqa: PTH118 - str paths
-            if hashlib.sha256(data).hexdigest() != self._hashes[rel]:
-                raise StaleOutputError(f"{rel} changed in out/ while gen was reading it")
-            self._loaded[rel] = data
-        return data
 
 
 def combined(root: str, parts: Iterable[Mapping[PurePosixPath, bytes]]) -> VerifiedFiles:
@@ -317,8 +310,7 @@ def combined(root: str, parts: Iterable[Mapping[PurePosixPath, bytes]]) -> Verif
             hashes.update(recorded)
             loaded.update(part.held())
         else:
-            for path, data in part.items():
-                rel = str(path)
+            for rel, data in file_texts(part):
                 hashes.pop(rel, None)
                 loaded[rel] = data
     return VerifiedFiles(root, hashes, loaded, sorted({*hashes, *loaded}))
