@@ -55,7 +55,6 @@ __all__ = [
     "merged_findings",
     "render_built",
     "run_cluster_tasks",
-    "sorted_by_path",
 ]
 
 ClusterFindings = tuple[list[Finding], dict[str, list[Finding]]]
@@ -531,11 +530,6 @@ def merged_findings(plan: Plan, clusters: Iterable[ClusterFindings],
     for items in once.values():
         findings.extend(items)
     return findings
-
-
-def sorted_by_path(files: Files) -> dict[PurePosixPath, bytes]:
-    """``files`` in the order of their paths' text (the order out/ lists them in)."""
-    return dict(sorted(files.items(), key=lambda kv: str(kv[0])))
 
 
 R = TypeVar("R")
