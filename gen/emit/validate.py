@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gen.caches import BoundedCache, memoize, once
+from gen.emit import schema_shapes
 from gen.emit.crd_convert import OBJECT_META_REF, CRDSchema
 from gen.emit.crd_rules import schema_checks
 from gen.emit.crd_schemas import CRDSet, json_schema
@@ -165,6 +166,11 @@ def _is_schema_file(minor: int, file: Path) -> bool:
     return file.is_file()
 
 
+def _kind_schema(minor: int, api_version: str, kind: str) -> Any:
+    """The schema file of a built-in kind that :func:`_build` compiled, read again."""
+    return json.loads(_schema_file(minor, api_version, kind).read_text(encoding="utf-8"))
+
+
 def _build(minor: int, api_version: str, kind: str, crd: CRDSchema | None) -> Any:
     """Compile the validator of one kind in one schema version (``None``: no schema)."""
     import jsonschema_rs
@@ -237,7 +243,15 @@ class SchemaValidator:
         validator = compiled(minor, api_version, kind, crd)
         if crd is not None:
             return findings + _custom_findings(validator, data, crd, where, related, holes)
-        if validator is not None and validator.is_valid(data):
+        if holes is not None and validator is not None:
+            key = (minor, api_version, kind, holes.shape.shape)
+            if schema_shapes.passes(key, holes):
+                return findings  # the values pass, and the fixed part passed before
+            if validator.is_valid(data):
+                schema_shapes.learn(key, holes, _kind_schema(minor, api_version, kind),
+                                    _registry(minor))
+                return findings
+        elif validator is not None and validator.is_valid(data):
             return findings  # the common case, and quicker than collecting errors
         return findings + _findings(validator, data, minor, where, related)
 
