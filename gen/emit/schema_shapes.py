@@ -34,7 +34,7 @@ schema file, the node itself under the file's ``$id``), with ``format`` off, as
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urljoin
 
@@ -81,10 +81,14 @@ _Quick = tuple[frozenset[type], bool]
 """(Python types that pass as they are, whether an ASCII string passes). A non-ASCII string
 goes to the compiled subschema: one jsonschema-rs cannot convert (a lone surrogate) raises."""
 
+_Program = Callable[[tuple[Any, ...], tuple[str, ...]], bool]
+"""A shape's program: (the values, their JSON texts) → they all pass."""
+
+
 ShapeKey = tuple[int, str, str, str]
 """(schema minor, apiVersion, kind, shape digest)."""
 
-_PROGRAMS: BoundedCache[ShapeKey, tuple[_Step, ...] | None] = BoundedCache(
+_PROGRAMS: BoundedCache[ShapeKey, _Program | None] = BoundedCache(
     "gen.emit.schema_shapes.programs", 4096)
 """The program of a shape of a built-in kind, learnt from an object of it that passed
 (None: the shape is checked whole)."""
@@ -108,32 +112,57 @@ def passes(key: ShapeKey, holes: Holes) -> bool:
     program = _PROGRAMS.data.get(key)
     if program is None:
         return False
-    values, texts, passed = holes.values, holes.texts, _PASSED.data
     try:
-        for index, quick, argument, check, leaf in program:
-            value = values[index]
-            kind = type(value)
-            if kind is dict or kind is list:
-                text = (leaf, texts[index])
-                if text not in passed:
-                    if not check.is_valid(value):
-                        return False
-                    _PASSED.put(text, True)
-            elif not ((quick == _TYPES and (kind in argument[0] or (
-                    kind is str and argument[1] and value.isascii()))) or
-                    (quick == _ENUM and kind is str and value in argument) or
-                    check.is_valid(value)):
-                return False
+        return program(holes.values, holes.texts)
     except Exception:  # noqa: BLE001 - e.g. a string jsonschema-rs cannot convert
         return False  # the whole-object path raises it, or says what is wrong
-    return True
 
 
 def learn(key: ShapeKey, holes: Holes, schema: Mapping[str, Any], registry: Any) -> None:
     """Make the program of the shape of ``key`` and ``holes``, once an object of it passed
     the kind's validator whole (compiled from ``schema`` with ``registry``)."""
     if key not in _PROGRAMS.data:
-        _PROGRAMS.put(key, _program(holes.shape.paths, key[0], schema, registry))
+        steps = _program(holes.shape.paths, key[0], schema, registry)
+        _PROGRAMS.put(key, None if steps is None else _function(steps))
+
+
+def _function(steps: tuple[_Step, ...]) -> _Program:
+    """The steps as one Python function (one test per value, no loop; as
+    :func:`gen.emit.skeleton.filler` compiles a fill plan): for each value, a map or list
+    passes once per JSON text by its compiled subschema; a scalar passes by its quick check
+    (:data:`_TYPES`, :data:`_ENUM`) or else by the compiled subschema."""
+    names: dict[str, Any] = {"_passed": _PASSED.data, "_put": _PASSED.put}
+    lines = ["def program(values, texts):"]
+    for n, (index, quick, argument, check, leaf) in enumerate(steps):
+        names[f"c{n}"], names[f"l{n}"] = check.is_valid, leaf
+        quick_test = ""
+        if quick == _TYPES:
+            tests = [f"t is {_TYPE_NAMES[kind]}" if kind is not type(None) else "v is None"
+                     for kind in sorted(argument[0], key=lambda k: k.__name__)]
+            if argument[1]:
+                tests.append("(t is str and v.isascii())")
+            quick_test = "".join(f"{test} or " for test in tests)
+        elif quick == _ENUM:
+            names[f"e{n}"] = argument
+            quick_test = f"(t is str and v in e{n}) or "
+        lines += [
+            f"    v = values[{index}]",
+            "    t = type(v)",
+            "    if t is dict or t is list:",
+            f"        if (l{n}, texts[{index}]) not in _passed:",
+            f"            if not c{n}(v):",
+            "                return False",
+            f"            _put((l{n}, texts[{index}]), True)",
+            f"    elif not ({quick_test}c{n}(v)):",
+            "        return False",
+        ]
+    lines.append("    return True")
+    exec("\n".join(lines), names)  # noqa: S102 - text made here from names, no input
+    function: _Program = names["program"]
+    return function
+
+
+_TYPE_NAMES = {int: "int", bool: "bool", str: "str"}
 
 
 def _program(paths: tuple[tuple[str | int, ...], ...], minor: int, schema: Mapping[str, Any],
