@@ -220,6 +220,9 @@ class SchemaValidator:
 
     def __init__(self, crds: CRDSet | None = None) -> None:
         self.crds = crds or CRDSet()
+        self._shapes: dict[tuple[int, str], schema_shapes.ShapeKey] = {}
+        """(cluster minor, shape digest) → the :data:`~gen.emit.schema_shapes.ShapeKey` of a
+        built-in kind (no CRD of :attr:`crds` defines it) an object of the shape passed."""
 
     def validate(
         self,
@@ -232,8 +235,15 @@ class SchemaValidator:
         """All schema, metadata and rule errors of one object, located at its output file.
 
         ``holes``: where the values of the object's template shape sit in ``data``
-        (:attr:`gen.emit.render.RenderedObject.holes`); a custom resource's checks then walk
-        its values, and the rest of the object once per shape. The findings are the same."""
+        (:attr:`gen.emit.render.RenderedObject.holes`); the checks then walk its values,
+        and the rest of the object once per shape (:mod:`gen.emit.schema_shapes` for the
+        schema of a built-in kind). The findings are the same."""
+        if holes is not None:
+            key = self._shapes.get((cluster_minor, holes.shape.shape))
+            if key is not None and data.get("kind") == key[2] and \
+                    data.get("apiVersion") == key[1] and schema_shapes.passes(key, holes):
+                return metadata_findings(data, where, (origin,) if origin is not None else (),
+                                         holes)
         minor = schema_version_for(cluster_minor)
         api_version = str(data.get("apiVersion", ""))
         kind = str(data.get("kind", ""))
@@ -250,6 +260,9 @@ class SchemaValidator:
             if validator.is_valid(data):
                 schema_shapes.learn(key, holes, _kind_schema(minor, api_version, kind),
                                     _registry(minor))
+                if len(self._shapes) >= 4096:
+                    self._shapes.clear()
+                self._shapes[(cluster_minor, holes.shape.shape)] = key
                 return findings
         elif validator is not None and validator.is_valid(data):
             return findings  # the common case, and quicker than collecting errors
