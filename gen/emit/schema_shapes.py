@@ -230,7 +230,7 @@ def _walk(root: Any, raw: Mapping[str, Any], root_uri: str, path: tuple[str | in
         return True
     if base == root_uri:  # inside the kind's own file, which no registry holds
         original = _at(raw, pointer)
-        if not isinstance(original, dict) or _has_id(original):
+        if not isinstance(original, dict) or not _inline_safe(original, root_uri):
             return None
         return f"{root_uri}#{pointer}", {"$id": root_uri, **original}, node, base
     return f"{base}#{pointer}", {"$ref": f"{base}#{pointer}"}, node, base
@@ -297,17 +297,25 @@ def _at(document: Any, pointer: str) -> Any:
     return node
 
 
-def _has_id(node: Any) -> bool:
+def _inline_safe(node: Any, root_uri: str) -> bool:
+    """Whether a node of the kind's file means the same compiled alone under the file's
+    ``$id``: no ``$id``, anchor or dynamic reference in it, and no ``$ref`` into the file
+    itself (which would then name the node, not the file)."""
     stack = [node]
     while stack:
         current = stack.pop()
         if isinstance(current, dict):
-            if "$id" in current or "$anchor" in current or "$dynamicAnchor" in current:
-                return True
+            if any(k in current for k in ("$id", "$anchor", "$dynamicAnchor", "$dynamicRef",
+                                          "$recursiveRef", "$recursiveAnchor")):
+                return False
+            ref = current.get("$ref")
+            if ref is not None and (not isinstance(ref, str) or
+                                    urljoin(root_uri, ref).partition("#")[0] == root_uri):
+                return False
             stack.extend(current.values())
         elif isinstance(current, list):
             stack.extend(current)
-    return False
+    return True
 
 
 def _ancestor_ok(node: dict[str, Any]) -> bool:
