@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gen.caches import BoundedCache, memoize, once
+from gen.emit import schema_shapes
 from gen.emit.crd_convert import OBJECT_META_REF, CRDSchema
 from gen.emit.crd_rules import schema_checks
 from gen.emit.crd_schemas import CRDSet, json_schema
@@ -165,6 +166,11 @@ def _is_schema_file(minor: int, file: Path) -> bool:
     return file.is_file()
 
 
+def _kind_schema(minor: int, api_version: str, kind: str) -> Any:
+    """The schema file of a built-in kind that :func:`_build` compiled, read again."""
+    return json.loads(_schema_file(minor, api_version, kind).read_text(encoding="utf-8"))
+
+
 def _build(minor: int, api_version: str, kind: str, crd: CRDSchema | None) -> Any:
     """Compile the validator of one kind in one schema version (``None``: no schema)."""
     import jsonschema_rs
@@ -214,6 +220,9 @@ class SchemaValidator:
 
     def __init__(self, crds: CRDSet | None = None) -> None:
         self.crds = crds or CRDSet()
+        self._shapes: dict[tuple[int, str], schema_shapes.ShapeKey] = {}
+        """(cluster minor, shape digest) → the :data:`~gen.emit.schema_shapes.ShapeKey` of a
+        built-in kind (no CRD of :attr:`crds` defines it) an object of the shape passed."""
 
     def validate(
         self,
@@ -226,8 +235,15 @@ class SchemaValidator:
         """All schema, metadata and rule errors of one object, located at its output file.
 
         ``holes``: where the values of the object's template shape sit in ``data``
-        (:attr:`gen.emit.render.RenderedObject.holes`); a custom resource's checks then walk
-        its values, and the rest of the object once per shape. The findings are the same."""
+        (:attr:`gen.emit.render.RenderedObject.holes`); the checks then walk its values,
+        and the rest of the object once per shape (:mod:`gen.emit.schema_shapes` for the
+        schema of a built-in kind). The findings are the same."""
+        if holes is not None:
+            key = self._shapes.get((cluster_minor, holes.shape.shape))
+            if key is not None and data.get("kind") == key[2] and \
+                    data.get("apiVersion") == key[1] and schema_shapes.passes(key, holes):
+                return metadata_findings(data, where, (origin,) if origin is not None else (),
+                                         holes)
         minor = schema_version_for(cluster_minor)
         api_version = str(data.get("apiVersion", ""))
         kind = str(data.get("kind", ""))
@@ -237,7 +253,18 @@ class SchemaValidator:
         validator = compiled(minor, api_version, kind, crd)
         if crd is not None:
             return findings + _custom_findings(validator, data, crd, where, related, holes)
-        if validator is not None and validator.is_valid(data):
+        if holes is not None and validator is not None:
+            key = (minor, api_version, kind, holes.shape.shape)
+            if schema_shapes.passes(key, holes):
+                return findings  # the values pass, and the fixed part passed before
+            if validator.is_valid(data):
+                schema_shapes.learn(key, holes, _kind_schema(minor, api_version, kind),
+                                    _registry(minor))
+                if len(self._shapes) >= 4096:
+                    self._shapes.clear()
+                self._shapes[(cluster_minor, holes.shape.shape)] = key
+                return findings
+        elif validator is not None and validator.is_valid(data):
             return findings  # the common case, and quicker than collecting errors
         return findings + _findings(validator, data, minor, where, related)
 
