@@ -118,12 +118,16 @@ def passes(key: ShapeKey, holes: Holes) -> bool:
         return False  # the whole-object path raises it, or says what is wrong
 
 
-def learn(key: ShapeKey, holes: Holes, schema: Mapping[str, Any], registry: Any) -> None:
+def learn(key: ShapeKey, holes: Holes, schema: Callable[[], Mapping[str, Any]],
+          registry: Any) -> bool:
     """Make the program of the shape of ``key`` and ``holes``, once an object of it passed
-    the kind's validator whole (compiled from ``schema`` with ``registry``)."""
+    the kind's validator whole (compiled from the schema ``schema()`` reads, with
+    ``registry``; read only for a shape not met before). True when the shape has a
+    program: its later objects can pass by :func:`passes`."""
     if key not in _PROGRAMS.data:
-        steps = _program(holes.shape.paths, key[0], schema, registry)
+        steps = _program(holes.shape.paths, key[0], schema(), registry)
         _PROGRAMS.put(key, None if steps is None else _function(steps))
+    return _PROGRAMS.data.get(key) is not None
 
 
 def _function(steps: tuple[_Step, ...]) -> _Program:

@@ -258,11 +258,11 @@ class SchemaValidator:
             if schema_shapes.passes(key, holes):
                 return findings  # the values pass, and the fixed part passed before
             if validator.is_valid(data):
-                schema_shapes.learn(key, holes, _kind_schema(minor, api_version, kind),
-                                    _registry(minor))
-                if len(self._shapes) >= 4096:
-                    self._shapes.clear()
-                self._shapes[(cluster_minor, holes.shape.shape)] = key
+                if schema_shapes.learn(key, holes, lambda: _kind_schema(minor, api_version, kind),
+                                       _registry(minor)):
+                    if len(self._shapes) >= 4096:
+                        self._shapes.clear()
+                    self._shapes[(cluster_minor, holes.shape.shape)] = key
                 return findings
         elif validator is not None and validator.is_valid(data):
             return findings  # the common case, and quicker than collecting errors
