@@ -68,11 +68,6 @@ class FileMap(Mapping[PurePosixPath, bytes]):
         for rel in self.rels():
             yield rel, self.bytes_at(rel)
 
-    def sorted(self) -> FileMap:
-        """These files in the order of their paths' text (the order out/ lists them in),
-        their bytes read now."""
-        return FileMap({rel: self.bytes_at(rel) for rel in sorted(self.rels())})
-
     # The path side: Mapping[PurePosixPath, bytes].
 
     def __getitem__(self, key: PurePosixPath) -> bytes:
